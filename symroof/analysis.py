@@ -1,0 +1,227 @@
+"""Time bounds, limits, leading terms and solved crossovers.
+
+Time on a chip with peak C FLOP/s, memory bandwidth W and network bandwidth W_net:
+t_math = FLOPs / C, t_mem = bytes / W, t_net = network bytes / W_net. The lower bound is
+their max (perfect overlap), the upper bound their sum (no overlap); the op is bound by the
+largest term. Hardware enters only here, as an argument, and stays exact (Rationals) until
+a number is asked for.
+
+>>> import symroof as sr
+>>> from symroof.symbols import B, D, F
+>>> v5e = sr.chip("tpu-v5e")
+>>> sr.critical_batch(v5e)
+9850/41
+>>> round(float(sr.critical_batch(v5e, w_bytes=1)), 1)
+120.1
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import sympy as sp
+
+from .cost import Cost, as_dimension, as_exact
+from .ops import matmul
+from .symbols import B as _B
+from .symbols import D as _D
+from .symbols import F as _F
+
+__all__ = ["TimeBound", "time", "limit", "leading", "crossover", "critical_batch"]
+
+
+@dataclass(frozen=True)
+class TimeBound:
+    """Roofline time of a :class:`Cost` on a chip (seconds, exact where the inputs are)."""
+
+    t_math: sp.Expr
+    t_mem: sp.Expr
+    t_net: sp.Expr
+    cost: Cost
+    chip: Any
+    dtype: str
+
+    @property
+    def lower(self) -> sp.Expr:
+        """max(t_math, t_mem, t_net): the time with perfect overlap."""
+        return sp.Max(self.t_math, self.t_mem, self.t_net)
+
+    @property
+    def upper(self) -> sp.Expr:
+        """t_math + t_mem + t_net: the time with no overlap at all."""
+        return self.t_math + self.t_mem + self.t_net
+
+    @property
+    def bound(self) -> str:
+        """'compute', 'memory' or 'network' (the largest term); 'undetermined' while the
+        terms are symbolic and cannot be ordered."""
+        terms = {"compute": self.t_math, "memory": self.t_mem, "network": self.t_net}
+        if all(t.is_number for t in terms.values()):
+            return max(terms, key=lambda k: float(terms[k]))
+        return "undetermined"
+
+    def subs(self, *args: Any, **kwargs: Any) -> TimeBound:
+        """Substitute dimension values into the cost and recompute."""
+        return time(self.cost.subs(*args, **kwargs), self.chip, self.dtype)
+
+    def __float__(self) -> float:
+        return float(self.lower)
+
+    def _latex(self, printer: Any) -> str:
+        p = printer._print
+        rows = [rf"t_\text{{math}} &= {p(self.t_math)}", rf"t_\text{{mem}} &= {p(self.t_mem)}"]
+        if self.t_net != 0:
+            rows.append(rf"t_\text{{net}} &= {p(self.t_net)}")
+        rows.append(rf"t_\text{{lower}} &= {p(self.lower)}")
+        rows.append(rf"t_\text{{upper}} &= {p(self.upper)}")
+        return r"\begin{aligned} " + r" \\ ".join(rows) + r" \end{aligned}"
+
+    def _repr_latex_(self) -> str:
+        return "$\\displaystyle " + sp.latex(self) + "$"
+
+    def __str__(self) -> str:
+        if not self.lower.is_number:
+            return f"t_math = {self.t_math}, t_mem = {self.t_mem}, t_net = {self.t_net}"
+        return (f"t_math {_fmt_s(self.t_math)}, t_mem {_fmt_s(self.t_mem)}, "
+                f"t_net {_fmt_s(self.t_net)}: {_fmt_s(self.lower)} .. {_fmt_s(self.upper)} "
+                f"({self.bound}-bound)")
+
+
+def _fmt_s(t: sp.Expr) -> str:
+    s = float(t)
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
+        if s >= scale or unit == "ns":
+            return f"{s / scale:.3g} {unit}"
+    return f"{s:.3g} s"  # pragma: no cover
+
+
+def time(cost: Cost, chip: Any, dtype: str = "bf16", *, useful: bool = False) -> TimeBound:
+    """Roofline time bounds of ``cost`` on ``chip`` at ``dtype``'s peak.
+
+    ``useful=True`` counts useful FLOPs only (a kernel that skips masked blocks).
+
+    >>> import symroof as sr
+    >>> t = sr.time(sr.Cost(flops=10**12), sr.chip("h100"))
+    >>> round(float(t.t_math) * 1e3, 2)      # 1e12 FLOPs on an H100, in ms
+    1.01
+    >>> t.bound
+    'compute'
+    """
+    if not isinstance(cost, Cost):
+        raise TypeError(f"time() needs a Cost, got {type(cost).__name__}")
+    flops = cost.useful_flops if useful else cost.flops
+    t_net = cost.net_bytes / chip.link_bw if cost.net_bytes != 0 else sp.Integer(0)
+    return TimeBound(t_math=flops / chip.peak(dtype), t_mem=cost.bytes / chip.hbm_bw,
+                     t_net=t_net, cost=cost, chip=chip, dtype=dtype)
+
+
+def limit(expr: Any, sym: sp.Symbol, point: Any = sp.oo) -> sp.Expr:
+    """The limit of ``expr`` as ``sym`` tends to ``point`` (default infinity).
+
+    >>> import symroof as sr
+    >>> from symroof.symbols import N
+    >>> sr.limit(sr.dot(N, exact=True).intensity, N)
+    1/2
+    """
+    return sp.limit(sp.sympify(expr), sym, point)
+
+
+def _as_tuple(x: Any) -> tuple:
+    if x is None:
+        return ()
+    return tuple(x) if isinstance(x, (tuple, list, set, frozenset)) else (x,)
+
+
+def leading(expr: Any, small: Any = None, large: Any = None) -> sp.Expr:
+    """Leading-order term of ``expr`` in the regime where the ``small`` symbols are much
+    smaller than the others, or the ``large`` ones much larger.
+
+    Scales small symbols by eps (large ones by 1/eps) and keeps the leading term as eps -> 0.
+
+    >>> import symroof as sr
+    >>> from symroof.symbols import B, D, F
+    >>> sr.leading(sr.matmul(B, D, F).intensity, small=B)
+    B
+    >>> sr.leading(sr.batched_matmul(B, D, F, x_bytes=1, w_bytes=1, out_bytes=1).intensity,
+    ...            large=(D, F))
+    2
+    """
+    small, large = _as_tuple(small), _as_tuple(large)
+    if not small and not large:
+        raise ValueError("leading() needs small=... or large=... (e.g. small=B for B << D, F)")
+    expr = sp.sympify(expr)
+    for s in small + large:
+        if not isinstance(s, sp.Symbol):
+            raise ValueError(f"leading(): {s!r} is not a symbol")
+    eps = sp.Dummy("eps", positive=True)
+    scaled = expr.subs({**{s: eps * s for s in small}, **{s: s / eps for s in large}},
+                       simultaneous=True)
+    term = sp.cancel(scaled).as_leading_term(eps)
+    return sp.cancel(term.subs(eps, 1))
+
+
+def _rationalize(expr: Any) -> sp.Expr:
+    """Replace binary floats by the exact decimal they print as (1.97e14 -> 197*10**12)."""
+    expr = sp.sympify(expr)
+    return expr.xreplace({f: sp.Rational(repr(float(f))) for f in expr.atoms(sp.Float)})
+
+
+def crossover(lhs: Any, rhs: Any, var: sp.Symbol, *, select: str = "positive") -> sp.Expr:
+    """Solve ``lhs == rhs`` for ``var`` and return the physical root, exactly.
+
+    ``var`` is replaced by a positive real dummy while solving (an ``integer=True`` symbol
+    would make ``solve`` drop every non-integer root). Roots that are negative or not real
+    are dropped; if several remain, ``select`` picks 'smallest' or 'largest'.
+
+    >>> import symroof as sr
+    >>> from symroof.symbols import B, D, F
+    >>> t = sr.time(sr.sharded_matmul(B, D, F, shards=2), sr.chip("tpu-v5e"))
+    >>> t.t_math, t.t_net          # the book's 2-chip example: BDF/C and 2BF/W_net
+    (B*D*F/197000000000000, B*F/22500000000)
+    >>> d_star = sr.crossover(t.t_math, t.t_net, D)
+    >>> d_star, round(float(d_star))
+    (78800/9, 8756)
+    """
+    lhs, rhs = _rationalize(as_exact(lhs, "lhs")), _rationalize(as_exact(rhs, "rhs"))
+    if not isinstance(var, sp.Symbol):
+        raise ValueError(f"crossover(): var must be a symbol, got {var!r}")
+    x = sp.Dummy(var.name, positive=True)
+    eq = sp.Eq(lhs.subs(var, x), rhs.subs(var, x))
+    roots = [r for r in sp.solve(eq, x) if r.is_real is not False and r.is_positive is not False]
+    if not roots:
+        raise ValueError(f"crossover(): {sp.sstr(lhs)} = {sp.sstr(rhs)} has no positive "
+                         f"root in {var}")
+    if len(roots) > 1:
+        if select not in ("smallest", "largest") or not all(r.is_number for r in roots):
+            raise ValueError(f"crossover(): several roots {roots}; pass select='smallest' or "
+                             "'largest'")
+        roots = [min(roots) if select == "smallest" else max(roots)]
+    return sp.simplify(roots[0].subs(x, var))
+
+
+def critical_batch(chip: Any, *, dtype: str = "bf16", x_bytes: Any = 2, w_bytes: Any = 2,
+                   out_bytes: Any = None, D: Any = None, F: Any = None) -> sp.Expr:
+    """The batch above which X[B,D] @ W[D,F] is compute-bound on ``chip``.
+
+    Without D and F: the B << D, F regime, where intensity ~ 2B / w_bytes, so
+    B* = (C / W) * w_bytes / 2. With D and F: the exact root of intensity(B) = C / W
+    (infinity if the matmul never becomes compute-bound).
+
+    >>> import symroof as sr
+    >>> round(float(sr.critical_batch(sr.chip("h100"))), 1)
+    295.2
+    """
+    out_bytes = x_bytes if out_bytes is None else out_bytes
+    ridge = chip.critical_intensity(dtype)
+    if D is None and F is None:
+        mm = matmul(_B, _D, _F, x_bytes=x_bytes, w_bytes=w_bytes, out_bytes=out_bytes)
+        return crossover(leading(mm.intensity, small=_B), ridge, _B)
+    if D is None or F is None:
+        raise ValueError("critical_batch(): give both D and F, or neither")
+    mm = matmul(_B, as_dimension(D, "D"), as_dimension(F, "F"), x_bytes=x_bytes,
+                w_bytes=w_bytes, out_bytes=out_bytes)
+    try:
+        return crossover(mm.intensity, ridge, _B)
+    except ValueError:
+        return sp.oo

@@ -1,0 +1,248 @@
+"""``Cost``: the FLOPs and bytes of a piece of work, as SymPy expressions.
+
+A ``Cost`` is a small frozen value with algebra. It adds (so ``sum()`` works over a breakdown),
+scales by an integer or a symbol (``L * layer``), substitutes values, and prints through
+SymPy's LaTeX printer. Conventions (docs/accounting.md): 2 FLOPs per multiply-accumulate;
+bytes split by kind, weights / activations / KV cache in memory, network bytes apart.
+
+>>> from symroof.symbols import B, D, F, L
+>>> layer = Cost(flops=2*B*D*F, weight_bytes=2*D*F, act_bytes=2*B*D + 2*B*F)
+>>> (L * layer).flops
+2*B*D*F*L
+>>> layer.intensity
+B*D*F/(B*D + B*F + D*F)
+>>> layer.subs({B: 1, D: 4, F: 4}).bytes
+48
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+import sympy as sp
+
+from .symbols import DIMENSIONS, lookup
+
+__all__ = ["Cost", "as_dimension", "as_exact"]
+
+#: The fields of a Cost, in print order.
+FIELDS = ("flops", "useful_flops", "weight_bytes", "act_bytes", "kv_bytes", "net_bytes")
+_DIMENSION_SYMBOLS = {sym for sym, _ in DIMENSIONS.values()}
+
+
+def as_exact(value: Any, name: str = "value") -> sp.Expr:
+    """Turn a user number into an exact SymPy number: ints stay ints, ``8.1e11`` becomes
+    ``810000000000`` and ``0.5`` becomes ``1/2`` (through its shortest decimal repr, so no
+    binary float noise enters a formula).
+
+    >>> as_exact(8.1e11), as_exact(0.1)
+    (810000000000, 1/10)
+    """
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a number or expression, got {value!r}")
+    if isinstance(value, sp.Basic):
+        return value
+    if isinstance(value, numbers.Integral):
+        return sp.Integer(int(value))
+    if isinstance(value, numbers.Real):
+        return sp.Rational(repr(float(value)))
+    if isinstance(value, str):
+        try:
+            return sp.Rational(value)
+        except (TypeError, ValueError):
+            pass
+        try:
+            return lookup(value)
+        except ValueError:
+            raise ValueError(f"{name} must be a number or a symbol of the table, got {value!r}") from None
+    raise TypeError(f"{name} must be a number or expression, got {value!r} ({type(value).__name__})")
+
+
+def as_dimension(value: Any, name: str) -> sp.Expr:
+    """Validate a dimension: a positive integer, a symbol name from the table, or a positive
+    SymPy expression. Anything else raises ``ValueError`` naming ``name`` and the value.
+
+    >>> as_dimension(4096, "D"), as_dimension("B", "b")
+    (4096, B)
+    >>> as_dimension(-3, "D")
+    Traceback (most recent call last):
+    ...
+    ValueError: D must be a positive integer or a positive symbol, got -3
+    """
+    msg = f"{name} must be a positive integer or a positive symbol, got {value!r}"
+    if isinstance(value, bool):
+        raise ValueError(msg)
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError(msg)
+        value = int(value)
+    if isinstance(value, str):
+        value = value.strip()
+        if value.lstrip("-").isdigit():
+            value = int(value)
+        else:
+            try:
+                return lookup(value)
+            except ValueError:
+                raise ValueError(msg + " (not a number, nor a symbol of the table)") from None
+    if isinstance(value, numbers.Integral):
+        if value <= 0:
+            raise ValueError(msg)
+        return sp.Integer(int(value))
+    if isinstance(value, sp.Expr):
+        if value.is_number and not (value.is_integer and value.is_positive):
+            raise ValueError(msg)
+        if value.is_positive is False:
+            raise ValueError(msg)
+        return value
+    raise ValueError(msg)
+
+
+def _check_substitution(mapping: Mapping[Any, Any]) -> dict[sp.Symbol, sp.Expr]:
+    """Turn a user's substitution into ``{Symbol: exact value}``; dimension symbols must get
+    positive integers (or positive expressions)."""
+    out: dict[sp.Symbol, sp.Expr] = {}
+    for key, value in mapping.items():
+        sym = lookup(key) if isinstance(key, str) else key
+        if not isinstance(sym, sp.Symbol):
+            raise TypeError(f"substitution keys must be symbols or names, got {key!r}")
+        if sym in _DIMENSION_SYMBOLS:
+            out[sym] = as_dimension(value, sym.name)
+        else:
+            out[sym] = as_exact(value, sym.name)
+    return out
+
+
+@dataclass(frozen=True)
+class Cost:
+    """FLOPs and bytes of a piece of work; every field a SymPy expression (default 0).
+
+    ``flops`` are executed FLOPs; ``useful_flops`` (default: ``flops``) leave out work on
+    masked entries. Memory bytes are split into ``weight_bytes``, ``act_bytes`` and
+    ``kv_bytes``; ``net_bytes`` are bytes sent between chips.
+
+    >>> from symroof.symbols import N
+    >>> c = Cost(flops=2*N - 1, act_bytes=4*N + 2)
+    >>> c.intensity
+    (2*N - 1)/(4*N + 2)
+    >>> sum([c, c]).flops
+    4*N - 2
+    """
+
+    flops: Any = 0
+    useful_flops: Any = None
+    weight_bytes: Any = 0
+    act_bytes: Any = 0
+    kv_bytes: Any = 0
+    net_bytes: Any = 0
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "useful_flops" and value is None:
+                value = self.flops
+            object.__setattr__(self, f.name, sp.sympify(as_exact(value, f.name)))
+
+    # -- algebra: a few primitives, everything else on top -----------------------------
+    def _map(self, fn) -> Cost:
+        return Cost(**{name: fn(getattr(self, name)) for name in FIELDS})
+
+    def __add__(self, other: Cost) -> Cost:
+        if isinstance(other, numbers.Number) and other == 0:
+            return self  # so that sum() can start from 0
+        if not isinstance(other, Cost):
+            return NotImplemented
+        return Cost(**{name: getattr(self, name) + getattr(other, name) for name in FIELDS})
+
+    __radd__ = __add__
+
+    def __mul__(self, k: Any) -> Cost:
+        if isinstance(k, Cost):
+            return NotImplemented
+        factor = as_exact(k, "factor")
+        return self._map(lambda v: v * factor)
+
+    __rmul__ = __mul__
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Cost):
+            return NotImplemented
+        return all(sp.simplify(getattr(self, n) - getattr(other, n)) == 0 for n in FIELDS)
+
+    __hash__ = object.__hash__
+
+    def subs(self, *args: Any, **kwargs: Any) -> Cost:
+        """Substitute values: ``c.subs({B: 1, D: 4096})`` or ``c.subs(B=1, D=4096)``.
+        Dimensions must get positive integers; floats are made exact first."""
+        mapping: dict[Any, Any] = {}
+        if args:
+            if len(args) == 1 and isinstance(args[0], Mapping):
+                mapping.update(args[0])
+            elif len(args) == 2:
+                mapping[args[0]] = args[1]
+            else:
+                raise TypeError("subs takes a mapping, a (symbol, value) pair, or keywords")
+        mapping.update(kwargs)
+        exact = _check_substitution(mapping)
+        return self._map(lambda v: v.subs(exact))
+
+    def simplify(self) -> Cost:
+        return self._map(sp.factor)
+
+    # -- derived quantities ------------------------------------------------------------
+    @property
+    def bytes(self) -> sp.Expr:
+        """Memory bytes: weights + activations + KV cache (network bytes apart)."""
+        return self.weight_bytes + self.act_bytes + self.kv_bytes
+
+    @property
+    def intensity(self) -> sp.Expr:
+        """Arithmetic intensity: executed FLOPs per memory byte, as a cancelled fraction."""
+        return _ratio(self.flops, self.bytes)
+
+    @property
+    def useful_intensity(self) -> sp.Expr:
+        """Useful FLOPs per memory byte."""
+        return _ratio(self.useful_flops, self.bytes)
+
+    @property
+    def net_intensity(self) -> sp.Expr:
+        """FLOPs per byte sent over the network (the book's inter-chip intensity)."""
+        return _ratio(self.flops, self.net_bytes)
+
+    @property
+    def free_symbols(self) -> set[sp.Symbol]:
+        return set().union(*(getattr(self, n).free_symbols for n in FIELDS))
+
+    def as_dict(self) -> dict[str, sp.Expr]:
+        return {name: getattr(self, name) for name in FIELDS}
+
+    # -- printing ----------------------------------------------------------------------
+    def __repr__(self) -> str:
+        parts = [f"{n}={getattr(self, n)}" for n in FIELDS if getattr(self, n) != 0]
+        if self.useful_flops == self.flops and self.flops != 0:
+            parts = [p for p in parts if not p.startswith("useful_flops=")]
+        return "Cost(" + ", ".join(parts) + ")"
+
+    def _latex(self, printer: Any) -> str:
+        rows = [(r"\text{FLOPs}", self.flops)]
+        if self.useful_flops != self.flops:
+            rows.append((r"\text{useful FLOPs}", self.useful_flops))
+        for label, name in (("weight", "weight_bytes"), ("activation", "act_bytes"),
+                            ("KV", "kv_bytes"), ("network", "net_bytes")):
+            if getattr(self, name) != 0:
+                rows.append((rf"\text{{{label} bytes}}", getattr(self, name)))
+        body = r" \\ ".join(f"{label} &= {printer._print(value)}" for label, value in rows)
+        return r"\begin{aligned} " + body + r" \end{aligned}"
+
+    def _repr_latex_(self) -> str:
+        return "$\\displaystyle " + sp.latex(self) + "$"
+
+
+def _ratio(num: sp.Expr, den: sp.Expr) -> sp.Expr:
+    if den == 0:
+        return sp.oo if num != 0 else sp.nan
+    return sp.cancel(num / den)

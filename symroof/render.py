@@ -1,0 +1,53 @@
+"""LaTeX through SymPy's printer.
+
+Objects of symroof carry ``_latex(printer)`` methods, so ``sympy.latex`` prints them and
+so does :func:`latex`, which also accepts plain numbers and ``(lhs, rhs)`` equations.
+
+>>> import symroof as sr
+>>> from symroof.symbols import B, D, F
+>>> sr.latex(sr.matmul(B, D, F).intensity)
+'\\\\frac{B D F}{B D + B F + D F}'
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sympy as sp
+
+from .cost import as_exact
+
+__all__ = ["latex", "document"]
+
+
+def latex(obj: Any, **settings: Any) -> str:
+    """LaTeX (math mode, without delimiters) for an expression, equation, Cost, TimeBound
+    or anything else with a ``_latex`` method; a ``(lhs, rhs)`` pair prints as an equation.
+
+    >>> from symroof.symbols import N
+    >>> latex((N, 2 * N - 1))
+    'N = 2 N - 1'
+    """
+    if isinstance(obj, tuple) and len(obj) == 2:
+        obj = sp.Eq(sp.sympify(obj[0]), sp.sympify(obj[1]), evaluate=False)
+    elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
+        obj = as_exact(obj)
+    elif hasattr(obj, "_latex_document"):
+        return obj._latex_document()
+    if isinstance(obj, str):
+        raise TypeError("latex() takes an expression, Cost or TimeBound, not a string")
+    return sp.latex(obj, **settings)
+
+
+def document(body: str, *, title: str | None = None) -> str:
+    """A complete amsmath/booktabs article around ``body`` (used to compile-check LaTeX).
+
+    >>> document(r"\\[ x \\]").splitlines()[0]
+    '\\\\documentclass{article}'
+    """
+    head = [r"\documentclass{article}", r"\usepackage{amsmath,amssymb}",
+            r"\usepackage{booktabs}", r"\usepackage{graphicx}",
+            r"\usepackage[margin=2cm]{geometry}", r"\begin{document}"]
+    if title:
+        head.append(rf"\section*{{{title}}}")
+    return "\n".join(head + [body, r"\end{document}", ""])

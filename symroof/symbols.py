@@ -1,0 +1,80 @@
+"""The one symbol table of symroof.
+
+Every dimension is a SymPy symbol declared here, once, with its assumptions (positive
+integers). Creating a second ``Symbol("D")`` elsewhere makes a *different* symbol that
+``subs`` silently ignores, so everything imports from this module.
+
+Translation to the other notations in use:
+
+=========================  =========  ==========================  ==============
+meaning                    symroof    How to Scale Your Model     CS349E lecture
+=========================  =========  ==========================  ==============
+batch (sequences)          B          B                           B
+new tokens this step       T          T                           T
+context (KV length)        S          S                           ctx
+model width                D          D                           d
+MLP hidden width           F          F                           f
+layers                     L          L                           L
+query heads                H          N                           H
+KV heads                   G          K                           G
+query heads per KV head    H/G        G                           H/G
+head dimension             d_h        H                           dh
+vocabulary                 V          V                           V
+generic length             N          N                           N
+=========================  =========  ==========================  ==============
+
+``S`` and ``N`` shadow ``sympy.S`` and ``sympy.N``: import sympy as ``sp``, never with ``*``.
+
+>>> from symroof.symbols import B, D, F
+>>> (2 * B * D * F).is_positive
+True
+>>> lookup("d_h")
+d_h
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+__all__ = ["B", "T", "S", "D", "F", "L", "H", "G", "d_h", "V", "N", "DIMENSIONS", "lookup"]
+
+
+def _dim(name: str) -> sp.Symbol:
+    return sp.Symbol(name, positive=True, integer=True)
+
+
+B = _dim("B")
+T = _dim("T")
+S = _dim("S")
+D = _dim("D")
+F = _dim("F")
+L = _dim("L")
+H = _dim("H")
+G = _dim("G")
+d_h = _dim("d_h")
+V = _dim("V")
+N = _dim("N")
+
+#: name -> (symbol, meaning), in the order of the table above.
+DIMENSIONS: dict[str, tuple[sp.Symbol, str]] = {
+    "B": (B, "batch: sequences (or tokens, for a bare matmul)"),
+    "T": (T, "new tokens per sequence in this step"),
+    "S": (S, "context length attended per sequence, new tokens included"),
+    "D": (D, "model width (d_model)"),
+    "F": (F, "MLP hidden width (d_ff)"),
+    "L": (L, "layers"),
+    "H": (H, "query heads"),
+    "G": (G, "KV heads"),
+    "d_h": (d_h, "head dimension"),
+    "V": (V, "vocabulary"),
+    "N": (N, "generic length"),
+}
+
+
+def lookup(name: str) -> sp.Symbol:
+    """Return the table's symbol called ``name``; unknown names fail and list the known ones."""
+    try:
+        return DIMENSIONS[name][0]
+    except KeyError:
+        known = ", ".join(DIMENSIONS)
+        raise ValueError(f"unknown symbol {name!r}; the symbol table has: {known}") from None
