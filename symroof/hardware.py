@@ -1,0 +1,226 @@
+"""Hardware records: one frozen ``Chip`` per accelerator, every figure exact and sourced.
+
+Units are SI: peaks in FLOP/s per dtype (OP/s for int8), dense, not sparse; HBM bandwidth in
+bytes/s; HBM capacity in bytes; ``link_bw`` in bytes/s over one link in one direction (one ICI
+link on a TPU, one NVLink link on a GPU). Figures are SymPy Integers or Rationals (a float such
+as ``8.1e11`` is read through its decimal text, so it becomes exactly 810000000000) or positive
+SymPy expressions, so a chip can be symbolic and thresholds come out as ``C/W``.
+
+The presets live in :mod:`symroof.chips` with the source of each figure beside it.
+
+>>> chip("tpu-v5e").critical_intensity()
+9850/41
+>>> symbolic_chip().critical_intensity()
+C/W
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from fractions import Fraction
+from types import MappingProxyType
+
+import sympy as sp
+
+from .chips import RECORDS as _RECORDS
+
+__all__ = ["Chip", "chip", "symbolic_chip", "CHIPS"]
+
+_FIGURES = ("hbm_bw", "hbm_bytes", "link_bw")
+_UNSOURCED = "user assumption"
+
+
+def _exact(value, what: str) -> sp.Expr:
+    """``value`` as an exact positive SymPy expression, or a ValueError naming ``what``."""
+    if isinstance(value, sp.Expr):
+        expr = sp.nsimplify(value, rational=True) if value.has(sp.Float) else value
+    elif isinstance(value, bool) or value is None:
+        expr = None
+    elif isinstance(value, numbers.Integral):
+        expr = sp.Integer(int(value))
+    elif isinstance(value, Fraction):
+        expr = sp.Rational(value.numerator, value.denominator)
+    elif isinstance(value, (numbers.Real, Decimal)) and math.isfinite(value):
+        expr = sp.Rational(str(value))  # decimal text, so 8.1e11 -> 810000000000 exactly
+    else:
+        expr = None
+    if expr is None:
+        raise ValueError(f"{what} must be a number or a SymPy expression, got {value!r}")
+    if expr.is_positive is not True:
+        hint = "" if expr.is_positive is False else " (declare symbols with positive=True)"
+        raise ValueError(f"{what} must be positive, got {value!r}{hint}")
+    return expr
+
+
+@dataclass(frozen=True, repr=False)
+class Chip:
+    """One accelerator: dense peak per dtype, HBM bandwidth and capacity, link bandwidth.
+
+    ``sources`` maps a figure (``"peaks.bf16"``, ``"hbm_bw"``, ``"hbm_bytes"``,
+    ``"link_bw"``) to where it comes from; a figure given without one gets
+    ``"user assumption"``. Floats are converted exactly, and every figure must be positive.
+
+    >>> toy = Chip("toy", peaks={"bf16": 1e15}, hbm_bw=2.5e12, hbm_bytes=64e9, link_bw=1e11)
+    >>> toy.peak(), toy.critical_intensity()
+    (1000000000000000, 400)
+    >>> toy.sources["hbm_bw"]
+    'user assumption'
+    >>> Chip("bad", peaks={"bf16": 1e15}, hbm_bw=0, hbm_bytes=64e9, link_bw=1e11)
+    Traceback (most recent call last):
+    ...
+    ValueError: Chip 'bad': hbm_bw must be positive, got 0
+    """
+
+    name: str
+    peaks: Mapping[str, int | sp.Expr]
+    hbm_bw: int | sp.Expr
+    hbm_bytes: int | sp.Expr
+    link_bw: int | sp.Expr
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValueError(f"Chip name must be a non-empty string, got {self.name!r}")
+        tag = f"Chip {self.name!r}"
+        if not isinstance(self.peaks, Mapping) or not self.peaks:
+            raise ValueError(f"{tag}: peaks must be a non-empty mapping dtype -> FLOP/s, "
+                             f"got {self.peaks!r}")
+        peaks = {}
+        for dtype, value in self.peaks.items():
+            if not isinstance(dtype, str) or not dtype.strip():
+                raise ValueError(f"{tag}: peak dtypes must be non-empty strings, got {dtype!r}")
+            peaks[dtype.strip().lower()] = _exact(value, f"{tag}: peaks[{dtype!r}]")
+        object.__setattr__(self, "peaks", MappingProxyType(peaks))
+        for name in _FIGURES:
+            object.__setattr__(self, name, _exact(getattr(self, name), f"{tag}: {name}"))
+        keys = [f"peaks.{dtype}" for dtype in peaks] + list(_FIGURES)
+        if not isinstance(self.sources, Mapping):
+            raise ValueError(f"{tag}: sources must be a mapping, got {self.sources!r}")
+        stray = sorted(set(self.sources) - set(keys))
+        if stray:
+            raise ValueError(f"{tag}: sources name no figure: {stray}; figures are {keys}")
+        sources = {key: str(self.sources.get(key, _UNSOURCED)) for key in keys}
+        object.__setattr__(self, "sources", MappingProxyType(sources))
+
+    def __hash__(self) -> int:
+        figures = tuple(sorted(self.peaks.items())), self.hbm_bw, self.hbm_bytes, self.link_bw
+        return hash((self.name, figures))
+
+    def __repr__(self) -> str:
+        peaks = ", ".join(f"{dtype!r}: {value}" for dtype, value in self.peaks.items())
+        return (f"Chip(name={self.name!r}, peaks={{{peaks}}}, hbm_bw={self.hbm_bw}, "
+                f"hbm_bytes={self.hbm_bytes}, link_bw={self.link_bw})")
+
+    def peak(self, dtype: str = "bf16") -> sp.Expr:
+        """Dense peak FLOP/s (OP/s for int8) for ``dtype``, exact.
+
+        >>> chip("h100").peak("fp8")
+        1979000000000000
+        >>> chip("tpu-v5e").peak("fp8")
+        Traceback (most recent call last):
+        ...
+        ValueError: chip 'tpu-v5e' has no peak for dtype 'fp8'; known dtypes: bf16, int8
+        """
+        key = dtype.strip().lower() if isinstance(dtype, str) else dtype
+        if key not in self.peaks:
+            known = ", ".join(self.peaks)
+            raise ValueError(f"chip {self.name!r} has no peak for dtype {dtype!r}; "
+                             f"known dtypes: {known}")
+        return self.peaks[key]
+
+    def critical_intensity(self, dtype: str = "bf16") -> sp.Expr:
+        """Peak over HBM bandwidth, FLOP/byte: above it a kernel is compute-bound.
+
+        >>> ratio = chip("tpu-v5e").critical_intensity()
+        >>> ratio, round(float(ratio), 2)
+        (9850/41, 240.24)
+        >>> round(float(chip("h100").critical_intensity()), 1)
+        295.2
+        """
+        return self.peak(dtype) / self.hbm_bw
+
+    def replace(self, note: str | None = None, **changes) -> Chip:
+        """A copy with some figures changed; ``note`` becomes their source.
+
+        ``peaks`` merges into the existing peaks. Floats are converted exactly.
+
+        >>> v5e = chip("tpu-v5e").replace(hbm_bw=8.1e11, note="book's problem 1")
+        >>> v5e.hbm_bw, v5e.sources["hbm_bw"], v5e.critical_intensity("int8")
+        (810000000000, "book's problem 1", 39400/81)
+        >>> chip("h100").replace(peaks={"bf16": 1979e12 / 2}).peaks["fp8"]
+        1979000000000000
+        """
+        allowed = ("name", "peaks") + _FIGURES
+        unknown = sorted(set(changes) - set(allowed))
+        if unknown:
+            raise ValueError(f"replace() got unknown field(s) {unknown}; fields are {allowed}")
+        source = _UNSOURCED if note is None else note
+        sources = dict(self.sources)
+        peaks = dict(self.peaks)
+        new_peaks = changes.pop("peaks", {})
+        if not isinstance(new_peaks, Mapping):
+            raise ValueError(f"replace(peaks=...) must be a mapping, got {new_peaks!r}")
+        for dtype, value in new_peaks.items():
+            key = dtype.strip().lower() if isinstance(dtype, str) else dtype
+            peaks[key] = value
+            sources[f"peaks.{key}"] = source
+        figures = {name: getattr(self, name) for name in _FIGURES}
+        for name in _FIGURES:
+            if name in changes:
+                figures[name] = changes[name]
+                sources[name] = source
+        return Chip(changes.get("name", self.name), peaks, sources=sources, **figures)
+
+
+def _from_record(record: dict) -> Chip:
+    peaks = {dtype: value for dtype, (value, _) in record["peaks"].items()}
+    sources = {f"peaks.{dtype}": src for dtype, (_, src) in record["peaks"].items()}
+    figures = {name: record[name][0] for name in _FIGURES}
+    sources.update({name: record[name][1] for name in _FIGURES})
+    return Chip(record["name"], peaks, sources=sources, **figures)
+
+
+#: The presets, by lower-case name. Sources: see each record's ``sources``.
+CHIPS: dict[str, Chip] = {record["name"]: _from_record(record) for record in _RECORDS}
+
+
+def chip(name: str) -> Chip:
+    """The preset called ``name`` (case-insensitive; ``_`` may stand for ``-``).
+
+    >>> chip("TPU_v5e").peak("int8")
+    394000000000000
+    >>> chip("h800")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown chip 'h800'; known chips: h100, h200, a100, b200, tpu-v4p, ...
+    """
+    key = name.strip().lower().replace("_", "-") if isinstance(name, str) else name
+    if key not in CHIPS:
+        raise ValueError(f"unknown chip {name!r}; known chips: {', '.join(CHIPS)}")
+    return CHIPS[key]
+
+
+def symbolic_chip(name: str = "symbolic", C="C", W="W", W_net="W_net") -> Chip:
+    """A chip whose figures are positive symbols: peak ``C`` (and ``C_int8``), HBM bandwidth
+    ``W``, link bandwidth ``W_net``, capacity ``M``; so thresholds come out as ``C/W``.
+
+    Each of ``C``, ``W``, ``W_net`` may be a name or a positive SymPy expression.
+
+    >>> gpu = symbolic_chip()
+    >>> gpu.critical_intensity(), gpu.peak() / gpu.link_bw, gpu.peak("int8")
+    (C/W, C/W_net, C_int8)
+    """
+
+    def sym(value):
+        return sp.Symbol(value, positive=True) if isinstance(value, str) else value
+
+    peaks = {"bf16": sym(C)}
+    if isinstance(peaks["bf16"], sp.Symbol):
+        peaks["int8"] = sp.Symbol(f"{peaks['bf16'].name}_int8", positive=True)
+    sources = {f"peaks.{dtype}": "symbolic" for dtype in peaks}
+    sources.update({key: "symbolic" for key in _FIGURES})
+    return Chip(name, peaks, sym(W), sp.Symbol("M", positive=True), sym(W_net), sources)
