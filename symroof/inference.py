@@ -1,0 +1,95 @@
+"""Whole-model questions about inference: crossovers and step times.
+
+- :func:`ctx_star`: the context where a decoded token's attention FLOPs equal its matmul
+  FLOPs, ctx* = 2 P_mm / (4 L H d_h), solved, not typed in.
+- :func:`kv_crossover`: the context where reading the KV cache of a batch costs as many
+  bytes as reading the weights.
+- :func:`step_time`: one forward step on a chip as one whole-model roofline
+  (``per_op=False``) or as the sum of per-group rooflines (``per_op=True``, each group an
+  unfused kernel that does not overlap the others).
+
+>>> import symroof as sr
+>>> round(float(sr.ctx_star(sr.model("llama-3.1-8b"))))
+28628
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import sympy as sp
+
+from .analysis import TimeBound, crossover, time
+from .cost import Cost
+from .symbols import B as _B
+from .symbols import S as _S
+from .transformer import Transformer, group
+
+__all__ = ["ctx_star", "kv_crossover", "step_time", "StepTime", "op_times"]
+
+
+def ctx_star(model: Transformer) -> sp.Expr:
+    """Context S where decode attention FLOPs per token (4 L H d_h S) equal matmul FLOPs per
+    token (2 P_mm).
+
+    >>> import symroof as sr
+    >>> sr.ctx_star(sr.Transformer())
+    3*D*F/(2*H*d_h) + D*G/H + D + D*V/(2*H*L*d_h)
+    """
+    return crossover(model.attn_flops_per_token(_S), 2 * model.matmul_params, _S)
+
+
+def kv_crossover(model: Transformer, batch: Any = _B) -> sp.Expr:
+    """Context S where a batch's KV-cache read (B S 2 L G d_h kv_bytes) equals the weight
+    read (P_mm w_bytes).
+
+    >>> import symroof as sr
+    >>> round(float(kv_crossover(sr.model("llama-3.1-8b"), batch=1)))
+    114512
+    """
+    return crossover(batch * _S * model.kv_bytes_per_token, model.matmul_params * model.w_bytes,
+                     _S)
+
+
+def op_times(rows: dict[str, Cost], chip: Any, dtype: str = "bf16",
+             useful: bool = True) -> dict[str, TimeBound]:
+    """A roofline time bound for each row (or group) of a breakdown."""
+    return {name: time(cost, chip, dtype, useful=useful) for name, cost in rows.items()}
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """Both views of one step: the whole-model bound and the per-group sum."""
+
+    whole: TimeBound
+    groups: dict[str, TimeBound]
+
+    @property
+    def per_op_sum(self) -> sp.Expr:
+        """Sum over groups of max(t_math, t_mem): unfused kernels, one after another."""
+        return sum(t.lower for t in self.groups.values())
+
+    @property
+    def ratio(self) -> sp.Expr:
+        """Per-op sum over the whole-model lower bound (>= 1)."""
+        return self.per_op_sum / self.whole.lower
+
+
+def step_time(model: Transformer, chip: Any, batch: Any, new_tokens: Any, cached: Any = 0,
+              *, dtype: str = "bf16", attention: str = "fused",
+              last_only: bool = True) -> StepTime:
+    """Time of one forward step: whole-model roofline and per-group rooflines.
+
+    The per-group view counts useful FLOPs (a kernel skips masked blocks) and, by default,
+    the fused attention core (scores stay on chip) with unfused norms and elementwise ops.
+
+    >>> import symroof as sr
+    >>> st = step_time(sr.model("llama-3.1-8b"), sr.chip("h100"), 1, 1, 2047)
+    >>> round(float(st.ratio), 2)
+    1.0
+    """
+    rows = model.ops(batch, new_tokens, cached, last_only=last_only, attention=attention)
+    groups = op_times(group(rows), chip, dtype, useful=True)
+    whole = time(model.whole(batch, new_tokens, cached), chip, dtype, useful=True)
+    return StepTime(whole=whole, groups=groups)

@@ -1,0 +1,131 @@
+"""Model presets, each with its source, and Hugging Face ``config.json`` reading (offline).
+
+>>> model("llama-3.1-8b").params
+8030261248
+>>> model("llama-2-7b").params
+6738415616
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from .transformer import Transformer
+
+__all__ = ["MODELS", "model", "from_hf_config"]
+
+_HF = "https://huggingface.co/{}/blob/main/config.json"
+
+
+def _preset(name: str, repo: str, **dims: Any) -> Transformer:
+    return Transformer(name=name, source=_HF.format(repo), **dims)
+
+
+def _tiny() -> Transformer:
+    from .numeric.config import TINY  # one home for the tiny config: the NumPy model's
+
+    return Transformer(D=TINY.D, F=TINY.F, L=TINY.L, H=TINY.H, G=TINY.G, d_h=TINY.d_h,
+                       V=TINY.V, tied=TINY.tied, qkv_bias=TINY.qkv_bias, name="tiny",
+                       source="symroof.numeric.TINY (runs in milliseconds)")
+
+
+MODELS: dict[str, Transformer] = {
+    m.name: m for m in (
+        _preset("llama-3.1-8b", "meta-llama/Llama-3.1-8B",
+                D=4096, F=14336, L=32, H=32, G=8, d_h=128, V=128256),
+        _preset("llama-3.1-70b", "meta-llama/Llama-3.1-70B",
+                D=8192, F=28672, L=80, H=64, G=8, d_h=128, V=128256),
+        _preset("llama-3.1-405b", "meta-llama/Llama-3.1-405B",
+                D=16384, F=53248, L=126, H=128, G=8, d_h=128, V=128256),
+        _preset("llama-2-7b", "meta-llama/Llama-2-7b-hf",
+                D=4096, F=11008, L=32, H=32, G=32, d_h=128, V=32000),
+        _preset("llama-2-13b", "meta-llama/Llama-2-13b-hf",
+                D=5120, F=13824, L=40, H=40, G=40, d_h=128, V=32000),
+        _preset("mistral-7b", "mistralai/Mistral-7B-v0.1",
+                D=4096, F=14336, L=32, H=32, G=8, d_h=128, V=32000),
+        _tiny(),
+    )
+}
+
+
+def model(name: str) -> Transformer:
+    """A preset by name (case-insensitive), or a Transformer read from a path to a Hugging
+    Face ``config.json``. Unknown names fail and list the known ones.
+
+    >>> model("mistral-7b").G
+    8
+    """
+    if not isinstance(name, str):
+        raise ValueError(f"model name must be a string, got {name!r}")
+    key = name.strip().lower()
+    if key in MODELS:
+        return MODELS[key]
+    if key.endswith(".json") or os.path.sep in name:
+        return from_hf_config(name)
+    raise ValueError(f"unknown model {name!r}; known models: {', '.join(MODELS)} "
+                     "(or a path to a Hugging Face config.json)")
+
+
+_SUPPORTED = {"llama", "mistral", "qwen2"}
+_REQUIRED = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+             "vocab_size")
+
+
+def from_hf_config(config: str | os.PathLike | Mapping[str, Any]) -> Transformer:
+    """Read a Llama-style Hugging Face config (a path to ``config.json`` or its dict).
+
+    Reads hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
+    num_key_value_heads (default: MHA), head_dim (default hidden_size / heads), vocab_size,
+    tie_word_embeddings and attention_bias (Qwen2 always has q/k/v biases). Other
+    architectures and features (mixture of experts, MLP biases) fail naming the field.
+
+    >>> cfg = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008,
+    ...        "num_hidden_layers": 32, "num_attention_heads": 32, "vocab_size": 32000}
+    >>> from_hf_config(cfg).params
+    6738415616
+    """
+    source = "config dict"
+    if not isinstance(config, Mapping):
+        path = os.fspath(config)
+        try:
+            with open(path, encoding="utf-8") as fh:
+                config = json.load(fh)
+        except FileNotFoundError:
+            raise ValueError(f"config file not found: {path!r}") from None
+        except json.JSONDecodeError as err:
+            raise ValueError(f"config file {path!r} is not valid JSON: {err}") from None
+        if not isinstance(config, Mapping):
+            raise ValueError(f"config file {path!r} does not hold a JSON object")
+        source = path
+    kind = config.get("model_type", "llama")
+    if kind not in _SUPPORTED:
+        raise ValueError(f"model_type {kind!r} is not supported (supported: "
+                         f"{', '.join(sorted(_SUPPORTED))})")
+    for field in ("num_local_experts", "num_experts", "n_routed_experts"):
+        if config.get(field):
+            raise ValueError(f"field {field!r} = {config[field]!r}: mixture-of-experts "
+                             "models are not supported")
+    if config.get("mlp_bias"):
+        raise ValueError("field 'mlp_bias' = true: MLP biases are not supported")
+    if config.get("hidden_act", "silu") != "silu":
+        raise ValueError(f"field 'hidden_act' = {config['hidden_act']!r}: only silu (SwiGLU) "
+                         "is supported")
+    missing = [f for f in _REQUIRED if f not in config]
+    if missing:
+        raise ValueError(f"config is missing field(s) {missing} (a Llama-style config.json "
+                         "needs " + ", ".join(_REQUIRED) + ")")
+    H = config["num_attention_heads"]
+    head_dim = config.get("head_dim") or (config["hidden_size"] // H)
+    try:
+        return Transformer(
+            D=config["hidden_size"], F=config["intermediate_size"],
+            L=config["num_hidden_layers"], H=H, G=config.get("num_key_value_heads") or H,
+            d_h=head_dim, V=config["vocab_size"],
+            tied=bool(config.get("tie_word_embeddings", False)),
+            qkv_bias=bool(config.get("attention_bias", kind == "qwen2")),
+            name=str(config.get("_name_or_path") or kind), source=source)
+    except ValueError as err:
+        raise ValueError(f"config {source}: {err}") from None
