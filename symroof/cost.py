@@ -57,8 +57,10 @@ def as_exact(value: Any, name: str = "value") -> sp.Expr:
         try:
             return lookup(value)
         except ValueError:
-            raise ValueError(f"{name} must be a number or a symbol of the table, got {value!r}") from None
-    raise TypeError(f"{name} must be a number or expression, got {value!r} ({type(value).__name__})")
+            raise ValueError(f"{name} must be a number or a symbol of the table, "
+                             f"got {value!r}") from None
+    raise TypeError(f"{name} must be a number or expression, got {value!r} "
+                    f"({type(value).__name__})")
 
 
 def as_dimension(value: Any, name: str) -> sp.Expr:

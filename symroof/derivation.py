@@ -7,8 +7,10 @@ same object prints in a terminal, renders in a notebook (``_repr_latex_``,
 >>> from symroof.symbols import B, D, F
 >>> import symroof as sr
 >>> d = Derivation("Matmul intensity", source="How to Scale Your Model, ch. 1")
->>> i = d.step("Intensity of X[B,D] @ W[D,F] in bf16", r"\\text{AI}", sr.matmul(B, D, F).intensity)
->>> d.step("B much smaller than D and F", r"\\text{AI}", sr.leading(i, small=B), because="B << D, F")
+>>> i = d.step("Intensity of X[B,D] @ W[D,F] in bf16", r"\\text{AI}",
+...            sr.matmul(B, D, F).intensity)
+>>> d.step("B much smaller than D and F", r"\\text{AI}", sr.leading(i, small=B),
+...        because="B << D, F")
 B
 >>> print(d.to_markdown().splitlines()[0])
 ### Matmul intensity
@@ -131,7 +133,8 @@ class Derivation:
         for s in self.steps:
             because = f" *({s.because})*" if s.because else ""
             value = rf" \approx {s.value}" if s.value else ""
-            out += ["", f"{s.statement}{because}", "", f"$$ {_tex(s.lhs)} = {_tex(s.rhs)}{value} $$"]
+            math = f"$$ {_tex(s.lhs)} = {_tex(s.rhs)}{value} $$"
+            out += ["", f"{s.statement}{because}", "", math]
         if self.claims:
             out.append("")
             out += [f"- {'✓' if ok else '✗'} {t}" for t, ok in self.claims]

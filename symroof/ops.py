@@ -165,16 +165,16 @@ def rmsnorm(rows: Any, d: Any, *, x_bytes: Any = 2, w_bytes: Any = 2) -> Cost:
 def softmax(rows: Any, n: Any, *, useful_elements: Any = None, x_bytes: Any = 2) -> Cost:
     """Scaled softmax of ``rows`` rows of n scores (mask by selection, 0 FLOPs).
 
-    Per row: scale (n), max (n-1), subtract (n), exp (n), sum (n-1), divide (n): 5n - 2.
-    ``useful_elements`` (the unmasked entries, if fewer) gives useful FLOPs 5u - 2 per row.
+    Per row: scale (n), max (n-1), subtract (n), exp (n), sum (n-1), divide (n): 6n - 2.
+    ``useful_elements`` (the unmasked entries, if fewer) gives useful FLOPs 6u - 2 per row.
 
     >>> from symroof.symbols import B, S
     >>> softmax(B, S).flops
-    B*(5*S - 2)
+    B*(6*S - 2)
     """
     rows, n = as_dimension(rows, "rows"), as_dimension(n, "n")
     u = rows * n if useful_elements is None else as_exact(useful_elements, "useful_elements")
-    return Cost(flops=rows * (5 * n - 2), useful_flops=5 * u - 2 * rows,
+    return Cost(flops=rows * (6 * n - 2), useful_flops=6 * u - 2 * rows,
                 act_bytes=2 * rows * n * _width(x_bytes, "x_bytes"))
 
 

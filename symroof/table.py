@@ -38,10 +38,9 @@ def fmt_si(x: Any, unit: str = "") -> str:
     x = float(x)
     if x == 0:
         return "0" + (f" {unit}" if unit else "")
-    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3),
-                          ("", 1.0), ("m", 1e-3), ("u", 1e-6), ("n", 1e-9)):
-        if abs(x) >= scale:
-            break
+    prefixes = (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3), ("", 1.0),
+                ("m", 1e-3), ("u", 1e-6), ("n", 1e-9))
+    prefix, scale = next((p for p in prefixes if abs(x) >= p[1]), prefixes[-1])
     text = f"{x / scale:.3g}"
     return f"{text} {prefix}{unit}".rstrip()
 

@@ -202,7 +202,7 @@ class Transformer:
                                     kv_bytes=B * S * G * d_h * kvb,
                                     act_bytes=(B * H * T * S + n * H * d_h) * ab)
         else:
-            useful = 2 * useful_qk + 5 * B * H * pairs - 2 * B * H * T
+            useful = 2 * useful_qk + 6 * B * H * pairs - 2 * B * H * T
             layer["attn/core"] = Cost(flops=useful, kv_bytes=2 * B * S * G * d_h * kvb,
                                       act_bytes=2 * n * H * d_h * ab)
         layer |= {

@@ -1,0 +1,1 @@
+"""Derivation scripts that read like lecture notes; installed as ``symroof.derivations``."""
