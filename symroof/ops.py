@@ -149,8 +149,8 @@ def add(n: Any, *, x_bytes: Any = 2) -> Cost:
 def rmsnorm(rows: Any, d: Any, *, x_bytes: Any = 2, w_bytes: Any = 2) -> Cost:
     """RMSNorm of ``rows`` vectors of width d: y = x / sqrt(mean(x^2) + eps) * w.
 
-    Per row: square (d), sum (d-1), /d (1), +eps (1), sqrt (1), reciprocal (1), scale (d),
-    weight (d): 4d + 2 FLOPs. Reads x and the weight, writes y.
+    Per row: square (d), sum (d-1), /d (1), +eps (1), sqrt (1), x / rms (d), weight (d):
+    4d + 2 FLOPs. Reads x and the weight, writes y.
 
     >>> from symroof.symbols import B, D
     >>> rmsnorm(B, D).flops
