@@ -72,6 +72,22 @@ class CheckReport:
                    else f"{len(self.mismatches)} mismatch(es)")
         return "\n".join([self.label, line(header), *map(line, body), verdict])
 
+    def _repr_markdown_(self) -> str:
+        bad = {(m.op, m.quantity): m for m in self.mismatches}
+        lines = [f"**{self.label}**", "", "| op | " + " | ".join(QUANTITIES) + " | verdict |",
+                 "|---|" + "---:|" * len(QUANTITIES) + "---|"]
+        for op in self.rows:
+            cells = []
+            for q in QUANTITIES:
+                m = bad.get((op, q))
+                counted = self.counted.get(op, {}).get(q)
+                shown = "-" if counted is None else f"{counted:,}"
+                cells.append(f"{shown} ≠ {m.symbolic}" if m else shown)
+            verdict = "**mismatch**" if any(o == op for o, _ in bad) else "equal"
+            lines.append(f"| `{op}` | " + " | ".join(cells) + f" | {verdict} |")
+        lines += ["", "All equal." if self.ok else f"{len(self.mismatches)} mismatch(es)."]
+        return "\n".join(lines)
+
     def as_dict(self) -> dict[str, Any]:
         return {"label": self.label, "ok": self.ok, "counted": self.counted,
                 "symbolic": self.symbolic,

@@ -78,3 +78,12 @@ def configs(draw):
 def test_random_configs_phases_and_cache_lengths(model, batch, new_tokens, cached, last_only):
     report = sr.check(model, batch, new_tokens, cached, last_only=last_only)
     assert report.ok, str(report)
+
+
+def test_report_renders_in_notebooks_and_as_dict():
+    report = sr.check(TINY, 1, 2, 1)
+    md = report._repr_markdown_()
+    assert md.splitlines()[2] == ("| op | flops | useful_flops | weight_bytes | kv_bytes | "
+                                  "act_bytes | verdict |")
+    assert "| `lm_head` |" in md and md.endswith("All equal.")
+    assert report.as_dict()["ok"] is True
