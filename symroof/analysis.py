@@ -83,9 +83,9 @@ class TimeBound:
     def __str__(self) -> str:
         if not self.lower.is_number:
             return f"t_math = {self.t_math}, t_mem = {self.t_mem}, t_net = {self.t_net}"
-        return (f"t_math {_fmt_s(self.t_math)}, t_mem {_fmt_s(self.t_mem)}, "
-                f"t_net {_fmt_s(self.t_net)}: {_fmt_s(self.lower)} .. {_fmt_s(self.upper)} "
-                f"({self.bound}-bound)")
+        net = f", t_net {_fmt_s(self.t_net)}" if self.t_net != 0 else ""
+        return (f"t_math {_fmt_s(self.t_math)}, t_mem {_fmt_s(self.t_mem)}{net}: "
+                f"{_fmt_s(self.lower)} .. {_fmt_s(self.upper)} ({self.bound}-bound)")
 
 
 def _fmt_s(t: sp.Expr) -> str:
