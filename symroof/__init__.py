@@ -16,7 +16,9 @@ B
 
 from .analysis import TimeBound, critical_batch, crossover, leading, limit, time
 from .check import CheckReport, check
+from . import plot
 from .cost import Cost
+from .derivation import Derivation
 from .hardware import CHIPS, Chip, chip, symbolic_chip
 from .inference import StepTime, ctx_star, kv_crossover, op_times, step_time
 from .models import MODELS, from_hf_config, model
@@ -36,6 +38,7 @@ from .ops import (
     swiglu,
 )
 from .render import document, latex
+from .table import RooflineTable, roofline_table
 from .transformer import OP_GROUPS, Transformer, group
 
 __all__ = [
@@ -50,7 +53,7 @@ __all__ = [
     "Transformer", "OP_GROUPS", "group", "model", "MODELS", "from_hf_config",
     "ctx_star", "kv_crossover", "step_time", "StepTime", "op_times",
     "check", "CheckReport",
-    # rendering
-    "latex", "document",
+    # tables, documents, plots
+    "roofline_table", "RooflineTable", "Derivation", "latex", "document", "plot",
 ]
 __version__ = "0.1.0"

@@ -197,7 +197,9 @@ def crossover(lhs: Any, rhs: Any, var: sp.Symbol, *, select: str = "positive") -
             raise ValueError(f"crossover(): several roots {roots}; pass select='smallest' or "
                              "'largest'")
         roots = [min(roots) if select == "smallest" else max(roots)]
-    return sp.simplify(roots[0].subs(x, var))
+    root = roots[0].subs(x, var)
+    # cancel() is exact and fast for rational roots; simplify() only for radicals and such
+    return sp.cancel(root) if root.is_rational_function() else sp.simplify(root)
 
 
 def critical_batch(chip: Any, *, dtype: str = "bf16", x_bytes: Any = 2, w_bytes: Any = 2,

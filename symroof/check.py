@@ -7,7 +7,7 @@ touches at run time; it never sees a formula. This module substitutes the same n
 >>> import symroof as sr
 >>> report = sr.check(sr.model("tiny"), batch=2, new_tokens=3, cached=4)
 >>> report.ok, len(report.rows)
-(True, 22)
+(True, 20)
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ B
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,8 +47,8 @@ def _tex(x: Any) -> str:
 
 
 def _plain(x: Any) -> str:
-    if isinstance(x, str):
-        return x.replace("\\text{", "").replace("}", "").replace("\\", "")
+    if isinstance(x, str):  # a LaTeX label: unwrap \text{...}, keep other braces
+        return re.sub(r"\\(?:text|mathrm)\{([^{}]*)\}", r"\1", x)
     return sp.sstr(x)
 
 

@@ -35,7 +35,7 @@ def ctx_star(model: Transformer) -> sp.Expr:
 
     >>> import symroof as sr
     >>> sr.ctx_star(sr.Transformer())
-    3*D*F/(2*H*d_h) + D*G/H + D + D*V/(2*H*L*d_h)
+    (3*D*F*L + 2*D*G*L*d_h + 2*D*H*L*d_h + D*V)/(2*H*L*d_h)
     """
     return crossover(model.attn_flops_per_token(_S), 2 * model.matmul_params, _S)
 

@@ -154,9 +154,11 @@ class RooflineTable:
                  r"\bottomrule", r"\end{tabular}"]
         if self.title:
             lines.append(rf"\caption{{{tex_escape(self.title)}}}")
+        # the summary stays inside the float, under its own table
+        lines += [r"\par\smallskip\footnotesize\raggedright"]
+        lines += [rf"{tex_escape(s)}\par" for s in self._summary()]
         lines.append(r"\end{table}")
-        summary = [rf"\noindent {tex_escape(s)}\par" for s in self._summary()]
-        return "\n".join(lines + summary)
+        return "\n".join(lines)
 
     def as_dict(self) -> dict[str, Any]:
         """Stable JSON-ready form: numbers as numbers, exact values as strings."""
