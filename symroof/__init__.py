@@ -14,9 +14,9 @@ B
 240.24
 """
 
+from . import plot
 from .analysis import TimeBound, critical_batch, crossover, leading, limit, time
 from .check import CheckReport, check
-from . import plot
 from .cost import Cost
 from .derivation import Derivation
 from .hardware import CHIPS, Chip, chip, symbolic_chip

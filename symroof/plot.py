@@ -110,8 +110,10 @@ def batch_plot(chip: Any, widths: Sequence[int] = (4096, 1024), *, batches: Any 
         t = sp.lambdify(B, bound.lower, "numpy")(bs.astype(float))
         flops = sp.lambdify(B, cost.flops, "numpy")(bs.astype(float))
         ax.plot(bs, flops / t, label=f"F=D={width}")
-    ax.set_xlabel("batch size")
-    ax.set_ylabel(f"peak {dtype} FLOP/s on {chip.name}")
+    ax.set_xlabel("batch size B")
+    ax.set_ylabel(f"attainable {dtype} FLOP/s on {chip.name}")
+    ax.set_title(f"X[B,D] @ W[D,F] on {chip.name}: {x_bytes}-byte activations, {w_bytes}-byte "
+                 "weights", fontsize=10)
     ax.grid(True)
     ax.legend()
     fig.tight_layout()
