@@ -1,0 +1,299 @@
+"""The ``symroof`` command: roofline answers in a terminal (``symroof --help``).
+
+>>> main(["critical-batch", "--chip", "tpu-v5e"])
+critical batch of X[B,D] @ W[D,F] on tpu-v5e at the bf16 peak (x_bytes=2, w_bytes=2, out_bytes=2)
+  B* = 9850/41 = 240.2439
+  formula: B* = (C/W) * w_bytes / 2   (regime B << D, F, where intensity ~ 2B / w_bytes)
+  C = 197 TFLOP/s, W = 820 GB/s, C/W = 9850/41 = 240.24 FLOP/B
+0
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+import sympy as sp
+
+from . import __version__
+from .analysis import critical_batch
+from .check import check
+from .hardware import CHIPS, chip
+from .models import MODELS, model
+from .notes import LatexError, build_notes
+from .ops import matmul
+from .symbols import B
+from .table import fmt_si, roofline_table
+
+__all__ = ["main", "build_parser"]
+
+_BYTES = {"int8": 1, "fp8": 1, "bf16": 2, "fp16": 2, "fp32": 4}
+_CHECK_LIMIT = 5 * 10**8  # parameters: check() holds float64 weights (4 GB at the limit)
+EXAMPLES = """examples:
+  symroof chips                                    chip presets, figures and sources
+  symroof models                                   model presets
+  symroof critical-batch --chip b200 --dtype fp8   batch where a matmul turns compute-bound
+  symroof report --model llama-3.1-8b --chip h100 --phase decode --batch 64 --context 2048
+  symroof report --model config.json --chip h100 --phase prefill --batch 1 --context 2048
+  symroof check --model tiny --batch 4 --new-tokens 16 --cached 0
+  symroof notes --out notes                        lecture notes (LaTeX, PDF with pdflatex)
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:  # one line on stderr, exit 2, no usage dump
+        self.exit(2, f"symroof: error: {message} (see '{self.prog} --help')\n")
+
+
+def _number(kind: type, ok: Any, what: str):
+    """An argparse type: text read as ``kind`` for which ``ok(value)`` holds, or a clear error."""
+    def parse(text: str) -> int | float:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = None
+        if value is None or not ok(value):
+            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+        return int(value) if kind is float and value.is_integer() else value
+    return parse
+
+
+_POSITIVE = _number(int, lambda v: v >= 1, "a positive integer")
+_WIDTH = _number(float, lambda v: 0 < v < float("inf"), "a positive number of bytes")
+
+
+def _num(x: Any) -> int | float | None:  # JSON: exact integers stay integers; oo is null
+    x = sp.sympify(x)
+    return None if not x.is_finite else int(x) if x.is_Integer else float(x)
+
+
+def _model(name: str):  # a preset, a config.json, or a Hugging Face snapshot folder
+    return model(os.path.join(name, "config.json") if os.path.isdir(name) else name)
+
+
+def _emit(args: argparse.Namespace, data: Any, rows: list[list[str]], extra: str = "") -> int:
+    """Print ``data`` as JSON, or ``rows`` (header first) as Markdown or aligned text."""
+    if args.format == "json":
+        print(json.dumps(data, indent=2))
+    elif args.format == "markdown":
+        head = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
+        print("\n".join(head + ["| " + " | ".join(r) + " |" for r in rows[1:]]) + extra)
+    else:
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        print("\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+                        for r in rows) + extra)
+    return 0
+
+
+# -- commands ---------------------------------------------------------------------------
+def cmd_chips(args: argparse.Namespace) -> int:
+    chips = [chip(n) for n in args.names] if args.names else list(CHIPS.values())
+    data = {c.name: {"peaks": {d: _num(v) for d, v in c.peaks.items()},
+                     "hbm_bw": _num(c.hbm_bw), "hbm_bytes": _num(c.hbm_bytes),
+                     "link_bw": _num(c.link_bw),
+                     "ridge": {d: float(c.critical_intensity(d)) for d in c.peaks},
+                     "ridge_exact": {d: str(c.critical_intensity(d)) for d in c.peaks},
+                     "sources": dict(c.sources)} for c in chips}
+    rows = [["chip", "peaks FLOP/s (dense)", "HBM B/s", "HBM bytes", "link B/s", "ridge bf16"]]
+    rows += [[c.name, ", ".join(f"{d} {fmt_si(v)}" for d, v in c.peaks.items()),
+              fmt_si(c.hbm_bw), fmt_si(c.hbm_bytes), fmt_si(c.link_bw),
+              f"{float(c.critical_intensity('bf16')):.4g}" if "bf16" in c.peaks else "-"]
+             for c in chips]
+    bullet = "- " if args.format == "markdown" else "  "
+    return _emit(args, data, rows, "\n\nsources:\n" + "\n".join(
+        f"{bullet}{c.name} {key}: {src}" for c in chips for key, src in c.sources.items()))
+
+
+def cmd_models(args: argparse.Namespace) -> int:
+    ms = [_model(n) for n in args.names] if args.names else list(MODELS.values())
+    dims = ("D", "F", "L", "H", "G", "d_h", "V")
+    data = {m.name: {**{d: int(getattr(m, d)) for d in dims}, "tied": m.tied,
+                     "qkv_bias": m.qkv_bias, "params": int(m.params), "source": m.source}
+            for m in ms}
+    rows = [["model", *dims, "tied", "params", "source"]]
+    rows += [[m.name, *(str(getattr(m, d)) for d in dims), "yes" if m.tied else "no",
+              f"{int(m.params):,} ({fmt_si(m.params)})", m.source] for m in ms]
+    return _emit(args, data, rows)
+
+
+def cmd_critical_batch(args: argparse.Namespace) -> int:
+    if (args.d is None) != (args.f is None):
+        raise ValueError("--d and --f go together (the exact root; neither: B << D, F)")
+    c = chip(args.chip)
+    ridge = c.critical_intensity(args.dtype)
+    xb, wb = (args.x_bytes or _BYTES.get(args.dtype.lower(), 2),
+              args.w_bytes or _BYTES.get(args.dtype.lower(), 2))
+    ob = args.out_bytes or xb
+    value = critical_batch(c, dtype=args.dtype, x_bytes=xb, w_bytes=wb, out_bytes=ob,
+                           D=args.d, F=args.f)
+    formula = ("B* = (C/W) * w_bytes / 2   (regime B << D, F, where intensity ~ 2B / w_bytes)"
+               if args.d is None else "exact root in B of intensity = C/W, intensity = "
+               + str(matmul(B, args.d, args.f, x_bytes=xb, w_bytes=wb, out_bytes=ob).intensity))
+    if args.format == "json":
+        return _emit(args, {"chip": c.name, "dtype": args.dtype, "x_bytes": xb, "w_bytes": wb,
+                            "out_bytes": ob, "D": args.d, "F": args.f,
+                            "critical_batch": _num(value), "critical_batch_exact": str(value),
+                            "ridge": float(ridge), "ridge_exact": str(ridge),
+                            "formula": formula}, [[]])
+    shown = f"{value} = {float(value):.4f}" if value.is_finite else (
+        "none: the matmul stays memory-bound at every batch (intensity tends to "
+        f"{float(2 * args.d * args.f / (xb * args.d + ob * args.f)):.4g} < C/W)")
+    print(f"critical batch of X[B,D] @ W[D,F] on {c.name} at the {args.dtype} peak "
+          f"(x_bytes={xb}, w_bytes={wb}, out_bytes={ob})"
+          + (f", D={args.d}, F={args.f}" if args.d else ""))
+    print(f"  B* = {shown}\n  formula: {formula}")
+    print(f"  C = {fmt_si(c.peak(args.dtype), 'FLOP/s')}, W = {fmt_si(c.hbm_bw, 'B/s')}, "
+          f"C/W = {ridge} = {float(ridge):.2f} FLOP/B")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    widths = ("w_bytes", "act_bytes", "kv_bytes")
+    m = _model(args.model).replace(**{k: getattr(args, k) for k in widths if getattr(args, k)})
+    S, T = args.context, args.new_tokens
+    if args.phase == "prefill" and T is not None:
+        raise ValueError("--new-tokens applies to --phase decode; a prefill step's new tokens "
+                         "are the prompt (--context)")
+    T = S if args.phase == "prefill" else T or 1
+    if T > S:
+        raise ValueError(f"--new-tokens ({T}) must not exceed --context ({S}): the context "
+                         "counts the new tokens too")
+    cached = S - T
+    t = roofline_table(m, chip(args.chip), batch=args.batch, new_tokens=T, cached=cached,
+                       dtype=args.dtype, groups=args.groups, attention=args.attention,
+                       title=f"{args.model} {args.phase}: batch {args.batch}, context {S} "
+                       f"({T} new, {cached} cached per sequence), {args.attention} attention")
+    query = {"model": args.model, "params": int(m.params), "chip": args.chip,
+             "phase": args.phase, "batch": args.batch, "context": S, "new_tokens": T,
+             "cached": cached, "attention": args.attention, "groups": args.groups}
+    print({"text": t.to_text, "markdown": t.to_markdown, "latex": t.to_latex,
+           "json": lambda: json.dumps({"query": query, **t.as_dict()}, indent=2)}[args.format]())
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    m = _model(args.model)
+    if m.params > _CHECK_LIMIT:
+        raise ValueError(f"check runs the NumPy model with float64 weights; {m.name} has "
+                         f"{fmt_si(m.params)} parameters (limit {fmt_si(_CHECK_LIMIT)}): use a "
+                         "small model such as 'tiny'")
+    report = check(m, args.batch, args.new_tokens, args.cached, last_only=args.last_only)
+    print(json.dumps(report.as_dict(), indent=2) if args.format == "json" else report)
+    return 0 if report.ok else 1
+
+
+def cmd_notes(args: argparse.Namespace) -> int:
+    notes = build_notes(args.out, scripts=args.scripts, pdf=not args.no_pdf)
+    print(f"wrote {notes.tex}: {len(notes.sections)} section(s), {len(notes.figures)} "
+          f"figure(s) in {notes.tex.parent / 'figures'}" + (notes.replaced and "; replaced "
+          f"characters pdflatex cannot typeset by '?': {''.join(notes.replaced)}" or ""))
+    print(f"compiled {notes.pdf}" if notes.pdf else f"no PDF: {notes.pdf_note}")
+    return 0
+
+
+def _measure() -> Any:  # lazy: only `symroof measure` pays for importing it
+    if importlib.util.find_spec("symroof.measure") is None:
+        raise ValueError("'symroof measure' needs symroof.measure, which this installation "
+                         "does not have")
+    return importlib.import_module("symroof.measure")
+
+
+# -- parser -----------------------------------------------------------------------------
+def build_parser(with_measure: bool = False) -> argparse.ArgumentParser:
+    """The argument parser; ``with_measure`` imports symroof.measure for its options."""
+    p = _Parser(prog="symroof", description="symroof: symbolic rooflines of matmuls and "
+                "transformers on accelerator chips.", epilog=EXAMPLES,
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"symroof {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    def command(name: str, run: Any, text: str, formats: Sequence[str] = (),
+                on_chip: bool = False) -> Any:
+        c = sub.add_parser(name, help=text, description=text)
+        c.set_defaults(run=run)
+        if formats:
+            c.add_argument("--format", choices=formats, default=formats[0],
+                           help="output format (default: %(default)s)")
+        if on_chip:
+            c.add_argument("--chip", required=True, help=f"one of: {', '.join(CHIPS)}")
+            c.add_argument("--dtype", default="bf16", help="whose peak FLOP/s: bf16 (default), "
+                           "fp16, fp8, int8 or fp32, as the chip has (see: symroof chips)")
+        return c
+
+    for name, run, what in (("chips", cmd_chips, "chip presets: peak FLOP/s per dtype, HBM "
+                             "bandwidth and capacity, link bandwidth, and each figure's source"),
+                            ("models", cmd_models, "model presets: dimensions, parameters, "
+                             "source (or NAMES that are paths to Hugging Face config.json)")):
+        c = command(name, run, what, ("text", "markdown", "json"))
+        c.add_argument("names", nargs="*", metavar="NAME", help="show only these")
+    c = command("critical-batch", cmd_critical_batch, "the batch B at which X[B,D] @ W[D,F] "
+                "turns compute-bound: its intensity reaches the chip's peak / HBM bandwidth",
+                ("text", "json"), on_chip=True)
+    for flag, what in (("x", "activations X"), ("w", "weights W"), ("out", "output Z")):
+        c.add_argument(f"--{flag}-bytes", type=_WIDTH, metavar="N", help=f"bytes per element "
+                       f"of {what} (default: " + ("as --x-bytes)" if flag == "out" else
+                                                 "the dtype's, 1 for int8 and fp8, 2 for bf16)"))
+    c.add_argument("--d", type=_POSITIVE, help="with --f: the exact root for these widths")
+    c.add_argument("--f", type=_POSITIVE, help="with --d (default: the B << D, F regime)")
+    c = command("report", cmd_report, "per-op roofline table of one forward step: FLOPs, "
+                "bytes by kind, intensity, bound and time of each op, with totals, both time "
+                "bounds and the bottleneck (useful FLOPs; lm_head on the last position)",
+                ("text", "markdown", "latex", "json"), on_chip=True)
+    c.add_argument("--model", required=True, help=f"one of: {', '.join(MODELS)}; or a path "
+                   "to a Hugging Face config.json (or its folder)")
+    c.add_argument("--phase", required=True, choices=("prefill", "decode"))
+    c.add_argument("--batch", required=True, type=_POSITIVE, metavar="B",
+                   help="sequences in the batch")
+    c.add_argument("--context", required=True, type=_POSITIVE, metavar="S", help="tokens each "
+                   "sequence attends to, new ones included (prefill: the prompt length)")
+    c.add_argument("--new-tokens", type=_POSITIVE, metavar="T", help="decode only: new tokens "
+                   "per sequence (default 1); the cache holds S - T tokens")
+    c.add_argument("--groups", action="store_true", help="merge rows into op groups")
+    c.add_argument("--attention", choices=("fused", "naive"), default="fused",
+                   help="fused (FlashAttention-style) or naive (scores through memory)")
+    for flag, what in (("w", "weight"), ("act", "activation"), ("kv", "KV-cache")):
+        c.add_argument(f"--{flag}-bytes", type=_WIDTH, help=f"bytes per {what} element "
+                       "(default 2: bf16; 1: int8 or fp8)")
+    c = command("check", cmd_check, "run the counted NumPy model and compare every op's "
+                "FLOPs and bytes with the symbolic formulas, exactly (exit 1 on a mismatch)",
+                ("text", "json"))
+    c.add_argument("--model", default="tiny", help="a small model (default: tiny) or config")
+    c.add_argument("--batch", type=_POSITIVE, default=2)
+    c.add_argument("--new-tokens", type=_POSITIVE, default=4)
+    c.add_argument("--cached", type=_number(int, lambda v: v >= 0, "a non-negative integer"),
+                   default=0, help="tokens already in the cache")
+    c.add_argument("--last-only", action="store_true", help="lm_head on the last position")
+    c = command("notes", cmd_notes, "write lecture notes (LaTeX) from the derivation scripts, "
+                "with their tables and figures; compile to PDF if pdflatex is on the PATH")
+    c.add_argument("--out", default="notes", help="output folder (default: notes)")
+    c.add_argument("--no-pdf", action="store_true", help="write notes.tex only")
+    c.add_argument("--scripts", help="folder of NN_name.py scripts (default: the shipped ones)")
+    c = command("measure", lambda args: _measure().run_cli(args), "measure this machine's "
+                "roofs, then time the NumPy transformer op by op against them")
+    if with_measure:
+        _measure().add_arguments(c)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status (0 ok, 1 check failed, 2 error)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        args = build_parser(with_measure=argv[:1] == ["measure"]).parse_args(argv)
+        if args.command is None:
+            build_parser().print_help()
+            return 0
+        return args.run(args)
+    except BrokenPipeError:  # e.g. `symroof chips | head`: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except (ValueError, TypeError, OSError, LatexError) as err:
+        print(f"symroof: error: {err}", file=sys.stderr)
+        return 1 if isinstance(err, LatexError) else 2
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,262 @@
+"""Lecture notes: every derivation script, with its tables and figures, as one LaTeX document.
+
+Each script ``derivations/NN_name.py`` (shipped as :mod:`symroof.derivations`) is run with
+``runpy`` under ``run_name="symroof.notes"`` and ``SYMROOF_OUT`` pointing at the figures
+folder; it asserts its claims and leaves a list ``NOTES`` of what to publish, in order:
+``Derivation``, ``RooflineTable``, ``CheckReport``, a ``pathlib.Path`` to a PNG figure (or a
+``(Path, caption)`` pair), or a plain ``str`` paragraph. Each script becomes a
+``\\section`` titled by its docstring's first line. :func:`build_notes` writes ``notes.tex``
+and, when ``pdflatex`` is on the PATH, compiles it (twice, for the table of contents).
+
+>>> import symroof as sr
+>>> print(latex_item(sr.check(sr.model("tiny"), batch=1, new_tokens=2)).splitlines()[-1])
+\\noindent all equal: counted == symbolic for every op and quantity\\par
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import os
+import re
+import runpy
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .check import QUANTITIES, CheckReport
+from .derivation import Derivation, tex_escape
+from .table import RooflineTable
+
+__all__ = ["Notes", "LatexError", "find_scripts", "run_script", "latex_item", "notes_latex",
+           "build_notes", "compile_pdf"]
+
+SCRIPT = re.compile(r"^[0-9][0-9]_.*\.py$")
+FIGURE_SUFFIXES = (".png", ".pdf", ".jpg", ".jpeg")
+#: Unicode that scripts use in prose, declared for pdflatex (utf8 input, OT1 fonts).
+UNICODE = {"≈": r"\approx", "≤": r"\leq", "≥": r"\geq", "≪": r"\ll", "≫": r"\gg",
+           "×": r"\times", "·": r"\cdot", "→": r"\to", "←": r"\leftarrow", "⇒": r"\Rightarrow",
+           "∞": r"\infty", "±": r"\pm", "−": "-", "≠": r"\neq", "∝": r"\propto", "∼": r"\sim",
+           "∈": r"\in", "√": r"\surd", "∑": r"\sum", "′": r"'", "α": r"\alpha", "β": r"\beta",
+           "γ": r"\gamma", "δ": r"\delta", "ε": r"\varepsilon", "θ": r"\theta",
+           "λ": r"\lambda", "μ": r"\mu", "µ": r"\mu", "π": r"\pi", "σ": r"\sigma",
+           "τ": r"\tau", "φ": r"\phi", "ω": r"\omega", "Δ": r"\Delta", "Σ": r"\Sigma",
+           "✓": r"\checkmark", "✗": r"\times", "²": r"^2", "³": r"^3", "½": r"\frac12"}
+_TEXT_UNICODE = {"–": "--", "—": "---", "…": r"\ldots{}", "‘": "`", "’": "'", "“": "``",
+                 "”": "''", "\u00a0": "~"}
+
+
+class LatexError(RuntimeError):
+    """pdflatex failed; the message names the first error and the line of notes.tex."""
+
+
+@dataclass(frozen=True)
+class Notes:
+    """What :func:`build_notes` made: the .tex, the PDF (``None`` if not compiled) and why."""
+
+    tex: Path
+    pdf: Path | None
+    sections: list[str]
+    figures: list[Path]
+    pdf_note: str = ""
+    replaced: list[str] = field(default_factory=list)
+
+
+def _shipped() -> Path:
+    try:
+        return Path(str(importlib.resources.files("symroof.derivations")))
+    except ModuleNotFoundError:  # a source checkout that is not installed
+        return Path(__file__).resolve().parent.parent / "derivations"
+
+
+def find_scripts(folder: str | os.PathLike | None = None) -> list[Path]:
+    """The derivation scripts (``NN_name.py``) in ``folder`` (default: the shipped ones),
+    sorted by name.
+
+    >>> all(p.name[:2].isdigit() for p in find_scripts())
+    True
+    """
+    root = _shipped() if folder is None else Path(folder)
+    if not root.is_dir():
+        raise FileNotFoundError(f"derivations folder not found: {str(root)!r}")
+    return sorted(p for p in root.iterdir() if SCRIPT.match(p.name) and p.is_file())
+
+
+def run_script(path: str | os.PathLike, figures: str | os.PathLike) -> tuple[str, str, list]:
+    """Run one script with ``SYMROOF_OUT=figures``; return (title, introduction, NOTES).
+
+    The title is the docstring's first line (else the file name); the introduction is the
+    rest of the docstring. A failing claim raises ``ValueError`` naming the script.
+    """
+    path, figures = Path(path), Path(figures)
+    figures.mkdir(parents=True, exist_ok=True)
+    before = os.environ.get("SYMROOF_OUT")
+    os.environ["SYMROOF_OUT"] = str(figures)
+    try:
+        namespace = runpy.run_path(str(path), run_name="symroof.notes")
+    except Exception as err:
+        raise ValueError(f"derivation {path.name} failed: {type(err).__name__}: {err}") from err
+    finally:
+        if before is None:
+            os.environ.pop("SYMROOF_OUT", None)
+        else:
+            os.environ["SYMROOF_OUT"] = before
+        if "matplotlib.pyplot" in sys.modules:
+            sys.modules["matplotlib.pyplot"].close("all")
+    items = namespace.get("NOTES")
+    if not isinstance(items, (list, tuple)):
+        raise ValueError(f"derivation {path.name} defines no NOTES list (got {items!r})")
+    doc = (namespace.get("__doc__") or "").strip()
+    fallback = path.stem.split("_", 1)[-1].replace("_", " ").capitalize()
+    title, _, intro = doc.partition("\n")
+    return (title.strip().rstrip(".") or fallback), intro.strip(), list(items)
+
+
+def _check_latex(report: CheckReport) -> str:
+    bad = {(m.op, m.quantity): m for m in report.mismatches}
+    head = ["op", "FLOPs", "useful FLOPs", "weight B", "KV B", "act B", "verdict"]
+    body = []
+    for op in report.rows:
+        cells = [tex_escape(op)]
+        for q in QUANTITIES:
+            m = bad.get((op, q))
+            cells.append(f"{report.counted.get(op, {}).get(q, '-'):,}" if m is None
+                         else rf"${m.counted} \neq {m.symbolic}$")
+        cells.append("mismatch" if any(o == op for o, _ in bad) else "equal")
+        body.append(" & ".join(cells) + r" \\")
+    verdict = ("all equal: counted == symbolic for every op and quantity" if report.ok
+               else f"{len(report.mismatches)} mismatch(es)")
+    return "\n".join([r"\begin{table}[htbp]", r"\centering", r"\scriptsize",
+                      r"\begin{tabular}{lrrrrrl}", r"\toprule", " & ".join(head) + r" \\",
+                      r"\midrule", *body, r"\bottomrule", r"\end{tabular}",
+                      rf"\caption{{Counted (NumPy) against symbolic: {tex_escape(report.label)}}}",
+                      r"\end{table}", rf"\noindent {tex_escape(verdict)}\par"])
+
+
+def _figure(path: Path, caption: str, base: Any) -> str:
+    if path.suffix.lower() not in FIGURE_SUFFIXES:
+        raise ValueError(f"figure {str(path)!r}: pdflatex includes {FIGURE_SUFFIXES}, "
+                         f"not {path.suffix!r}")
+    if not path.is_file():
+        raise ValueError(f"figure {str(path)!r} does not exist")
+    shown = path.resolve()
+    if base is not None and shown.is_relative_to(Path(base).resolve()):
+        shown = shown.relative_to(Path(base).resolve())
+    return "\n".join([r"\begin{figure}[H]", r"\centering",
+                      rf"\includegraphics[width=0.85\linewidth]{{{shown.as_posix()}}}",
+                      rf"\caption{{{tex_escape(caption)}}}", r"\end{figure}"])
+
+
+def latex_item(obj: Any, base: str | os.PathLike | None = None) -> str:
+    """LaTeX for one published object: a Derivation, RooflineTable, CheckReport, a Path to a
+    figure (or a ``(Path, caption)`` pair) or a str paragraph; figure paths are written
+    relative to ``base``."""
+    if isinstance(obj, Derivation):
+        return obj.to_latex()
+    if isinstance(obj, RooflineTable):  # wide tables shrink to the text width
+        fit = r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{"
+        return obj.to_latex().replace(r"\begin{tabular}", fit + r"\begin{tabular}", 1).replace(
+            r"\end{tabular}", r"\end{tabular}}", 1)
+    if isinstance(obj, CheckReport):
+        return _check_latex(obj)
+    if isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[0], Path):
+        return _figure(obj[0], str(obj[1]), base)
+    if isinstance(obj, Path):  # caption from the name: 01_rooflines_problem3 -> rooflines problem3
+        return _figure(obj, re.sub(r"^[0-9]+_", "", obj.stem).replace("_", " "), base)
+    if isinstance(obj, str):
+        return tex_escape(obj)
+    raise TypeError(f"cannot publish a {type(obj).__name__} in the notes (NOTES holds "
+                    "Derivation, RooflineTable, CheckReport, a Path to a figure or a "
+                    "(Path, caption) pair, or str)")
+
+
+def _preamble(title: str) -> list[str]:
+    declare = [rf"\DeclareUnicodeCharacter{{{ord(c):04X}}}{{\ensuremath{{{t}}}}}"
+               for c, t in UNICODE.items()]
+    return [r"\documentclass[11pt]{article}", r"\usepackage[utf8]{inputenc}",
+            r"\usepackage{amsmath,amssymb}", r"\usepackage{booktabs}", r"\usepackage{graphicx}",
+            r"\usepackage{float}", r"\usepackage[margin=2.2cm]{geometry}", *declare,
+            r"\providecommand{\checkmark}{\ensuremath{\surd}}", r"\emergencystretch=3em",
+            rf"\title{{{tex_escape(title)}}}",
+            r"\author{generated by symroof from its derivation scripts}", r"\date{\today}",
+            r"\begin{document}", r"\maketitle", r"\tableofcontents"]
+
+
+def notes_latex(sections: list[tuple[str, str, list]], base: str | os.PathLike | None = None,
+                title: str = "symroof: lecture notes") -> tuple[str, list[str]]:
+    """The whole document for ``[(title, introduction, items), ...]``, and the list of
+    characters pdflatex could not typeset (each replaced by ``?``).
+
+    >>> tex, replaced = notes_latex([("Warm-up", "2 × 3 ≈ 6", ["A paragraph."])])
+    >>> tex.count(r"\\section{Warm-up}"), replaced
+    (1, [])
+    """
+    body = []
+    for name, intro, items in sections:
+        body += [rf"\section{{{tex_escape(name)}}}"]
+        body += [tex_escape(p.strip()) + "\n" for p in intro.split("\n\n") if p.strip()]
+        body += [latex_item(item, base) + "\n" for item in items]
+    # tables and figures stay where the script put them: notes read in order
+    text = re.sub(r"\\begin\{(table|figure)\}(\[[a-zA-Z!]*\])?", r"\\begin{\1}[H]",
+                  "\n".join(body))
+    for char, tex in _TEXT_UNICODE.items():
+        text = text.replace(char, tex)
+    replaced = sorted({c for c in text if ord(c) > 0xFF and c not in UNICODE})
+    text = "".join("?" if c in replaced else c for c in text)
+    return "\n".join([*_preamble(title), text, r"\end{document}", ""]), replaced
+
+
+def compile_pdf(tex: str | os.PathLike, runs: int = 2, timeout: float = 120) -> Path:
+    """Run ``pdflatex`` ``runs`` times on ``tex`` (in its folder); return the PDF's path.
+    A failure raises :class:`LatexError` with pdflatex's first error and its line."""
+    tex = Path(tex).resolve()
+    exe = shutil.which("pdflatex")
+    if exe is None:
+        raise FileNotFoundError("pdflatex is not on the PATH (install texlive-latex-base and "
+                                "texlive-latex-recommended)")
+    for _ in range(runs):
+        run = subprocess.run([exe, "-interaction=nonstopmode", "-halt-on-error",
+                              "-file-line-error", tex.name], cwd=tex.parent, capture_output=True,
+                             timeout=timeout, text=True, errors="replace")
+        if run.returncode != 0:
+            lines = run.stdout.splitlines()
+            first = next((ln for ln in lines if re.search(r"\.tex:\d+: |^! ", ln)),
+                         lines[-1] if lines else "no output")
+            raise LatexError(f"pdflatex failed on {tex.name}: {first.strip()} "
+                             f"(log: {tex.with_suffix('.log')})")
+    return tex.with_suffix(".pdf")
+
+
+def build_notes(out: str | os.PathLike, *, scripts: list | str | os.PathLike | None = None,
+                pdf: bool = True, title: str = "symroof: lecture notes") -> Notes:
+    """Run the derivation scripts, write ``out/notes.tex`` (figures in ``out/figures``) and
+    compile ``out/notes.pdf`` when ``pdf`` and pdflatex is on the PATH.
+
+    ``scripts`` is a folder of ``NN_name.py`` files or a list of script paths (default: the
+    shipped derivations).
+    """
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {str(out)!r} exists and is not a folder")
+    paths = (find_scripts(scripts) if scripts is None or not isinstance(scripts, (list, tuple))
+             else [Path(p) for p in scripts])
+    if not paths:
+        raise ValueError("no derivation scripts (NN_name.py) found"
+                         + (f" in {str(scripts)!r}" if scripts is not None else ""))
+    figures = out / "figures"
+    sections = [run_script(p, figures) for p in paths]
+    tex, replaced = notes_latex(sections, base=out, title=title)
+    out.mkdir(parents=True, exist_ok=True)
+    tex_path = out / "notes.tex"
+    tex_path.write_text(tex, encoding="utf-8")
+    shown = [i if isinstance(i, Path) else i[0] for _, _, items in sections for i in items
+             if isinstance(i, Path) or isinstance(i, tuple) and i and isinstance(i[0], Path)]
+    if not pdf:
+        return Notes(tex_path, None, [s[0] for s in sections], shown, "PDF not requested",
+                     replaced)
+    if shutil.which("pdflatex") is None:
+        return Notes(tex_path, None, [s[0] for s in sections], shown,
+                     "pdflatex not on the PATH: compile notes.tex yourself", replaced)
+    return Notes(tex_path, compile_pdf(tex_path), [s[0] for s in sections], shown, "", replaced)

@@ -1,0 +1,170 @@
+"""The lecture notes: the shipped derivations compile to a PDF with pdflatex, every kind of
+published object renders, and broken scripts fail naming themselves.
+
+A document that does not compile fails the suite. Where pdflatex is missing the compile tests
+skip, except under CI (``CI`` set), where they fail: CI installs texlive-latex-base and
+texlive-latex-recommended.
+"""
+
+import os
+import re
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from symroof.notes import (
+    LatexError,
+    build_notes,
+    compile_pdf,
+    find_scripts,
+    latex_item,
+    notes_latex,
+    run_script,
+)
+
+HAS_PDFLATEX = shutil.which("pdflatex") is not None
+needs_pdflatex = pytest.mark.skipif(not HAS_PDFLATEX and not os.environ.get("CI"),
+                                    reason="pdflatex is not on the PATH (CI installs it)")
+
+DEMO = '''
+"""Demo: every kind of item.
+
+Claim: 2 × 3 ≈ 6 — and 50% of d_h & more; an emoji 🙂 has no glyph.
+"""
+import os
+from pathlib import Path
+
+import symroof as sr
+from symroof.derivation import Derivation
+from symroof.symbols import B, D, F
+
+OUT = Path(os.environ.get("SYMROOF_OUT", "out"))
+d = Derivation("Matmul", source="test")
+d.step("intensity", r"\\text{AI}", sr.matmul(B, D, F).intensity)
+d.claim("B << D gives B", sr.leading(sr.matmul(B, D, F).intensity, small=B) == B)
+fig = OUT / "01_demo_share.png"
+import symroof.plots
+symroof.plots.attention_share_plot(["tiny"], contexts=[8, 64], path=fig)
+from symroof.table import roofline_table
+table = roofline_table(sr.model("tiny"), sr.chip("h100"), batch=2, new_tokens=1, cached=3,
+                       title="tiny decode")
+NOTES = [d, table, sr.check(sr.model("tiny"), batch=1, new_tokens=2), fig,
+         (fig, "the same figure, captioned"), "A closing paragraph: 100% done."]
+'''
+
+
+def _write(folder: Path, name: str, source: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_text(textwrap.dedent(source), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("demo")
+    _write(tmp / "scripts", "01_demo.py", DEMO)
+    return build_notes(tmp / "out", scripts=tmp / "scripts", pdf=HAS_PDFLATEX), tmp
+
+
+@needs_pdflatex
+def test_shipped_notes_compile(tmp_path):
+    scripts = find_scripts()
+    if not scripts:
+        pytest.skip("no derivation scripts in this tree yet")
+    notes = build_notes(tmp_path)
+    assert notes.pdf is not None and notes.pdf.read_bytes().startswith(b"%PDF")
+    tex = notes.tex.read_text(encoding="utf-8")
+    assert tex.count(r"\section{") == len(scripts) == len(notes.sections)
+    for figure in notes.figures:  # every figure is included, by a path inside the output
+        assert figure.is_file() and figure.parent == tmp_path / "figures"
+        assert f"{{figures/{figure.name}}}" in tex
+    for package in ("amsmath", "booktabs", "graphicx"):
+        assert package in tex
+    pages = re.search(r"Output written on notes\.pdf \((\d+) page",
+                      notes.tex.with_suffix(".log").read_text(errors="replace"))
+    assert pages and int(pages.group(1)) > len(scripts)
+
+
+def test_every_item_kind_renders(demo):
+    notes, tmp = demo
+    tex = notes.tex.read_text(encoding="utf-8")
+    assert notes.sections == ["Demo: every kind of item"]
+    assert r"\section{Demo: every kind of item}" in tex
+    assert r"Claim: 2 × 3 ≈ 6 --- and 50\% of d\_h \& more" in tex  # declared, escaped
+    assert r"\DeclareUnicodeCharacter{2248}{\ensuremath{\approx}}" in tex
+    assert notes.replaced == ["🙂"] and "an emoji ? has no glyph" in tex
+    order = [tex.index(s) for s in (r"\subsection*{Matmul}", r"\caption{tiny decode}",
+                                    "Counted (NumPy) against symbolic", r"\caption{demo share}",
+                                    r"\caption{the same figure, captioned}",
+                                    "A closing paragraph: 100\\% done.")]
+    assert order == sorted(order), "items appear in the order of NOTES"
+    assert r"\includegraphics[width=0.85\linewidth]{figures/01_demo_share.png}" in tex
+    assert r"\begin{table}[H]" in tex and r"\begin{figure}[H]" in tex
+    assert r"\begin{table}[ht]" not in tex, "floats stay where the script put them"
+    assert notes.figures == [tmp / "out" / "figures" / "01_demo_share.png"] * 2
+    if HAS_PDFLATEX:
+        assert notes.pdf == tmp / "out" / "notes.pdf" and notes.pdf.is_file()
+    else:
+        assert notes.pdf is None and "pdflatex" in notes.pdf_note
+
+
+def test_scripts_run_with_symroof_out_and_restore_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("SYMROOF_OUT", "elsewhere")
+    script = _write(tmp_path, "01_env.py", '''
+        """Env."""
+        import os
+        NOTES = [os.environ["SYMROOF_OUT"]]
+        ''')
+    title, intro, items = run_script(script, tmp_path / "figs")
+    assert (title, intro, items) == ("Env", "", [str(tmp_path / "figs")])
+    assert os.environ["SYMROOF_OUT"] == "elsewhere"
+
+
+def test_find_scripts_sorted_and_filtered(tmp_path):
+    for name in ("02_b.py", "01_a.py", "helper.py", "1_x.py", "03_c.txt"):
+        _write(tmp_path, name, "NOTES = []\n")
+    assert [p.name for p in find_scripts(tmp_path)] == ["01_a.py", "02_b.py"]
+    assert all(p.name[:2].isdigit() for p in find_scripts())  # the shipped ones
+
+
+@pytest.mark.parametrize("source, error, message", [
+    ("x = 1\n", ValueError, "01_bad.py defines no NOTES list"),
+    ("assert 1 == 2, 'the claim'\n", ValueError,
+     "derivation 01_bad.py failed: AssertionError: the claim"),
+    ("NOTES = [3.14]\n", TypeError, "cannot publish a float"),
+    ("from pathlib import Path\nNOTES = [Path('plot.svg')]\n", ValueError, "not '.svg'"),
+    ("from pathlib import Path\nNOTES = [Path('missing.png')]\n", ValueError,
+     "'missing.png' does not exist"),
+])
+def test_broken_scripts_fail_naming_the_problem(tmp_path, source, error, message):
+    _write(tmp_path / "s", "01_bad.py", source)
+    with pytest.raises(error, match=re.escape(message)):
+        build_notes(tmp_path / "out", scripts=tmp_path / "s", pdf=False)
+
+
+def test_no_scripts(tmp_path):
+    with pytest.raises(ValueError, match="no derivation scripts"):
+        build_notes(tmp_path / "out", scripts=tmp_path, pdf=False)
+    with pytest.raises(FileNotFoundError, match="derivations folder not found"):
+        build_notes(tmp_path / "out", scripts=tmp_path / "nope", pdf=False)
+
+
+@needs_pdflatex
+def test_a_latex_error_names_the_line(tmp_path):
+    tex, _ = notes_latex([("Broken", "", [])])
+    path = tmp_path / "notes.tex"
+    path.write_text(tex.replace(r"\end{document}", "\\undefinedmacro\n\\end{document}"))
+    with pytest.raises(LatexError, match=r"notes\.tex:\d+: Undefined control sequence"):
+        compile_pdf(path)
+
+
+def test_latex_item_paragraph_and_figure_paths(tmp_path):
+    assert latex_item("50% & d_h") == r"50\% \& d\_h"
+    png = tmp_path / "sub" / "f.png"
+    png.parent.mkdir()
+    png.write_bytes(b"\x89PNG")
+    assert "{sub/f.png}" in latex_item(png, base=tmp_path)
+    assert f"{{{png.resolve().as_posix()}}}" in latex_item(png)  # outside any base: absolute
