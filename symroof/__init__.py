@@ -14,7 +14,7 @@ B
 240.24
 """
 
-from . import plot
+from . import plot, plots
 from .analysis import TimeBound, critical_batch, crossover, leading, limit, time
 from .check import CheckReport, check
 from .cost import Cost
@@ -54,6 +54,6 @@ __all__ = [
     "ctx_star", "kv_crossover", "step_time", "StepTime", "op_times",
     "check", "CheckReport",
     # tables, documents, plots
-    "roofline_table", "RooflineTable", "Derivation", "latex", "document", "plot",
+    "roofline_table", "RooflineTable", "Derivation", "latex", "document", "plot", "plots",
 ]
 __version__ = "0.1.0"

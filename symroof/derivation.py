@@ -29,7 +29,7 @@ from .render import latex
 __all__ = ["Derivation", "Step", "tex_escape"]
 
 _TEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
-                "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}",
+                "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\ensuremath{\sim}",
                 "^": r"\textasciicircum{}", "<": r"\ensuremath{<}", ">": r"\ensuremath{>}"}
 
 

@@ -70,6 +70,16 @@ class StepTime:
         """Sum over groups of max(t_math, t_mem): unfused kernels, one after another."""
         return sum(t.lower for t in self.groups.values())
 
+    def _repr_markdown_(self) -> str:
+        from .table import fmt_si
+
+        if not self.whole.lower.is_number:
+            return "$" + sp.latex(self.whole) + "$"
+        rows = [f"| {n} | {t.bound} | {fmt_si(t.lower, 's')} |" for n, t in self.groups.items()]
+        return "\n".join(["| group | bound | time |", "|---|---|---:|", *rows, "",
+                          f"- per-op sum {fmt_si(self.per_op_sum, 's')}; whole-model bound "
+                          f"{fmt_si(self.whole.lower, 's')} ({float(self.ratio):.2f}x)"])
+
     @property
     def ratio(self) -> sp.Expr:
         """Per-op sum over the whole-model lower bound (>= 1)."""
