@@ -188,7 +188,8 @@ def crossover(lhs: Any, rhs: Any, var: sp.Symbol, *, select: str = "positive") -
         raise ValueError(f"crossover(): var must be a symbol, got {var!r}")
     x = sp.Dummy(var.name, positive=True)
     eq = sp.Eq(lhs.subs(var, x), rhs.subs(var, x))
-    roots = [r for r in sp.solve(eq, x) if r.is_real is not False and r.is_positive is not False]
+    candidates = sp.solve(eq, x, simplify=False)  # simplify=True costs 100x; we tidy below
+    roots = [r for r in candidates if r.is_real is not False and r.is_positive is not False]
     if not roots:
         raise ValueError(f"crossover(): {sp.sstr(lhs)} = {sp.sstr(rhs)} has no positive "
                          f"root in {var}")
