@@ -129,6 +129,9 @@ def test_notes_are_a_list_of_publishable_items(script, notes):
     assert isinstance(items, list) and items, f"{script.name}: NOTES must be a non-empty list"
     kinds = (Derivation, RooflineTable, sr.CheckReport, Path)
     for item in items:
+        if isinstance(item, tuple):  # a (figure, caption) pair
+            assert len(item) == 2 and isinstance(item[1], str) and item[1], item
+            item = item[0]
         assert isinstance(item, kinds), f"{script.name}: {item!r} is not publishable"
         if isinstance(item, Path):
             assert item.suffix == ".png" and item.exists(), item
@@ -145,6 +148,7 @@ def _latex_body(notes) -> str:
     for name in sorted(notes["notes"]):
         parts.append(r"\section*{" + tex_escape(name) + "}")
         for item in notes["notes"][name]:
+            item = item[0] if isinstance(item, tuple) else item
             if isinstance(item, (Derivation, RooflineTable)):
                 parts.append(item.to_latex())
             elif isinstance(item, Path):
