@@ -19,6 +19,7 @@ from .analysis import TimeBound, critical_batch, crossover, leading, limit, time
 from .check import CheckReport, check
 from .cost import Cost
 from .derivation import Derivation
+from .evaluate import evaluate, sweep_step_time
 from .hardware import CHIPS, Chip, chip, symbolic_chip
 from .inference import StepTime, ctx_star, kv_crossover, op_times, step_time
 from .models import MODELS, from_hf_config, model
@@ -49,6 +50,7 @@ __all__ = [
     "Chip", "chip", "symbolic_chip", "CHIPS",
     # analysis
     "TimeBound", "time", "limit", "leading", "crossover", "critical_batch",
+    "evaluate", "sweep_step_time",
     # transformers
     "Transformer", "OP_GROUPS", "group", "model", "MODELS", "from_hf_config",
     "ctx_star", "kv_crossover", "step_time", "StepTime", "op_times",

@@ -29,7 +29,8 @@ def linear(ops, x: np.ndarray, W: np.ndarray, b: np.ndarray | None = None) -> np
     """y = x @ W (+ b): 2 FLOPs per multiply-accumulate, 1 per output element for the bias."""
     ops.read(x, "act")
     ops.read(W, "weight")
-    y = ops.matmul(x, W)
+    # one 2-D GEMM over all B*T rows, not B batched T-row ones (3x faster for small T)
+    y = ops.matmul(x.reshape(-1, x.shape[-1]), W).reshape(*x.shape[:-1], W.shape[-1])
     if b is not None:
         ops.read(b, "weight")
         y = ops.add(y, b)

@@ -1,0 +1,267 @@
+"""Vectorised evaluation: any symbolic quantity over NumPy arrays of its free symbols.
+
+:func:`evaluate` takes an expression, a ``Cost``, a ``TimeBound``, a ``StepTime`` or a
+``dict`` of them (a per-op table), gathers every expression inside it, compiles them once
+into one NumPy function of the free symbols (``sympy.lambdify`` with common subexpressions
+shared) and calls it on the given values, broadcast together. Compiled functions are cached
+on the expressions and the argument order, so a second call with new values compiles
+nothing. Values are evaluated in float64 (no integer overflow; exact integers beyond 2**53
+round). :func:`sweep_step_time` is the decode grid: one model and chip, arrays of batch
+and context.
+
+>>> import numpy as np
+>>> import symroof as sr
+>>> from symroof.symbols import B, D, F
+>>> mm = sr.matmul(B, D, F)
+>>> evaluate(mm.flops, B=np.array([1, 2]), D=4, F=8)
+array([ 64., 128.])
+>>> out = evaluate(mm, B=np.arange(1, 4)[:, None], D=np.array([4, 8]), F=8)
+>>> out["intensity"].shape
+(3, 2)
+>>> t = sweep_step_time(sr.model("llama-3.1-8b"), sr.chip("h100"),
+...                     batch=np.arange(1, 1001)[:, None], context=np.arange(1, 1001))
+>>> t["lower"].shape
+(1000, 1000)
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from .analysis import TimeBound
+from .cost import FIELDS, Cost
+from .inference import StepTime, step_time
+from .symbols import B as _B
+from .symbols import S as _S
+
+__all__ = ["evaluate", "sweep_step_time", "free_symbols", "cache_info"]
+
+_MODULES = [{"Max": np.maximum, "Min": np.minimum}, "numpy"]  # elementwise, never amax
+_TIME_FIELDS = ("t_math", "t_mem", "t_net")
+_Builder = Callable[[Iterator[Any]], Any]
+
+
+# -- flattening: every quantity is a list of expressions and a function that rebuilds it ----
+def _flatten(obj: Any, out: list[sp.Expr]) -> _Builder:
+    """Append the expressions of ``obj`` to ``out``; return how to rebuild its result."""
+    if isinstance(obj, Cost):
+        for name in FIELDS:
+            out.append(getattr(obj, name))
+        return _build_cost
+    if isinstance(obj, TimeBound):
+        out.extend(getattr(obj, name) for name in _TIME_FIELDS)
+        return _build_time
+    if isinstance(obj, StepTime):
+        whole = _flatten(obj.whole, out)
+        groups = _flatten(obj.groups, out)
+        return functools.partial(_build_step, whole, groups)
+    if isinstance(obj, Mapping):
+        parts = [(key, _flatten(value, out)) for key, value in obj.items()]
+        return lambda it: {key: build(it) for key, build in parts}
+    try:
+        expr = sp.sympify(obj, strict=True)
+    except (sp.SympifyError, TypeError):
+        expr = None
+    if not isinstance(expr, sp.Expr):
+        raise TypeError(f"evaluate() takes an expression, Cost, TimeBound, StepTime or a dict "
+                        f"of them, got {type(obj).__name__}: {obj!r}")
+    out.append(expr)
+    return next
+
+
+def _build_cost(it: Iterator[Any]) -> dict[str, Any]:
+    row = {name: next(it) for name in FIELDS}
+    row["bytes"] = row["weight_bytes"] + row["act_bytes"] + row["kv_bytes"]
+    with np.errstate(divide="ignore", invalid="ignore"):  # 0 bytes: inf (or nan), as SymPy's oo
+        row["intensity"] = np.true_divide(row["flops"], row["bytes"])
+    return row
+
+
+def _build_time(it: Iterator[Any]) -> dict[str, Any]:
+    row = {name: next(it) for name in _TIME_FIELDS}
+    terms = [row["t_math"], row["t_mem"]] + ([] if _is_zero(row["t_net"]) else [row["t_net"]])
+    row["lower"] = functools.reduce(np.maximum, terms)
+    row["upper"] = functools.reduce(np.add, terms)
+    return row
+
+
+def _build_step(whole: _Builder, groups: _Builder, it: Iterator[Any]) -> dict[str, Any]:
+    w, g = whole(it), groups(it)
+    per_op = functools.reduce(np.add, [row["lower"] for row in g.values()])
+    return {"whole": w, "groups": g, "per_op_sum": per_op, "ratio": per_op / w["lower"]}
+
+
+def _is_zero(x: Any) -> bool:
+    return np.ndim(x) == 0 and x == 0
+
+
+# -- compiling, cached ---------------------------------------------------------------------
+@functools.lru_cache(maxsize=256)
+def _compile(exprs: tuple[sp.Expr, ...], symbols: tuple[sp.Symbol, ...]) -> Callable:
+    """One NumPy function ``f(*symbols) -> list`` of every expression (shared subterms)."""
+    return sp.lambdify(symbols, list(exprs), modules=_MODULES, cse=len(exprs) > 1)
+
+
+def cache_info() -> Any:
+    """Hits, misses and size of the cache of compiled functions (``functools`` named tuple).
+
+    >>> from symroof.symbols import N
+    >>> before = cache_info().misses
+    >>> _ = evaluate(2 * N + 1, N=3); _ = evaluate(2 * N + 1, N=4)
+    >>> cache_info().misses - before       # compiled once, reused for the second call
+    1
+    """
+    return _compile.cache_info()
+
+
+def free_symbols(obj: Any) -> list[sp.Symbol]:
+    """The free symbols of a quantity, sorted by name (the order of the compiled arguments).
+
+    >>> import symroof as sr
+    >>> from symroof.symbols import B, D, F
+    >>> free_symbols(sr.matmul(B, D, F))
+    [B, D, F]
+    """
+    exprs: list[sp.Expr] = []
+    _flatten(obj, exprs)
+    return _sorted_symbols(exprs)
+
+
+def _sorted_symbols(exprs: list[sp.Expr]) -> list[sp.Symbol]:
+    found = set().union(*(e.free_symbols for e in exprs)) if exprs else set()
+    return sorted(found, key=lambda s: (s.name, sp.srepr(s)))
+
+
+# -- values --------------------------------------------------------------------------------
+def _bind(symbols: list[sp.Symbol], values: Mapping[Any, Any]) -> list[np.ndarray]:
+    """The value array of each symbol, in order; unknown or missing names fail loudly."""
+    known = ", ".join(s.name for s in symbols) or "none (the quantity is a number)"
+    by_name = {s.name: s for s in symbols}
+    bound: dict[sp.Symbol, np.ndarray] = {}
+    for key, value in values.items():
+        if isinstance(key, str):
+            sym = by_name.get(key)
+        elif isinstance(key, sp.Symbol):
+            sym = key if key in symbols else None
+        else:
+            raise ValueError(f"value keys must be symbols or their names, got {key!r}")
+        if sym is None:
+            name = key if isinstance(key, str) else key.name
+            hint = (" (a symbol of that name exists with other assumptions: use the one "
+                    "from symroof.symbols)" if name in by_name else "")
+            raise ValueError(f"unknown symbol {name!r}{hint}; free symbols: {known}")
+        if sym in bound:
+            raise ValueError(f"symbol {sym.name!r} is given twice")
+        try:
+            bound[sym] = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"value of {sym.name} must be a number or a numeric array, got "
+                             f"{value!r}") from None
+    missing = [s.name for s in symbols if s not in bound]
+    if missing:
+        raise ValueError(f"missing values for {', '.join(missing)}; free symbols: {known}")
+    return [bound[s] for s in symbols]
+
+
+def evaluate(obj: Any, values: Mapping[Any, Any] | None = None, /, **kwargs: Any) -> Any:
+    """Evaluate ``obj`` at the given values of its free symbols, broadcast together.
+
+    ``obj``: a SymPy expression (returns an array), a ``Cost`` (a dict of its fields plus
+    ``bytes`` and ``intensity``), a ``TimeBound`` (``t_math``, ``t_mem``, ``t_net``,
+    ``lower``, ``upper``), a ``StepTime`` (``whole``, ``groups``, ``per_op_sum``, ``ratio``)
+    or a ``dict`` of any of these (a per-op table). Values map symbols or their names to
+    scalars or arrays; every result has the broadcast shape (a float64 scalar if all values
+    are scalars).
+
+    >>> import symroof as sr
+    >>> from symroof.symbols import B, D, F
+    >>> t = evaluate(sr.time(sr.matmul(B, D, F), sr.chip("h100")), B=[1, 512], D=8192, F=8192)
+    >>> [round(float(x) * 1e6, 1) for x in t["lower"]]
+    [40.1, 69.5]
+    >>> evaluate(B * D, B=2)
+    Traceback (most recent call last):
+    ...
+    ValueError: missing values for D; free symbols: B, D
+    >>> evaluate(B * D, B=2, D=3, X=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown symbol 'X'; free symbols: B, D
+    """
+    values = {**(values or {}), **kwargs}
+    exprs: list[sp.Expr] = []
+    build = _flatten(obj, exprs)
+    symbols = _sorted_symbols(exprs)
+    arrays = _bind(symbols, values)
+    try:
+        shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    except ValueError:
+        shapes = ", ".join(f"{s.name}: {a.shape}" for s, a in zip(symbols, arrays, strict=True))
+        raise ValueError(f"values do not broadcast together ({shapes})") from None
+    fn = _compile(tuple(exprs), tuple(symbols))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _finish(build(iter(fn(*arrays))), shape)
+
+
+def _finish(tree: Any, shape: tuple[int, ...]) -> Any:
+    """Every leaf as a float64 array of ``shape`` (a float64 scalar when shape is ())."""
+    if isinstance(tree, dict):
+        return {key: _finish(value, shape) for key, value in tree.items()}
+    arr = np.asarray(tree, dtype=np.float64)
+    if not shape:
+        return arr[()]
+    return arr if arr.shape == shape else np.array(np.broadcast_to(arr, shape))
+
+
+# -- the decode grid -----------------------------------------------------------------------
+@functools.lru_cache(maxsize=64)
+def _symbolic_step(model: Any, chip: Any, new_tokens: int, dtype: str,
+                   attention: str) -> StepTime:
+    return step_time(model, chip, _B, new_tokens, _S - new_tokens, dtype=dtype,
+                     attention=attention)
+
+
+def sweep_step_time(model: Any, chip: Any, batch: Any, context: Any, *, new_tokens: int = 1,
+                    dtype: str = "bf16", attention: str = "fused",
+                    per_op: bool = False) -> dict[str, np.ndarray]:
+    """Time bounds of one forward step over arrays of ``batch`` and ``context`` (S, new
+    tokens included), broadcast together: pass ``batch[:, None]`` and ``context[None, :]``
+    for a grid. Returns the whole-model ``t_math``, ``t_mem``, ``t_net``, ``lower``,
+    ``upper`` (seconds); with ``per_op=True`` also ``per_op_sum`` and ``ratio`` (the
+    per-group view of :func:`symroof.step_time`). The symbolic step is derived and compiled
+    once per (model, chip, new_tokens, dtype, attention).
+
+    >>> import numpy as np, symroof as sr
+    >>> t = sweep_step_time(sr.model("llama-3.1-8b"), sr.chip("h100"),
+    ...                     batch=np.array([1, 64]), context=2048)   # = sr.step_time(..., 2047)
+    >>> [round(float(x) * 1e3, 2) for x in t["lower"]]
+    [4.56, 9.61]
+    >>> sweep_step_time(sr.model("llama-3.1-8b"), sr.chip("h100"), batch=1, context=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: context must be >= new_tokens (1) everywhere, got 0
+    """
+    if isinstance(new_tokens, bool) or not isinstance(new_tokens, int) or new_tokens < 1:
+        raise ValueError(f"new_tokens must be a positive integer, got {new_tokens!r}")
+    B, S = np.asarray(batch, dtype=np.float64), np.asarray(context, dtype=np.float64)
+    if B.size and not (B >= 1).all():
+        raise ValueError(f"batch must be >= 1 everywhere, got {B.min():g}")
+    if S.size and not (S >= new_tokens).all():
+        raise ValueError(f"context must be >= new_tokens ({new_tokens}) everywhere, "
+                         f"got {S.min():g}")
+    st = _symbolic_step(model, chip, new_tokens, dtype, attention)
+    obj = st if per_op else st.whole
+    values = {_B: B, _S: S}
+    free = set(free_symbols(obj))
+    extra = free - {_B, _S}
+    if extra:
+        raise ValueError(f"the step still has free symbols {sorted(s.name for s in extra)}: "
+                         "give a model and chip with numbers (or use evaluate())")
+    out = evaluate(obj, {s: v for s, v in values.items() if s in free})
+    if per_op:
+        out = {**out["whole"], "per_op_sum": out["per_op_sum"], "ratio": out["ratio"]}
+    return _finish(out, np.broadcast_shapes(B.shape, S.shape))

@@ -1,0 +1,299 @@
+"""The empirical roofline: measure this machine's roofs, then time the NumPy transformer op
+by op against them.
+
+Roofs: peak FLOP/s from large NumPy matmuls (float32, float64; a few sizes, best of the
+repetitions), memory bandwidth from large copies (bytes read + bytes written), both in a
+``Chip`` record (dtypes ``"fp32"``, ``"fp64"``). Each op of the float64 NumPy transformer is
+timed (median) and counted at 8 bytes per element, and compared with
+``max(FLOPs / C, bytes / W) + t_overhead``. Per-call overhead is its own term, measured, not
+guessed: an op's ``t_overhead`` is its time in a *miniature* of the same model (every
+dimension 1 or 2, one token), which makes the same NumPy calls with next to no work.
+
+>>> r = measure("tiny", repeats=1, plot=None)
+>>> sorted(r.chip.peaks), r.ops[0].key
+(['fp32', 'fp64'], 'embed')
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .analysis import time as roofline_time
+from .cost import Cost
+from .hardware import Chip
+from .numeric import Config, Counter, forward, init_params
+from .numeric.config import TINY
+from .numeric.model import PLAIN  # the uncounted primitives that forward() itself uses
+
+__all__ = ["measure", "measure_chip", "plot_measured", "MeasureResult", "OpTiming", "SIZES",
+           "add_arguments", "run_cli"]
+
+MID = Config(D=1024, F=2816, L=4, H=16, G=4, d_h=64, V=8192, name="mid")
+
+#: size -> matmul sizes n (n x n @ n x n), bytes copied, model, batch, tokens, repetitions
+SIZES: dict[str, dict[str, Any]] = {
+    "tiny": dict(matmuls=(64, 128), copy_bytes=2**22, cfg=TINY, batch=2, tokens=16, repeats=3),
+    "mid": dict(matmuls=(512, 1024, 2048), copy_bytes=2**28, cfg=MID, batch=1, tokens=128,
+                repeats=7),  # one 128-token prompt: 128-row matmuls, most of the time
+}
+
+
+def _once(fn: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def _times(fn: Callable[[], Any], repeats: int) -> list[float]:
+    """Wall times of ``repeats`` calls of ``fn`` after one warm-up call."""
+    return [_once(fn) for _ in range(repeats + 1)][1:]
+
+
+def _round3(x: float) -> int:  # a measured figure, 3 significant digits (the noise is larger)
+    return max(1, int(float(f"{x:.3g}")))
+
+
+@dataclass(frozen=True)
+class OpTiming:
+    """One timed piece of work: counted FLOPs and bytes, measured and predicted seconds."""
+
+    key: str
+    flops: int
+    bytes: int
+    measured: float
+    t_math: float
+    t_mem: float
+    t_overhead: float
+
+    @property
+    def roofline(self) -> float:  # max(FLOPs / C, bytes / W)
+        return max(self.t_math, self.t_mem)
+
+    @property
+    def predicted(self) -> float:  # roofline + per-call overhead
+        return self.roofline + self.t_overhead
+
+    @property
+    def ratio(self) -> float:  # measured / predicted: 1 on the model, > 1 slower
+        return self.measured / self.predicted
+
+    @property
+    def bound(self) -> str:  # the largest term: compute, memory or overhead
+        terms = {"compute": self.t_math, "memory": self.t_mem, "overhead": self.t_overhead}
+        return max(terms, key=terms.__getitem__)
+
+
+def _timing(key: str, cost: Cost, measured: float, chip: Chip, overhead: float,
+            dtype: str) -> OpTiming:
+    t = roofline_time(cost, chip, dtype)  # exact; hardware substituted here, not in formulas
+    return OpTiming(key, int(cost.flops), int(cost.bytes), measured, float(t.t_math),
+                    float(t.t_mem), overhead)
+
+
+@dataclass(frozen=True)
+class MeasureResult:
+    """Roofs, the chip record, the per-op and matmul timings, and the whole forward."""
+
+    size: str
+    chip: Chip
+    t_call: float
+    matmuls: list[OpTiming]
+    ops: list[OpTiming]
+    forward_measured: float
+    forward_overhead: float
+    plot_path: str | None
+
+    @property
+    def forward_predicted(self) -> float:  # the ops' rooflines + the miniature's forward
+        return sum(op.roofline for op in self.ops) + self.forward_overhead
+
+    @property
+    def forward_ratio(self) -> float:  # measured / predicted, whole uncounted forward
+        return self.forward_measured / self.forward_predicted
+
+    def roofs_text(self) -> str:
+        c = self.chip
+        return (f"roofs of this machine ({self.size}): fp32 {float(c.peak('fp32')) / 1e9:.1f} "
+                f"GFLOP/s, fp64 {float(c.peak('fp64')) / 1e9:.1f} GFLOP/s, memory "
+                f"{float(c.hbm_bw) / 1e9:.1f} GB/s, per-call overhead {self.t_call * 1e9:.0f} ns")
+
+    def table(self) -> str:
+        head = (f"{'op':<22}{'GFLOP':>9}{'MB':>9}{'measured':>11}{'roofline':>11}"
+                f"{'overhead':>11}{'predicted':>11}{'ratio':>7}  bound")
+        lines = [head, "-" * len(head)]
+        for op in [*self.matmuls, *self.ops]:
+            lines.append(f"{op.key:<22}{op.flops / 1e9:>9.3f}{op.bytes / 1e6:>9.2f}"
+                         f"{_ms(op.measured)}{_ms(op.roofline)}{_ms(op.t_overhead)}"
+                         f"{_ms(op.predicted)}{op.ratio:>7.2f}  {op.bound}")
+        rooflines = sum(op.roofline for op in self.ops)
+        lines += ["-" * len(head), f"{'forward (uncounted)':<40}{_ms(self.forward_measured)}"
+                  f"{_ms(rooflines)}{_ms(self.forward_overhead)}{_ms(self.forward_predicted)}"
+                  f"{self.forward_ratio:>7.2f}"]
+        return "\n".join(lines)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:>9.3f}ms"
+
+
+def _peak(n: int, dtype: Any, repeats: int) -> tuple[float, list[float]]:
+    a, b = (np.random.default_rng(i).standard_normal((n, n)).astype(dtype) for i in (0, 1))
+    ts = _times(lambda: a @ b, repeats)
+    return 2 * n**3 / min(ts), ts
+
+
+def _bandwidth(n_bytes: int, repeats: int) -> float:
+    src, dst = np.ones(n_bytes // 8), np.empty(n_bytes // 8)
+    return 2 * src.nbytes / min(_times(lambda: np.copyto(dst, src), repeats))  # read + write
+
+
+def measure_chip(size: str = "tiny", repeats: int | None = None) -> tuple[Chip, float, dict]:
+    """Measure the roofs; return the chip record, the per-call overhead (s) and the raw
+    matmul timings ``{(dtype, n): [seconds, ...]}``."""
+    if size not in SIZES:
+        raise ValueError(f"size must be one of {sorted(SIZES)}, got {size!r}")
+    spec = SIZES[size]
+    reps = max(spec["repeats"] if repeats is None else repeats, 3)
+    peaks, raw = {}, {}  # dtype -> best FLOP/s; (dtype, n) -> seconds of each repetition
+    for name, dt in (("fp32", np.float32), ("fp64", np.float64)):
+        for n in spec["matmuls"]:
+            rate, raw[name, n] = _peak(n, dt, reps)
+            peaks[name] = max(peaks.get(name, 0.0), rate)
+    bw, a = _bandwidth(spec["copy_bytes"], reps), np.ones(1)
+    t_call = min(_times(lambda: [PLAIN.add(a, a) for _ in range(1000)], reps)) / 1000
+    how = f"measured by symroof.measure ({size}): best of {reps}"
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    chip = Chip("this-machine", {k: _round3(v) for k, v in peaks.items()}, hbm_bw=_round3(bw),
+                hbm_bytes=ram, link_bw=_round3(bw),
+                sources={"peaks.fp32": f"{how} float32 matmuls n={spec['matmuls']}",
+                         "peaks.fp64": f"{how} float64 matmuls n={spec['matmuls']}",
+                         "hbm_bw": f"{how} copies of {spec['copy_bytes']} B (read + write)",
+                         "hbm_bytes": "os.sysconf: physical memory",
+                         "link_bw": "placeholder: one machine, no network (= memory bandwidth)"})
+    return chip, t_call, raw
+
+
+class _Stopwatch(Counter):
+    """The timing hook, kept here so the counter stays untouched: a Counter whose op scopes
+    count nothing (they hand out the uncounted primitives) and add their wall time to
+    ``seconds[key]``. forward() opens its scopes one after another, never nested."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seconds: dict[str, float] = {}
+        self._key: str | None = None
+
+    def op(self, key: str) -> Any:
+        if self._key is not None:
+            raise RuntimeError(f"op scope {key!r} opened inside {self._key!r}: cannot time it")
+        self._key = key
+        return self
+
+    def __enter__(self) -> Any:
+        self._start = time.perf_counter()
+        return PLAIN
+
+    def __exit__(self, *exc: object) -> None:
+        elapsed = time.perf_counter() - self._start
+        self.seconds[self._key] = self.seconds.get(self._key, 0.0) + elapsed
+        self._key = None
+
+
+def measure(size: str = "tiny", repeats: int | None = None,
+            plot: str | None = None) -> MeasureResult:
+    """Measure the roofs, time every op of the float64 NumPy transformer and the standalone
+    matmuls, and compare with max(FLOPs/C, bytes/W) + per-call overhead. ``plot`` is a PNG
+    path (None: no plot). The module's docstring runs an example.
+    """
+    if repeats is not None and (isinstance(repeats, bool) or not isinstance(repeats, int)
+                                or repeats < 1):
+        raise ValueError(f"repeats must be a positive integer, got {repeats!r}")
+    chip, t_call, raw = measure_chip(size, repeats)
+    spec = SIZES[size]
+    reps = spec["repeats"] if repeats is None else repeats
+    width = {"fp32": 4, "fp64": 8}  # bytes per element
+    matmuls = [_timing(f"matmul {dt} n={n}", Cost(flops=2 * n**3, act_bytes=3 * n * n * width[dt]),
+                       statistics.median(ts), chip, t_call, dt) for (dt, n), ts in raw.items()]
+    cfg, B, T = spec["cfg"], spec["batch"], spec["tokens"]
+    params = init_params(cfg)
+    tokens = np.random.default_rng(0).integers(0, cfg.V, size=(B, T))
+    counter = Counter(w_bytes=8, act_bytes=8, kv_bytes=8)  # float64 arrays: 8 B per element
+    forward(params, cfg, tokens, counter=counter)
+    seconds, whole = _time_forward(cfg, params, tokens, reps, statistics.median)
+    mini = cfg.replace(D=2, F=2, H=1, G=1, d_h=2, V=2)  # the same calls, next to no work
+    overhead, whole_overhead = _time_forward(mini, init_params(mini), np.zeros((1, 1), int),
+                                             max(reps, 5), min)
+    ops = [_timing(key, Cost(flops=row["flops"], weight_bytes=row["weight_bytes"],
+                             act_bytes=row["act_bytes"], kv_bytes=row["kv_bytes"]),
+                   seconds[key], chip, overhead[key], "fp64") for key, row in counter.rows.items()]
+    result = MeasureResult(size, chip, t_call, matmuls, ops, whole, whole_overhead, plot)
+    if plot is not None:
+        plot_measured(result, plot)
+    return result
+
+
+def _time_forward(cfg: Config, params: dict, tokens: np.ndarray, reps: int,
+                  pick: Callable) -> tuple[dict[str, float], float]:
+    """Per op key and for the whole uncounted forward, ``pick`` of the timings."""
+    runs = []
+    for _ in range(reps):
+        watch = _Stopwatch()
+        forward(params, cfg, tokens, counter=watch)
+        runs.append(watch.seconds)
+    per_op = {key: pick([run[key] for run in runs]) for key in runs[0]}
+    return per_op, pick(_times(lambda: forward(params, cfg, tokens), reps))
+
+
+def plot_measured(result: MeasureResult, path: str) -> str:
+    """Measured points (achieved FLOP/s against intensity) under the measured roofs; ops
+    with no FLOPs (embed, kv_write) have no place on it. Returns ``path``."""
+    from matplotlib.figure import Figure  # lazily; no pyplot, so no backend is switched
+
+    points = [op for op in [*result.matmuls, *result.ops] if op.flops > 0 and op.bytes > 0]
+    x, W = np.logspace(-2, 4, 200), float(result.chip.hbm_bw)
+    ax = (fig := Figure(figsize=(8, 5))).subplots()
+    for dtype, style in (("fp64", "-"), ("fp32", "--")):
+        C = float(result.chip.peak(dtype))
+        ax.plot(x, np.minimum(C, W * x), style, color="k", label=f"{dtype} roof")
+    for op in points:
+        rate, intensity = op.flops / op.measured, op.flops / op.bytes
+        ax.scatter([intensity], [rate], marker="s" if op.key.startswith("matmul") else "o",
+                   color="C3" if op.bound == "overhead" else "C0", s=18)
+        ax.annotate(op.key, (intensity, rate), fontsize=6, xytext=(3, 2),
+                    textcoords="offset pixels")
+    ax.set(xscale="log", yscale="log", xlabel="intensity (FLOP / byte)",
+           ylabel="achieved FLOP/s", title="measured ops under the measured roofs "
+           "(red: overhead-bound)")
+    ax.legend(loc="lower right")
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
+    return path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Flags of ``symroof measure``: --size, --out, --repeats."""
+    parser.add_argument("--size", choices=sorted(SIZES), default="mid",
+                        help="tiny: seconds (a smoke test); mid: the calibrated run")
+    parser.add_argument("--out", default=".", help="folder for roofline_measured.png")
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="repetitions per timing (median); default by size")
+
+
+def run_cli(args: argparse.Namespace) -> int:
+    """Run ``symroof measure``: print the roofs and the per-op table, write the plot."""
+    path = str(Path(args.out) / "roofline_measured.png")
+    result = measure(args.size, args.repeats, plot=path)
+    print(result.roofs_text(), result.table(), sep="\n")
+    print("predicted = max(FLOPs/C, bytes/W) + overhead; overhead, its own term, is the op's "
+          "time in a miniature of the model (every dimension 1 or 2, one token): the same NumPy "
+          f"calls with next to no work (a standalone matmul: one call)\nplot: {path}")
+    return 0
