@@ -319,24 +319,19 @@ d5.claim("decode: per-op sum within 1.00-1.02x of the whole-model bound",
          all(1.00 <= round(float(ratio[c]), 2) <= 1.02 for c in ("decode B=1", "decode B=64")))
 d5.claim("H100 ridge ~ 295 FLOP/B", round(float(ridge)) == 295)
 
-# --- Figures: the attention share against context, and the ops under the H100 roof --------
+# --- Figure: the ops under the H100 roof (the attention share is plotted in 03) -----------
 OUT = Path(os.environ.get("SYMROOF_OUT", "out"))
 OUT.mkdir(parents=True, exist_ok=True)
-share_png = OUT / "02_attention_share.png"
-sr.plots.attention_share_plot(LLAMA, path=share_png)
 ops_png = OUT / "02_ops_roofline.png"
 sr.plots.ops_roofline_plot(llama8, h100, context=2048, prefill_batch=1, decode_batch=64,
                            path=ops_png)
 
-NOTES = [d1, d2, pre, dec, d3, d4,
-         (share_png, "Share of a decoded token's FLOPs in the attention core against context; "
-                     "the dots mark ctx*"),
-         d5, *tables.values(),
+NOTES = [d1, d2, pre, dec, d3, d4, d5, *tables.values(),
          (ops_png, "Llama-3.1-8B on an H100: the op groups of a 2048-token prefill and of a "
                    "B = 64 decode step at context 2048, under the bf16 roof")]
 
 assert all(ok for d in NOTES if isinstance(d, Derivation) for _, ok in d.claims)
-assert share_png.exists() and ops_png.exists()
+assert ops_png.exists()
 
 if __name__ == "__main__":
     for item in NOTES:

@@ -72,6 +72,16 @@ KEY_NUMBERS = {
         "~ 3.43307",                         # decode B = 64 MLP, ms
         "AI_B=64 = (61.5, 62.7, 63.0)",
     ],
+    "03_decode_throughput.py": [
+        "262144/3271484375  ~ 8.013e-05",    # KV read per sequence at S = 2048, s
+        "3926528/241455078125  ~ 1.62619e-05",  # FLOPs per sequence, s
+        "959038/2439  ~ 393.21",             # below this context batching can turn compute-bound
+        "3271484375/(128*S)",                # tokens/s ceiling W / (S KV_tok)
+        "975639/4096  ~ 238.193",            # batch that fills 80 GB
+        "~ 10107.1",                         # tokens/s at that batch
+        "03_throughput.png",
+        "03_attention_share.png",
+    ],
 }
 SCRIPTS = sorted(DERIVATIONS.glob("[0-9][0-9]_*.py"))
 FIGURES = {"01_rooflines.py": ["01_rooflines_problem3.png"]}
