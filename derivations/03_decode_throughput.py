@@ -3,11 +3,12 @@
 Claim: for Llama-3.1-8B decoding at context S on an H100, one whole-model roofline step takes
 max(B F_tok / C, (P_mm b_w + B S KV_tok) / W). Each sequence costs S KV_tok / W of memory time
 and F_tok / C of math time; at S = 2048 the first (80 us) is five times the second (16 us), so
-the step never turns compute-bound at any batch, and throughput B / t tends to W / (S KV_tok)
-= 12.5K tokens/s. The batch is capped anyway when weights plus KV caches fill the 80 GB of
-HBM (B of about 238, where it reaches 10.1K tokens/s); only below about 390 tokens of context
-can batching make decode compute-bound. The attention share of a token's FLOPs passes 1/2
-exactly at ctx*, but the KV read has passed the weight read long before (at S = 114K for B = 1, 1.8K for B = 64).
+the step never turns compute-bound at any batch, and throughput B / t tends to W / (S KV_tok) =
+12.5K tokens/s. The batch is capped anyway when weights plus KV caches fill the 80 GB of HBM (B
+of about 238, where it reaches 10.1K tokens/s); only below about 390 tokens of context can
+batching make decode compute-bound. The attention share of a token's FLOPs passes 1/2 exactly
+at ctx*, but the KV read has passed the weight read long before (at S = 114K for B = 1, 1.8K
+for B = 64).
 
 Source: seed 003 (demo 4's remark that FLOP shares understate long-context cost: "look at the
 bytes"), lecture 1's decode roofline; "How to Scale Your Model", part 7 (inference:
