@@ -34,7 +34,7 @@ from .numeric import Config, Counter, forward, init_params
 from .numeric.config import TINY
 from .numeric.model import PLAIN  # the uncounted primitives that forward() itself uses
 
-__all__ = ["measure", "measure_chip", "plot_measured", "MeasureResult", "OpTiming", "SIZES",
+__all__ = ["measure", "measure_chip", "MeasureResult", "OpTiming", "SIZES",
            "add_arguments", "run_cli"]
 
 MID = Config(D=1024, F=2816, L=4, H=16, G=4, d_h=64, V=8192, name="mid")
@@ -237,6 +237,8 @@ def measure(size: str = "tiny", repeats: int | None = None,
                    seconds[key], chip, overhead[key], "fp64") for key, row in counter.rows.items()]
     result = MeasureResult(size, chip, t_call, matmuls, ops, whole, whole_overhead, plot)
     if plot is not None:
+        from .measure_plot import plot_measured
+
         plot_measured(result, plot)
     return result
 
@@ -251,50 +253,6 @@ def _time_forward(cfg: Config, params: dict, tokens: np.ndarray, reps: int,
         runs.append(watch.seconds)
     per_op = {key: pick([run[key] for run in runs]) for key in runs[0]}
     return per_op, pick(_times(lambda: forward(params, cfg, tokens), reps))
-
-
-_DTYPE_COLOR = {"fp32": "C1", "fp64": "C2"}
-
-
-def plot_measured(result: MeasureResult, path: str) -> str:
-    """Measured points (achieved FLOP/s against intensity) under the measured roofs; ops
-    with no FLOPs (embed, kv_write) have no place on it. Returns ``path``."""
-    from matplotlib.figure import Figure  # lazily; no pyplot, so no backend is switched
-
-    points = [op for op in [*result.matmuls, *result.ops] if op.flops > 0 and op.bytes > 0]
-    x, W = np.logspace(-2, 4, 200), float(result.chip.hbm_bw)
-    ax = (fig := Figure(figsize=(8, 5))).subplots()
-    for dtype, style in (("fp64", "-"), ("fp32", "--")):
-        C = float(result.chip.peak(dtype))
-        ax.plot(x, np.minimum(C, W * x), style, color="k", label=f"{dtype} roof")
-    clusters: list[list[tuple[float, float, str]]] = []  # nearby ops share one label
-    for op in points:
-        rate, intensity = op.flops / op.measured, op.flops / op.bytes
-        if op.key.startswith("matmul"):  # standalone: one legend entry per dtype, no label
-            dtype = op.key.split()[1]
-            ax.scatter([intensity], [rate], marker="s", s=22, color=_DTYPE_COLOR[dtype],
-                       label=f"standalone {dtype} matmuls (n = 512, 1024, 2048)")
-            continue
-        ax.scatter([intensity], [rate], s=18, color="C3" if op.bound == "overhead" else "C0")
-        for c in clusters:
-            if max(abs(np.log10(c[0][0] / intensity)), abs(np.log10(c[0][1] / rate))) < 0.25:
-                c.append((intensity, rate, op.key))
-                break
-        else:
-            clusters.append([(intensity, rate, op.key)])
-    for c in clusters:
-        ax.annotate("\n".join(k for _, _, k in c), (c[0][0], c[0][1]), fontsize=6,
-                    xytext=(4, -4), textcoords="offset points", va="top")
-    overhead = any(op.bound == "overhead" for op in points)
-    ax.set(xscale="log", yscale="log", xlabel="intensity (FLOP / byte)",
-           ylabel="achieved FLOP/s", title="the NumPy model's ops (labelled) under this machine's "
-           "measured roofs" + (" (red: overhead-bound)" if overhead else ""))
-    handles, labels = ax.get_legend_handles_labels()
-    unique = dict(zip(labels, handles))  # one entry per label
-    ax.legend(unique.values(), unique.keys(), loc="lower right", fontsize=7)
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    return path
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
