@@ -111,6 +111,11 @@ def _check_substitution(mapping: Mapping[Any, Any]) -> dict[sp.Symbol, sp.Expr]:
         sym = lookup(key) if isinstance(key, str) else key
         if not isinstance(sym, sp.Symbol):
             raise TypeError(f"substitution keys must be symbols or names, got {key!r}")
+        if sym.name in DIMENSIONS and sym is not DIMENSIONS[sym.name][0]:
+            # Symbol("D") without the table's assumptions is another symbol: subs would
+            # silently do nothing.
+            raise ValueError(f"symbol {sym.name!r} is not the table's {sym.name} (its "
+                             "assumptions differ); import it from symroof.symbols")
         if sym in _DIMENSION_SYMBOLS:
             out[sym] = as_dimension(value, sym.name)
         else:
@@ -172,9 +177,11 @@ class Cost:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Cost):
             return NotImplemented
-        return all(sp.simplify(getattr(self, n) - getattr(other, n)) == 0 for n in FIELDS)
+        return all(sp.cancel(getattr(self, n) - getattr(other, n)) == 0 for n in FIELDS)
 
-    __hash__ = object.__hash__
+    def __hash__(self) -> int:
+        # cancel() is a canonical form for rational functions, so equal Costs hash equally
+        return hash(tuple(sp.cancel(getattr(self, n)) for n in FIELDS))
 
     def subs(self, *args: Any, **kwargs: Any) -> Cost:
         """Substitute values: ``c.subs({B: 1, D: 4096})`` or ``c.subs(B=1, D=4096)``.

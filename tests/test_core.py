@@ -177,3 +177,15 @@ def test_latex_golden_strings():
     assert sr.latex(sr.Cost(flops=2 * N, act_bytes=4 * N)) == (
         r"\begin{aligned} \text{FLOPs} &= 2 N \\ \text{activation bytes} &= 4 N \end{aligned}")
     assert sr.latex((N, 2 * N)) == "N = 2 N"
+
+
+def test_subs_refuses_a_lookalike_symbol():
+    lookalike = sp.Symbol("D")  # no assumptions: a different symbol to SymPy
+    with pytest.raises(ValueError, match="not the table's D"):
+        sr.matmul(B, D, F).subs({lookalike: 4})
+
+
+def test_equal_costs_hash_equally():
+    a = sr.Cost(flops=2 * B * (D + F))
+    b = sr.Cost(flops=2 * B * D + 2 * B * F)
+    assert a == b and hash(a) == hash(b) and len({a, b}) == 1
