@@ -22,7 +22,8 @@ from typing import Any
 
 import sympy as sp
 
-from .cost import Cost, as_dimension, as_exact
+from .cost import Cost, as_dimension, as_exact, as_symbol, check_symbols
+from .hardware import as_chip, dtype_bytes
 from .ops import matmul
 from .symbols import B as _B
 from .symbols import D as _D
@@ -66,6 +67,10 @@ class TimeBound:
         return time(self.cost.subs(*args, **kwargs), self.chip, self.dtype)
 
     def __float__(self) -> float:
+        if not self.lower.is_number:
+            raise TypeError(f"this time bound is still symbolic in "
+                            f"{sorted(map(str, self.lower.free_symbols))}: substitute numbers "
+                            "(or use a numeric chip) first")
         return float(self.lower)
 
     def _latex(self, printer: Any) -> str:
@@ -110,6 +115,7 @@ def time(cost: Cost, chip: Any, dtype: str = "bf16", *, useful: bool = False) ->
     """
     if not isinstance(cost, Cost):
         raise TypeError(f"time() needs a Cost, got {type(cost).__name__}")
+    chip = as_chip(chip)
     flops = cost.useful_flops if useful else cost.flops
     t_net = cost.net_bytes / chip.link_bw if cost.net_bytes != 0 else sp.Integer(0)
     return TimeBound(t_math=flops / chip.peak(dtype), t_mem=cost.bytes / chip.hbm_bw,
@@ -124,7 +130,18 @@ def limit(expr: Any, sym: sp.Symbol, point: Any = sp.oo) -> sp.Expr:
     >>> sr.limit(sr.dot(N, exact=True).intensity, N)
     1/2
     """
-    return sp.limit(sp.sympify(expr), sym, point)
+    return sp.limit(_expression(expr, "limit"), as_symbol(sym, "sym"), point)
+
+
+def _expression(expr: Any, where: str) -> sp.Expr:
+    """A SymPy expression from the user, with a clear error for a Cost or a look-alike."""
+    if isinstance(expr, Cost):
+        raise TypeError(f"{where}() takes an expression, not a Cost: pass e.g. cost.intensity "
+                        "or cost.flops")
+    try:
+        return check_symbols(sp.sympify(as_exact(expr, "expr")))
+    except (sp.SympifyError, TypeError) as err:
+        raise TypeError(f"{where}() takes a SymPy expression, got {expr!r}") from err
 
 
 def _as_tuple(x: Any) -> tuple:
@@ -147,13 +164,11 @@ def leading(expr: Any, small: Any = None, large: Any = None) -> sp.Expr:
     ...            large=(D, F))
     2
     """
-    small, large = _as_tuple(small), _as_tuple(large)
+    small = tuple(as_symbol(s, "small") for s in _as_tuple(small))
+    large = tuple(as_symbol(s, "large") for s in _as_tuple(large))
     if not small and not large:
         raise ValueError("leading() needs small=... or large=... (e.g. small=B for B << D, F)")
-    expr = sp.sympify(expr)
-    for s in small + large:
-        if not isinstance(s, sp.Symbol):
-            raise ValueError(f"leading(): {s!r} is not a symbol")
+    expr = _expression(expr, "leading")
     eps = sp.Dummy("eps", positive=True)
     scaled = expr.subs({**{s: eps * s for s in small}, **{s: s / eps for s in large}},
                        simultaneous=True)
@@ -183,9 +198,9 @@ def crossover(lhs: Any, rhs: Any, var: sp.Symbol, *, select: str = "positive") -
     >>> d_star, round(float(d_star))
     (78800/9, 8756)
     """
-    lhs, rhs = _rationalize(as_exact(lhs, "lhs")), _rationalize(as_exact(rhs, "rhs"))
-    if not isinstance(var, sp.Symbol):
-        raise ValueError(f"crossover(): var must be a symbol, got {var!r}")
+    lhs = _rationalize(_expression(lhs, "crossover"))
+    rhs = _rationalize(_expression(rhs, "crossover"))
+    var = as_symbol(var, "var")
     x = sp.Dummy(var.name, positive=True)
     eq = sp.Eq(lhs.subs(var, x), rhs.subs(var, x))
     candidates = sp.solve(eq, x, simplify=False)  # simplify=True costs 100x; we tidy below
@@ -203,18 +218,24 @@ def crossover(lhs: Any, rhs: Any, var: sp.Symbol, *, select: str = "positive") -
     return sp.cancel(root) if root.is_rational_function() else sp.simplify(root)
 
 
-def critical_batch(chip: Any, *, dtype: str = "bf16", x_bytes: Any = 2, w_bytes: Any = 2,
-                   out_bytes: Any = None, D: Any = None, F: Any = None) -> sp.Expr:
+def critical_batch(chip: Any, *, dtype: str = "bf16", x_bytes: Any = None,
+                   w_bytes: Any = None, out_bytes: Any = None, D: Any = None,
+                   F: Any = None) -> sp.Expr:
     """The batch above which X[B,D] @ W[D,F] is compute-bound on ``chip``.
 
     Without D and F: the B << D, F regime, where intensity ~ 2B / w_bytes, so
     B* = (C / W) * w_bytes / 2. With D and F: the exact root of intensity(B) = C / W
-    (infinity if the matmul never becomes compute-bound).
+    (infinity if the matmul never becomes compute-bound). Byte widths left out are the
+    dtype's (int8: 1, bf16: 2); out_bytes defaults to x_bytes.
 
     >>> import symroof as sr
     >>> round(float(sr.critical_batch(sr.chip("h100"))), 1)
     295.2
     """
+    chip = as_chip(chip)
+    width = dtype_bytes(dtype)
+    x_bytes = width if x_bytes is None else x_bytes
+    w_bytes = width if w_bytes is None else w_bytes
     out_bytes = x_bytes if out_bytes is None else out_bytes
     ridge = chip.critical_intensity(dtype)
     if D is None and F is None:

@@ -88,6 +88,20 @@ class CheckReport:
         lines += ["", "All equal." if self.ok else f"{len(self.mismatches)} mismatch(es)."]
         return "\n".join(lines)
 
+    def to_latex(self) -> str:
+        """A booktabs table of the counted figures, one row per op, with the verdict."""
+        from .derivation import tex_escape
+
+        bad = {m.op for m in self.mismatches}
+        head = " & ".join(["op", *(tex_escape(q) for q in QUANTITIES), "verdict"]) + r" \\"
+        rows = [" & ".join([rf"\texttt{{{tex_escape(op)}}}",
+                            *(f"{self.counted.get(op, {}).get(q, '-'):,}".replace(",", "{,}")
+                              for q in QUANTITIES),
+                            "mismatch" if op in bad else "equal"]) + r" \\"
+                for op in self.rows]
+        return "\n".join([r"\begin{tabular}{l" + "r" * len(QUANTITIES) + "l}", r"\toprule",
+                          head, r"\midrule", *rows, r"\bottomrule", r"\end{tabular}"])
+
     def as_dict(self) -> dict[str, Any]:
         return {"label": self.label, "ok": self.ok, "counted": self.counted,
                 "symbolic": self.symbolic,
@@ -123,11 +137,25 @@ def _widths(model: Transformer) -> dict[str, int]:
     return out
 
 
+def _float64_bytes(cfg: Any, B: int, T: int, S: int) -> int:
+    """Rough peak memory of the NumPy run in float64: weights, the KV cache, the score
+    matrix and its softmax temporaries, and the widest activations."""
+    params = cfg.L * (cfg.D * (cfg.H + 2 * cfg.G) * cfg.d_h + cfg.H * cfg.d_h * cfg.D
+                      + 3 * cfg.D * cfg.F) + 2 * cfg.V * cfg.D
+    kv = 2 * cfg.L * B * S * cfg.G * cfg.d_h
+    scores = 3 * B * cfg.H * T * S
+    acts = 4 * B * T * (cfg.D + cfg.F + cfg.V)
+    return 8 * (params + kv + scores + acts)
+
+
 def check(model: Transformer, batch: int, new_tokens: int, cached: int = 0, *,
-          last_only: bool = False, seed: int = 0) -> CheckReport:
+          last_only: bool = False, seed: int = 0, max_bytes: int = 2**31) -> CheckReport:
     """Run the NumPy model (``cached`` tokens uncounted into the KV cache, then
     ``new_tokens`` counted) and compare each op's five counted figures with
     ``model.ops(batch, new_tokens, cached, last_only)``, exactly.
+
+    The NumPy model holds everything in float64; a run estimated to need more than
+    ``max_bytes`` (default 2 GiB) is refused with the estimate, not started.
     """
     from .numeric import Counter, KVCache, forward, init_params
 
@@ -136,6 +164,12 @@ def check(model: Transformer, batch: int, new_tokens: int, cached: int = 0, *,
     if isinstance(cached, bool) or not isinstance(cached, (int, np.integer)) or cached < 0:
         raise ValueError(f"cached must be a non-negative integer, got {cached!r}")
     cfg = _numeric_config(model)
+    need = _float64_bytes(cfg, B, T, int(cached) + T)
+    if need > max_bytes:
+        raise ValueError(f"check({model.name}, batch={B}, new_tokens={T}, cached={cached}) "
+                         f"would need about {need / 2**30:.1f} GiB in float64 (limit "
+                         f"{max_bytes / 2**30:.1f} GiB, max_bytes=): use a smaller model or "
+                         "step; the formulas themselves hold at any size")
     params = init_params(cfg, seed=seed)
     rng = np.random.default_rng(seed)
     cache = KVCache(cfg, B)

@@ -26,7 +26,7 @@ import sympy as sp
 
 from .symbols import DIMENSIONS, lookup
 
-__all__ = ["Cost", "as_dimension", "as_exact"]
+__all__ = ["Cost", "as_dimension", "as_exact", "as_symbol", "check_symbols"]
 
 #: The fields of a Cost, in print order.
 FIELDS = ("flops", "useful_flops", "weight_bytes", "act_bytes", "kv_bytes", "net_bytes")
@@ -61,6 +61,37 @@ def as_exact(value: Any, name: str = "value") -> sp.Expr:
                              f"got {value!r}") from None
     raise TypeError(f"{name} must be a number or expression, got {value!r} "
                     f"({type(value).__name__})")
+
+
+def check_symbols(expr: Any) -> Any:
+    """Return ``expr`` unchanged, or fail if it holds a look-alike of a table symbol: a
+    ``Symbol("D")`` without the table's assumptions is another symbol to SymPy, and
+    substituting or solving for the table's ``D`` would silently miss it.
+
+    >>> import sympy as sp
+    >>> check_symbols(sp.Symbol("D") + 1)
+    Traceback (most recent call last):
+    ...
+    ValueError: symbol 'D' is not the table's D (its assumptions differ); import it ...
+    """
+    for sym in getattr(expr, "free_symbols", ()):
+        if sym.name in DIMENSIONS and sym is not DIMENSIONS[sym.name][0]:
+            raise ValueError(f"symbol {sym.name!r} is not the table's {sym.name} (its "
+                             "assumptions differ); import it from symroof.symbols")
+    return expr
+
+
+def as_symbol(value: Any, name: str = "symbol") -> sp.Symbol:
+    """A symbol given as itself or by its name in the table (``"d_h"``); look-alikes fail.
+
+    >>> as_symbol("d_h")
+    d_h
+    """
+    if isinstance(value, str):
+        return lookup(value)
+    if isinstance(value, sp.Symbol):
+        return check_symbols(value)
+    raise TypeError(f"{name} must be a symbol or the name of one, got {value!r}")
 
 
 def as_dimension(value: Any, name: str) -> sp.Expr:
@@ -99,7 +130,7 @@ def as_dimension(value: Any, name: str) -> sp.Expr:
             raise ValueError(msg)
         if value.is_positive is False:
             raise ValueError(msg)
-        return value
+        return check_symbols(value)
     raise ValueError(msg)
 
 
@@ -111,11 +142,7 @@ def _check_substitution(mapping: Mapping[Any, Any]) -> dict[sp.Symbol, sp.Expr]:
         sym = lookup(key) if isinstance(key, str) else key
         if not isinstance(sym, sp.Symbol):
             raise TypeError(f"substitution keys must be symbols or names, got {key!r}")
-        if sym.name in DIMENSIONS and sym is not DIMENSIONS[sym.name][0]:
-            # Symbol("D") without the table's assumptions is another symbol: subs would
-            # silently do nothing.
-            raise ValueError(f"symbol {sym.name!r} is not the table's {sym.name} (its "
-                             "assumptions differ); import it from symroof.symbols")
+        check_symbols(sym)
         if sym in _DIMENSION_SYMBOLS:
             out[sym] = as_dimension(value, sym.name)
         else:

@@ -162,6 +162,11 @@ def _bind(symbols: list[sp.Symbol], values: Mapping[Any, Any]) -> list[np.ndarra
         except (TypeError, ValueError):
             raise ValueError(f"value of {sym.name} must be a number or a numeric array, got "
                              f"{value!r}") from None
+        # Every symbol symroof declares is positive (dimensions, peaks, bandwidths): a value
+        # <= 0 would give a number the formulas never meant.
+        if sym.is_positive and not np.all(bound[sym] > 0):
+            bad = bound[sym][~(bound[sym] > 0)].ravel()[0]
+            raise ValueError(f"{sym.name} must be positive, got {bad:g}")
     missing = [s.name for s in symbols if s not in bound]
     if missing:
         raise ValueError(f"missing values for {', '.join(missing)}; free symbols: {known}")

@@ -28,7 +28,12 @@ import sympy as sp
 
 from .chips import RECORDS as _RECORDS
 
-__all__ = ["Chip", "chip", "symbolic_chip", "CHIPS"]
+__all__ = ["Chip", "chip", "as_chip", "symbolic_chip", "CHIPS", "DTYPE_BYTES"]
+
+#: Bytes per element of each dtype name used for peaks (the default operand width of a
+#: computation "in" that dtype).
+DTYPE_BYTES: dict[str, int] = {"fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2,
+                               "fp8": 1, "int8": 1}
 
 _FIGURES = ("hbm_bw", "hbm_bytes", "link_bw")
 _UNSOURCED = "user assumption"
@@ -202,6 +207,31 @@ def chip(name: str) -> Chip:
     if key not in CHIPS:
         raise ValueError(f"unknown chip {name!r}; known chips: {', '.join(CHIPS)}")
     return CHIPS[key]
+
+
+def as_chip(value: Chip | str) -> Chip:
+    """A Chip, or the preset named by a string; anything else fails naming what was given.
+
+    >>> as_chip("h100") is chip("h100")
+    True
+    """
+    if isinstance(value, Chip):
+        return value
+    if isinstance(value, str):
+        return chip(value)
+    raise TypeError(f"expected a Chip or a chip name such as 'h100', got {value!r}")
+
+
+def dtype_bytes(dtype: str) -> int:
+    """Bytes per element of ``dtype`` (``DTYPE_BYTES``); unknown names fail listing known ones.
+
+    >>> dtype_bytes("int8"), dtype_bytes("BF16")
+    (1, 2)
+    """
+    key = dtype.strip().lower() if isinstance(dtype, str) else dtype
+    if key not in DTYPE_BYTES:
+        raise ValueError(f"unknown dtype {dtype!r}; known dtypes: {', '.join(DTYPE_BYTES)}")
+    return DTYPE_BYTES[key]
 
 
 def symbolic_chip(name: str = "symbolic", C="C", W="W", W_net="W_net") -> Chip:

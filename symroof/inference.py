@@ -22,6 +22,7 @@ import sympy as sp
 
 from .analysis import TimeBound, crossover, time
 from .cost import Cost
+from .hardware import as_chip
 from .symbols import B as _B
 from .symbols import S as _S
 from .transformer import Transformer, group
@@ -70,6 +71,20 @@ class StepTime:
         """Sum over groups of max(t_math, t_mem): unfused kernels, one after another."""
         return sum(t.lower for t in self.groups.values())
 
+    def to_latex(self) -> str:
+        """A booktabs table: each group's bound and time, the per-op sum and the whole."""
+        from .derivation import tex_escape
+        from .table import fmt_si
+
+        rows = [rf"{tex_escape(n)} & {t.bound} & {fmt_si(t.lower, 's')} \\"
+                for n, t in self.groups.items()]
+        return "\n".join([r"\begin{tabular}{llr}", r"\toprule", r"group & bound & time \\",
+                          r"\midrule", *rows, r"\midrule",
+                          rf"per-op sum & & {fmt_si(self.per_op_sum, 's')} \\",
+                          rf"whole-model bound & {self.whole.bound} & "
+                          rf"{fmt_si(self.whole.lower, 's')} \\", r"\bottomrule",
+                          r"\end{tabular}"])
+
     def _repr_markdown_(self) -> str:
         from .table import fmt_si
 
@@ -99,6 +114,7 @@ def step_time(model: Transformer, chip: Any, batch: Any, new_tokens: Any, cached
     >>> round(float(st.ratio), 2)
     1.0
     """
+    chip = as_chip(chip)
     rows = model.ops(batch, new_tokens, cached, last_only=last_only, attention=attention)
     groups = op_times(group(rows), chip, dtype, useful=True)
     whole = time(model.whole(batch, new_tokens, cached), chip, dtype, useful=True)

@@ -45,7 +45,7 @@ MODELS: dict[str, Transformer] = {
         _preset("llama-2-13b", "meta-llama/Llama-2-13b-hf",
                 D=5120, F=13824, L=40, H=40, G=40, d_h=128, V=32000),
         _preset("mistral-7b", "mistralai/Mistral-7B-v0.1",
-                D=4096, F=14336, L=32, H=32, G=8, d_h=128, V=32000),
+                D=4096, F=14336, L=32, H=32, G=8, d_h=128, V=32000, window=4096),
         _tiny(),
     )
 }
@@ -79,15 +79,16 @@ def from_hf_config(config: str | os.PathLike | Mapping[str, Any]) -> Transformer
 
     Reads hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
     num_key_value_heads (default: MHA), head_dim (default hidden_size / heads), vocab_size,
-    tie_word_embeddings and attention_bias (Qwen2 always has q/k/v biases). Other
-    architectures and features (mixture of experts, MLP biases) fail naming the field.
+    tie_word_embeddings, attention_bias (Qwen2 always has q/k/v biases) and sliding_window
+    (unless use_sliding_window is false). Other architectures and features (mixture of
+    experts, MLP biases) and malformed fields fail naming the field.
 
     >>> cfg = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008,
     ...        "num_hidden_layers": 32, "num_attention_heads": 32, "vocab_size": 32000}
     >>> from_hf_config(cfg).params
     6738415616
     """
-    source = "config dict"
+    source = "config"
     if not isinstance(config, Mapping):
         path = os.fspath(config)
         try:
@@ -97,6 +98,10 @@ def from_hf_config(config: str | os.PathLike | Mapping[str, Any]) -> Transformer
             raise ValueError(f"config file not found: {path!r}") from None
         except json.JSONDecodeError as err:
             raise ValueError(f"config file {path!r} is not valid JSON: {err}") from None
+        except UnicodeDecodeError as err:
+            raise ValueError(f"config file {path!r} is not UTF-8 text: {err}") from None
+        except IsADirectoryError:
+            raise ValueError(f"config path {path!r} is a folder; give its config.json") from None
         if not isinstance(config, Mapping):
             raise ValueError(f"config file {path!r} does not hold a JSON object")
         source = path
@@ -117,15 +122,43 @@ def from_hf_config(config: str | os.PathLike | Mapping[str, Any]) -> Transformer
     if missing:
         raise ValueError(f"config is missing field(s) {missing} (a Llama-style config.json "
                          "needs " + ", ".join(_REQUIRED) + ")")
-    H = config["num_attention_heads"]
-    head_dim = config.get("head_dim") or (config["hidden_size"] // H)
+    dims = {field: _positive_int(config, field) for field in _REQUIRED}
+    H = dims["num_attention_heads"]
+    G = _positive_int(config, "num_key_value_heads", default=H)  # absent or null: MHA
+    head_dim = _positive_int(config, "head_dim", default=None)
+    if head_dim is None:
+        if dims["hidden_size"] % H:
+            raise ValueError(f"config {source}: no head_dim, and hidden_size "
+                             f"({dims['hidden_size']}) is not divisible by num_attention_heads "
+                             f"({H})")
+        head_dim = dims["hidden_size"] // H
+    window = None
+    if config.get("use_sliding_window", True) is not False:
+        window = _positive_int(config, "sliding_window", default=None)
+    tied = _flag(config, "tie_word_embeddings", False)
+    qkv_bias = _flag(config, "attention_bias", kind == "qwen2")
     try:
         return Transformer(
-            D=config["hidden_size"], F=config["intermediate_size"],
-            L=config["num_hidden_layers"], H=H, G=config.get("num_key_value_heads") or H,
-            d_h=head_dim, V=config["vocab_size"],
-            tied=bool(config.get("tie_word_embeddings", False)),
-            qkv_bias=bool(config.get("attention_bias", kind == "qwen2")),
+            D=dims["hidden_size"], F=dims["intermediate_size"], L=dims["num_hidden_layers"],
+            H=H, G=G, d_h=head_dim, V=dims["vocab_size"], tied=tied, qkv_bias=qkv_bias,
+            window=window,
             name=str(config.get("_name_or_path") or kind), source=source)
     except ValueError as err:
-        raise ValueError(f"config {source}: {err}") from None
+        raise ValueError(f"{source}: {err}") from None
+
+
+def _positive_int(config: Mapping[str, Any], field: str, default: Any = ...) -> Any:
+    """``config[field]`` as a positive int; absent or null gives ``default`` (if any)."""
+    value = config.get(field)
+    if value is None and default is not ...:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"config field {field!r} must be a positive integer, got {value!r}")
+    return value
+
+
+def _flag(config: Mapping[str, Any], field: str, default: bool) -> bool:
+    value = config.get(field, default)
+    if not isinstance(value, bool):
+        raise ValueError(f"config field {field!r} must be true or false, got {value!r}")
+    return value

@@ -228,6 +228,8 @@ def _parse_einsum(spec: str, shapes: tuple) -> tuple[list[str], str, dict[str, s
                 raise ValueError(f"einsum letter {letter!r} of {spec!r} has two sizes: "
                                  f"{sizes[letter]} and {size}")
             sizes[letter] = size
+    if len(set(output)) != len(output):
+        raise ValueError(f"einsum output {output!r} of {spec!r} repeats a letter")
     for letter in output:
         if letter not in sizes:
             raise ValueError(f"einsum output letter {letter!r} of {spec!r} is in no input")

@@ -49,7 +49,13 @@ def roofline_plot(chips: Any, points: Mapping[str, Any] | None = None, *, dtype:
     places each on the lowest roof at its intensity.
     """
     plt = _pyplot()
-    chips = list(chips) if isinstance(chips, Sequence) else [chips]
+    from .hardware import as_chip
+
+    chips = [as_chip(c) for c in
+             (chips if isinstance(chips, Sequence) and not isinstance(chips, str) else [chips])]
+    for c in chips:
+        if not c.critical_intensity(dtype).is_number:
+            raise ValueError(f"roofline_plot needs chips with numbers; {c.name} is symbolic")
     points = dict(points or {})
     intensities = [_intensity(v) for v in points.values()]
     ridges = [float(c.critical_intensity(dtype)) for c in chips]
@@ -98,9 +104,11 @@ def batch_plot(chip: Any, widths: Sequence[int] = (4096, 1024), *, batches: Any 
     import sympy as sp
 
     from .analysis import time as roof_time
+    from .hardware import as_chip
     from .ops import matmul
     from .symbols import B
 
+    chip = as_chip(chip)
     plt = _pyplot()
     bs = np.arange(1, 512) if batches is None else np.asarray(list(batches))
     fig, ax = plt.subplots(figsize=(8, 4))

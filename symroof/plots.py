@@ -19,6 +19,7 @@ import numpy as np
 import sympy as sp
 
 from .analysis import time
+from .hardware import as_chip
 from .inference import ctx_star, step_time
 from .models import model as _model
 from .plot import _pyplot
@@ -94,7 +95,7 @@ def ops_roofline_plot(model: Any, chip: Any, *, context: int = 2048, prefill_bat
     >>> sorted(t.get_text() for t in fig.axes[0].get_legend().get_texts())[:2]
     ['decode: B=64, S=2048', 'h100 HBM roof (bf16)']
     """
-    plt = _pyplot()
+    plt, chip = _pyplot(), as_chip(chip)
     m, S = _as_model(model), _context(context)
     peak, bw = float(chip.peak(dtype)), float(chip.hbm_bw)
     ridge = peak / bw
@@ -156,7 +157,7 @@ def throughput_plot(model: Any, chip: Any, batches: Any = None, context: int = 2
     >>> [line.get_label() for line in fig.axes[0].get_lines()][:2]
     ['whole-model bound', 'per-op sum']
     """
-    plt = _pyplot()
+    plt, chip = _pyplot(), as_chip(chip)
     m, S = _as_model(model), _context(context)
     bs = np.unique(np.geomspace(1, 1024, 60).astype(int)) if batches is None else np.asarray(
         list(batches))

@@ -21,8 +21,9 @@ __all__ = ["latex", "document"]
 
 
 def latex(obj: Any, **settings: Any) -> str:
-    """LaTeX (math mode, without delimiters) for an expression, equation, Cost, TimeBound
-    or anything else with a ``_latex`` method; a ``(lhs, rhs)`` pair prints as an equation.
+    """LaTeX for an expression, equation, Cost or TimeBound (math mode, without delimiters;
+    a ``(lhs, rhs)`` pair prints as an equation), or the ``to_latex()`` block of a
+    derivation, roofline table, step time or check report.
 
     >>> from symroof.symbols import N
     >>> latex((N, 2 * N - 1))
@@ -32,11 +33,13 @@ def latex(obj: Any, **settings: Any) -> str:
         obj = sp.Eq(sp.sympify(obj[0]), sp.sympify(obj[1]), evaluate=False)
     elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
         obj = as_exact(obj)
-    elif hasattr(obj, "_latex_document"):
-        return obj._latex_document()
-    if isinstance(obj, str):
-        raise TypeError("latex() takes an expression, Cost or TimeBound, not a string")
-    return sp.latex(obj, **settings)
+    elif hasattr(obj, "to_latex"):  # Derivation, RooflineTable, CheckReport, StepTime
+        return obj.to_latex()
+    if isinstance(obj, sp.Basic) or hasattr(obj, "_latex"):
+        return sp.latex(obj, **settings)
+    raise TypeError(f"latex() has no LaTeX form for {type(obj).__name__} {obj!r:.60}; it "
+                    "takes expressions, (lhs, rhs) pairs, Costs, time bounds, derivations, "
+                    "roofline tables, step times and check reports")
 
 
 def document(body: str, *, title: str | None = None) -> str:

@@ -22,6 +22,7 @@ import sympy as sp
 from .analysis import TimeBound, time
 from .cost import Cost
 from .derivation import tex_escape
+from .hardware import as_chip
 from .transformer import Transformer, group
 
 __all__ = ["RooflineTable", "roofline_table", "fmt_si"]
@@ -58,6 +59,11 @@ class RooflineTable:
     notes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "chip", as_chip(self.chip))
+        if not self.chip.critical_intensity(self.dtype).is_number:
+            raise ValueError(f"a roofline table needs a chip with numbers; {self.chip.name} has "
+                             f"ridge {self.chip.critical_intensity(self.dtype)} (use a preset "
+                             "or Chip.replace(...) with figures)")
         for name, cost in self.rows.items():
             if cost.free_symbols:
                 raise ValueError(f"row {name!r} is still symbolic in "

@@ -65,7 +65,9 @@ def _nonneg(value: Any, name: str) -> sp.Expr:
 class Transformer:
     """A Llama-style decoder: RMSNorm, RoPE, GQA attention, SwiGLU MLP, (un)tied embeddings.
 
-    Dimensions default to the table's symbols; byte widths default to 2 (bf16).
+    Dimensions default to the table's symbols; byte widths default to 2 (bf16). ``window``
+    is a sliding-window length (Mistral-7B-v0.1: 4096): the formulas hold for contexts up to
+    it, and a step whose context exceeds it is refused rather than mis-counted.
 
     >>> m = Transformer(D=4096, F=14336, L=32, H=32, G=8, d_h=128, V=128256)
     >>> m.params
@@ -81,6 +83,7 @@ class Transformer:
     V: Any = V
     tied: bool = False
     qkv_bias: bool = False
+    window: Any = None
     w_bytes: Any = 2
     act_bytes: Any = 2
     kv_bytes: Any = 2
@@ -90,6 +93,11 @@ class Transformer:
     def __post_init__(self) -> None:
         for dim in ("D", "F", "L", "H", "G", "d_h", "V"):
             object.__setattr__(self, dim, as_dimension(getattr(self, dim), dim))
+        for flag in ("tied", "qkv_bias"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ValueError(f"{flag} must be True or False, got {getattr(self, flag)!r}")
+        if self.window is not None:
+            object.__setattr__(self, "window", as_dimension(self.window, "window"))
         for width in ("w_bytes", "act_bytes", "kv_bytes"):
             value = as_exact(getattr(self, width), width)
             if value.is_positive is not True:
@@ -100,6 +108,12 @@ class Transformer:
         if self.H.is_number and self.G.is_number and not ratio.is_integer:
             raise ValueError(f"H ({self.H}) must be divisible by G ({self.G}): each KV head "
                              "serves H/G query heads")
+
+    def _context(self, S: sp.Expr) -> sp.Expr:
+        if self.window is not None and S.is_number and self.window.is_number and S > self.window:
+            raise ValueError(f"context {S} (cached + new_tokens) exceeds {self.name}'s sliding "
+                             f"window of {self.window} tokens, which symroof does not model")
+        return S
 
     def replace(self, **changes: Any) -> Transformer:
         """A copy with changed fields (``m.replace(w_bytes=1)`` for int8 weights)."""
@@ -170,7 +184,7 @@ class Transformer:
         B = as_dimension(batch, "batch")
         T = as_dimension(new_tokens, "new_tokens")
         c = _nonneg(cached, "cached")
-        S = c + T
+        S = self._context(c + T)
         D, F, L, H, G, d_h, V = self.D, self.F, self.L, self.H, self.G, self.d_h, self.V
         wb, ab, kvb = self.w_bytes, self.act_bytes, self.kv_bytes
         n = B * T
@@ -244,6 +258,7 @@ class Transformer:
         B = as_dimension(batch, "batch")
         T = as_dimension(new_tokens, "new_tokens")
         c = _nonneg(cached, "cached")
+        self._context(c + T)
         pairs = T * c + T * (T + 1) / 2
         flops = B * (T * 2 * self.matmul_params
                      + self.attn_flops_per_token(1) * pairs)

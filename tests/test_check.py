@@ -87,3 +87,10 @@ def test_report_renders_in_notebooks_and_as_dict():
                                   "act_bytes | verdict |")
     assert "| `lm_head` |" in md and md.endswith("All equal.")
     assert report.as_dict()["ok"] is True
+
+
+def test_too_big_runs_are_refused_before_they_start():
+    with pytest.raises(ValueError, match=r"would need about \d+\.\d GiB in float64"):
+        sr.check(sr.model("llama-3.1-8b"), 1, 1, 0)
+    with pytest.raises(ValueError, match="GiB"):
+        sr.check(TINY, 64, 2048, 0)

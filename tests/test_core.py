@@ -96,6 +96,7 @@ def test_einsum_equals_matching_matmul():
     ("bd,df->bf", ((2, 3),), "2 operands but 1 shapes"),
     ("bd,df->bf", ((2, 3, 4), (3, 4)), "3 dimensions"),
     ("not a spec", ((2,),), "spec must look like"),
+    ("bd,df->bb", ((2, 3), (3, 4)), "repeats a letter"),
 ])
 def test_einsum_errors(spec, shapes, message):
     with pytest.raises(ValueError, match=message):

@@ -47,7 +47,7 @@ def test_time_bound_and_max_match_subs():
 def test_max_is_elementwise_with_scalars_and_arrays():
     out = evaluate(sp.Max(B, 3 * D, 5), B=np.array([1, 9, 20]), D=2)
     assert out.tolist() == [6.0, 9.0, 20.0]
-    assert evaluate(sp.Min(B, D), B=np.arange(4)[:, None], D=np.arange(3)).shape == (4, 3)
+    assert evaluate(sp.Min(B, D), B=np.arange(1, 5)[:, None], D=np.arange(1, 4)).shape == (4, 3)
 
 
 def test_broadcasting_shapes():
@@ -62,7 +62,7 @@ def test_broadcasting_shapes():
         assert np.isinf(evaluate(sr.Cost(flops=N), N=[1, 2])["intensity"]).all()  # 0 bytes
     shapes = r"do not broadcast together \(B: \(3,\), D: \(2,\), F: \(\)\)"
     with pytest.raises(ValueError, match=shapes):
-        evaluate(cost, B=np.arange(3), D=np.arange(2), F=1)
+        evaluate(cost, B=np.arange(1, 4), D=np.arange(1, 3), F=1)
 
 
 def test_second_call_does_not_recompile():
@@ -70,7 +70,7 @@ def test_second_call_does_not_recompile():
     before = cache_info()
     evaluate(expr, B=1, D=2, N=3)
     mid = cache_info()
-    evaluate(expr, B=np.arange(10), D=2, N=[[1], [2]])
+    evaluate(expr, B=np.arange(1, 11), D=2, N=[[1], [2]])
     evaluate(expr, {B: 5, "D": 1, N: 2})  # Symbols or names, same compiled function
     after = cache_info()
     assert (mid.misses - before.misses, after.misses - mid.misses) == (1, 0)
@@ -152,3 +152,11 @@ def test_crossovers_evaluate_over_their_symbols():
     out = evaluate(b_star, {C: np.array([989e12, 1.97e14]), W: np.array([[3.35e12], [8.2e11]])})
     assert out.shape == (2, 2)
     assert out[0, 0] == pytest.approx(float(sr.critical_batch(H100)), rel=1e-14)
+
+
+def test_values_of_positive_symbols_must_be_positive():
+    mm = sr.matmul(B, D, F)
+    with pytest.raises(ValueError, match="B must be positive, got -1"):
+        evaluate(mm.intensity, B=-1, D=2, F=3)
+    with pytest.raises(ValueError, match="D must be positive, got 0"):
+        evaluate(mm.intensity, B=1, D=np.array([4096, 0]), F=3)

@@ -146,3 +146,45 @@ def test_qwen2_config_has_qkv_bias():
                               "vocab_size": 151936, "tie_word_embeddings": True})
     assert qwen.qkv_bias and qwen.tied
     assert qwen.params == 494_032_768  # Qwen2-0.5B, released checkpoint
+
+
+LLAMA2_7B = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008,
+             "num_hidden_layers": 32, "num_attention_heads": 32, "vocab_size": 32000}
+
+
+@pytest.mark.parametrize("field, value", [
+    ("num_attention_heads", 0), ("hidden_size", "4096"), ("hidden_size", [4096]),
+    ("num_attention_heads", None), ("num_key_value_heads", 0), ("head_dim", 0),
+    ("intermediate_size", 11008.0), ("tie_word_embeddings", "false"),
+])
+def test_hf_config_malformed_fields_are_named(field, value):
+    with pytest.raises(ValueError, match=f"config field '{field}' must be .*{value!r}"):
+        sr.from_hf_config({**LLAMA2_7B, field: value})
+
+
+def test_hf_config_null_kv_heads_means_mha_and_bad_files_are_named(tmp_path):
+    assert sr.from_hf_config({**LLAMA2_7B, "num_key_value_heads": None}).G == 32
+    binary = tmp_path / "config.json"
+    binary.write_bytes(b"\xff\xfe{\x00")
+    with pytest.raises(ValueError, match="config.json.*not UTF-8"):
+        sr.from_hf_config(binary)
+    with pytest.raises(ValueError, match="is a folder"):
+        sr.from_hf_config(tmp_path)
+
+
+def test_sliding_window_is_read_and_enforced():
+    cfg = {**LLAMA2_7B, "model_type": "mistral", "sliding_window": 4096}
+    assert sr.from_hf_config(cfg).window == 4096
+    assert sr.from_hf_config({**cfg, "use_sliding_window": False}).window is None
+    mistral = sr.model("mistral-7b")
+    assert mistral.ops(1, 1, 4095)  # the whole window: fine
+    with pytest.raises(ValueError, match="context 4097 .* sliding window of 4096"):
+        mistral.ops(1, 1, 4096)
+    with pytest.raises(ValueError, match="sliding window"):
+        mistral.whole(8, 1, 10_000)
+
+
+@pytest.mark.parametrize("flag", ["tied", "qkv_bias"])
+def test_flags_must_be_booleans(flag):
+    with pytest.raises(ValueError, match=f"{flag} must be True or False, got 'yes'"):
+        sr.Transformer(**{flag: "yes"})
