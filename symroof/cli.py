@@ -18,12 +18,11 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-import sympy as sp
-
 from . import __version__
 from .analysis import critical_batch
 from .check import check
-from .hardware import CHIPS, chip
+from .cli_format import WIDTHS, critical_batch_text, num, report_title, roofs, table
+from .hardware import CHIPS, chip, dtype_bytes
 from .models import MODELS, model
 from .notes import LatexError, build_notes
 from .ops import matmul
@@ -32,8 +31,6 @@ from .table import fmt_si, roofline_table
 
 __all__ = ["main", "build_parser"]
 
-_BYTES = {"int8": 1, "fp8": 1, "bf16": 2, "fp16": 2, "fp32": 4}
-_CHECK_LIMIT = 5 * 10**8  # parameters: check() holds float64 weights (4 GB at the limit)
 EXAMPLES = """examples:
   symroof chips                                    chip presets, figures and sources
   symroof models                                   model presets
@@ -67,35 +64,27 @@ _POSITIVE = _number(int, lambda v: v >= 1, "a positive integer")
 _WIDTH = _number(float, lambda v: 0 < v < float("inf"), "a positive number of bytes")
 
 
-def _num(x: Any) -> int | float | None:  # JSON: exact integers stay integers; oo is null
-    x = sp.sympify(x)
-    return None if not x.is_finite else int(x) if x.is_Integer else float(x)
-
-
 def _model(name: str):  # a preset, a config.json, or a Hugging Face snapshot folder
     return model(os.path.join(name, "config.json") if os.path.isdir(name) else name)
 
 
+def _dtype(args: argparse.Namespace) -> str:  # --dtype as given, lower case; bf16 if absent
+    return (args.dtype or "bf16").strip().lower()
+
+
 def _emit(args: argparse.Namespace, data: Any, rows: list[list[str]], extra: str = "") -> int:
     """Print ``data`` as JSON, or ``rows`` (header first) as Markdown or aligned text."""
-    if args.format == "json":
-        print(json.dumps(data, indent=2))
-    elif args.format == "markdown":
-        head = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
-        print("\n".join(head + ["| " + " | ".join(r) + " |" for r in rows[1:]]) + extra)
-    else:
-        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-        print("\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
-                        for r in rows) + extra)
+    print(json.dumps(data, indent=2) if args.format == "json" else
+          table(args.format, rows, extra))
     return 0
 
 
 # -- commands ---------------------------------------------------------------------------
 def cmd_chips(args: argparse.Namespace) -> int:
     chips = [chip(n) for n in args.names] if args.names else list(CHIPS.values())
-    data = {c.name: {"peaks": {d: _num(v) for d, v in c.peaks.items()},
-                     "hbm_bw": _num(c.hbm_bw), "hbm_bytes": _num(c.hbm_bytes),
-                     "link_bw": _num(c.link_bw),
+    data = {c.name: {"peaks": {d: num(v) for d, v in c.peaks.items()},
+                     "hbm_bw": num(c.hbm_bw), "hbm_bytes": num(c.hbm_bytes),
+                     "link_bw": num(c.link_bw),
                      "ridge": {d: float(c.critical_intensity(d)) for d in c.peaks},
                      "ridge_exact": {d: str(c.critical_intensity(d)) for d in c.peaks},
                      "sources": dict(c.sources)} for c in chips}
@@ -124,37 +113,48 @@ def cmd_models(args: argparse.Namespace) -> int:
 def cmd_critical_batch(args: argparse.Namespace) -> int:
     if (args.d is None) != (args.f is None):
         raise ValueError("--d and --f go together (the exact root; neither: B << D, F)")
-    c = chip(args.chip)
-    ridge = c.critical_intensity(args.dtype)
-    xb, wb = (args.x_bytes or _BYTES.get(args.dtype.lower(), 2),
-              args.w_bytes or _BYTES.get(args.dtype.lower(), 2))
-    ob = args.out_bytes or xb
-    value = critical_batch(c, dtype=args.dtype, x_bytes=xb, w_bytes=wb, out_bytes=ob,
+    c, dtype = chip(args.chip), _dtype(args)
+    ridge = c.critical_intensity(dtype)
+    xb = args.x_bytes or dtype_bytes(dtype)
+    wb, ob = args.w_bytes or dtype_bytes(dtype), args.out_bytes or xb
+    value = critical_batch(c, dtype=dtype, x_bytes=xb, w_bytes=wb, out_bytes=ob,
                            D=args.d, F=args.f)
     formula = ("B* = (C/W) * w_bytes / 2   (regime B << D, F, where intensity ~ 2B / w_bytes)"
                if args.d is None else "exact root in B of intensity = C/W, intensity = "
                + str(matmul(B, args.d, args.f, x_bytes=xb, w_bytes=wb, out_bytes=ob).intensity))
     if args.format == "json":
-        return _emit(args, {"chip": c.name, "dtype": args.dtype, "x_bytes": xb, "w_bytes": wb,
+        return _emit(args, {"chip": c.name, "dtype": dtype, "x_bytes": xb, "w_bytes": wb,
                             "out_bytes": ob, "D": args.d, "F": args.f,
-                            "critical_batch": _num(value), "critical_batch_exact": str(value),
+                            "critical_batch": num(value), "critical_batch_exact": str(value),
                             "ridge": float(ridge), "ridge_exact": str(ridge),
                             "formula": formula}, [[]])
     shown = f"{value} = {float(value):.4f}" if value.is_finite else (
         "none: the matmul stays memory-bound at every batch (intensity tends to "
         f"{float(2 * args.d * args.f / (xb * args.d + ob * args.f)):.4g} < C/W)")
-    print(f"critical batch of X[B,D] @ W[D,F] on {c.name} at the {args.dtype} peak "
-          f"(x_bytes={xb}, w_bytes={wb}, out_bytes={ob})"
-          + (f", D={args.d}, F={args.f}" if args.d else ""))
-    print(f"  B* = {shown}\n  formula: {formula}")
-    print(f"  C = {fmt_si(c.peak(args.dtype), 'FLOP/s')}, W = {fmt_si(c.hbm_bw, 'B/s')}, "
-          f"C/W = {ridge} = {float(ridge):.2f} FLOP/B")
+    head = (f"critical batch of X[B,D] @ W[D,F] on {c.name} at the {dtype} peak "
+            f"(x_bytes={xb}, w_bytes={wb}, out_bytes={ob})"
+            + (f", D={args.d}, F={args.f}" if args.d else ""))
+    print(critical_batch_text(args.format, head, shown, formula,
+                              roofs(c.peak(dtype), c.hbm_bw, ridge)))
     return 0
 
 
+def _report_widths(args: argparse.Namespace, m: Any, dtype: str) -> tuple[dict, list[str]]:
+    """The byte widths a report uses: a --*-bytes flag, else --dtype's width if --dtype was
+    given, else the model's; and the names of those that came from --dtype."""
+    given = {k: getattr(args, k) for k in WIDTHS if getattr(args, k) is not None}
+    from_dtype = [k for k in WIDTHS if k not in given] if args.dtype else []
+    widths = {k: given.get(k, dtype_bytes(dtype) if k in from_dtype else getattr(m, k))
+              for k in WIDTHS}
+    return widths, from_dtype
+
+
 def cmd_report(args: argparse.Namespace) -> int:
-    widths = ("w_bytes", "act_bytes", "kv_bytes")
-    m = _model(args.model).replace(**{k: getattr(args, k) for k in widths if getattr(args, k)})
+    c, dtype = chip(args.chip), _dtype(args)
+    c.peak(dtype)  # an unknown dtype fails here, naming the chip's dtypes
+    m = _model(args.model)
+    widths, from_dtype = _report_widths(args, m, dtype)
+    m = m.replace(**widths)
     S, T = args.context, args.new_tokens
     if args.phase == "prefill" and T is not None:
         raise ValueError("--new-tokens applies to --phase decode; a prefill step's new tokens "
@@ -164,26 +164,25 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise ValueError(f"--new-tokens ({T}) must not exceed --context ({S}): the context "
                          "counts the new tokens too")
     cached = S - T
-    t = roofline_table(m, chip(args.chip), batch=args.batch, new_tokens=T, cached=cached,
-                       dtype=args.dtype, groups=args.groups, attention=args.attention,
-                       title=f"{args.model} {args.phase}: batch {args.batch}, context {S} "
-                       f"({T} new, {cached} cached per sequence), {args.attention} attention")
-    query = {"model": args.model, "params": int(m.params), "chip": args.chip,
+    used = {k: num(getattr(m, k)) for k in WIDTHS}
+    t = roofline_table(m, c, batch=args.batch, new_tokens=T, cached=cached, dtype=dtype,
+                       groups=args.groups, attention=args.attention,
+                       title=report_title(args.model, args.phase, args.batch, S, T, cached,
+                                          args.attention, dtype, used, from_dtype))
+    query = {"model": args.model, "params": int(m.params), "chip": c.name,
              "phase": args.phase, "batch": args.batch, "context": S, "new_tokens": T,
-             "cached": cached, "attention": args.attention, "groups": args.groups}
+             "cached": cached, "attention": args.attention, "groups": args.groups,
+             "dtype": dtype, **used}
     print({"text": t.to_text, "markdown": t.to_markdown, "latex": t.to_latex,
            "json": lambda: json.dumps({"query": query, **t.as_dict()}, indent=2)}[args.format]())
     return 0
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    m = _model(args.model)
-    if m.params > _CHECK_LIMIT:
-        raise ValueError(f"check runs the NumPy model with float64 weights; {m.name} has "
-                         f"{fmt_si(m.params)} parameters (limit {fmt_si(_CHECK_LIMIT)}): use a "
-                         "small model such as 'tiny'")
-    report = check(m, args.batch, args.new_tokens, args.cached, last_only=args.last_only)
-    print(json.dumps(report.as_dict(), indent=2) if args.format == "json" else report)
+    report = check(_model(args.model), args.batch, args.new_tokens, args.cached,
+                   last_only=args.last_only)
+    print({"text": report.__str__, "markdown": report._repr_markdown_,
+           "json": lambda: json.dumps(report.as_dict(), indent=2)}[args.format]())
     return 0 if report.ok else 1
 
 
@@ -221,7 +220,7 @@ def build_parser(with_measure: bool = False) -> argparse.ArgumentParser:
                            help="output format (default: %(default)s)")
         if on_chip:
             c.add_argument("--chip", required=True, help=f"one of: {', '.join(CHIPS)}")
-            c.add_argument("--dtype", default="bf16", help="whose peak FLOP/s: bf16 (default), "
+            c.add_argument("--dtype", help="whose peak FLOP/s and byte widths: bf16 (default), "
                            "fp16, fp8, int8 or fp32, as the chip has (see: symroof chips)")
         return c
 
@@ -233,7 +232,7 @@ def build_parser(with_measure: bool = False) -> argparse.ArgumentParser:
         c.add_argument("names", nargs="*", metavar="NAME", help="show only these")
     c = command("critical-batch", cmd_critical_batch, "the batch B at which X[B,D] @ W[D,F] "
                 "turns compute-bound: its intensity reaches the chip's peak / HBM bandwidth",
-                ("text", "json"), on_chip=True)
+                ("text", "markdown", "json"), on_chip=True)
     for flag, what in (("x", "activations X"), ("w", "weights W"), ("out", "output Z")):
         c.add_argument(f"--{flag}-bytes", type=_WIDTH, metavar="N", help=f"bytes per element "
                        f"of {what} (default: " + ("as --x-bytes)" if flag == "out" else
@@ -257,16 +256,21 @@ def build_parser(with_measure: bool = False) -> argparse.ArgumentParser:
     c.add_argument("--attention", choices=("fused", "naive"), default="fused",
                    help="fused (FlashAttention-style) or naive (scores through memory)")
     for flag, what in (("w", "weight"), ("act", "activation"), ("kv", "KV-cache")):
-        c.add_argument(f"--{flag}-bytes", type=_WIDTH, help=f"bytes per {what} element "
-                       "(default 2: bf16; 1: int8 or fp8)")
+        c.add_argument(f"--{flag}-bytes", type=_WIDTH, metavar="N", help=f"bytes per {what} "
+                       "element (default: --dtype's width if given, 1 for int8 and fp8; "
+                       "else the model's, 2)")
     c = command("check", cmd_check, "run the counted NumPy model and compare every op's "
                 "FLOPs and bytes with the symbolic formulas, exactly (exit 1 on a mismatch)",
-                ("text", "json"))
-    c.add_argument("--model", default="tiny", help="a small model (default: tiny) or config")
-    c.add_argument("--batch", type=_POSITIVE, default=2)
-    c.add_argument("--new-tokens", type=_POSITIVE, default=4)
+                ("text", "markdown", "json"))
+    c.add_argument("--model", default="tiny", help="a small model or config (default: "
+                   "%(default)s); the NumPy run must fit in 2 GiB of float64 arrays")
+    c.add_argument("--batch", type=_POSITIVE, default=2, metavar="B",
+                   help="sequences in the batch (default: %(default)s)")
+    c.add_argument("--new-tokens", type=_POSITIVE, default=4, metavar="T",
+                   help="new tokens per sequence, counted (default: %(default)s)")
     c.add_argument("--cached", type=_number(int, lambda v: v >= 0, "a non-negative integer"),
-                   default=0, help="tokens already in the cache")
+                   default=0, metavar="N", help="tokens already in the cache, run first and "
+                   "not counted (default: %(default)s)")
     c.add_argument("--last-only", action="store_true", help="lm_head on the last position")
     c = command("notes", cmd_notes, "write lecture notes (LaTeX) from the derivation scripts, "
                 "with their tables and figures; compile to PDF if pdflatex is on the PATH")

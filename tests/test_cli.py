@@ -2,8 +2,9 @@
 (and the installed ``symroof`` entry point when it is on the PATH).
 
 One fixture runs every invocation, several at a time (each one pays SymPy's import), and
-each test reads its own result; docs/cli.md's examples run too. Hugging Face configs are read from
-tests/data, real public config.json files.
+each test reads its own result; docs/cli.md's examples run too, and must print what they show.
+Hugging Face configs are read from tests/data, real public config.json files, and from broken
+copies of one written by the fixture.
 """
 
 import importlib.util
@@ -29,6 +30,9 @@ REPORT = "report --model llama-3.1-8b --chip h100 --batch 64 --context 2048"
 SCRIPT = '"""Demo section.\n\nOne paragraph."""\nfrom symroof.derivation import Derivation\n' \
          'd = Derivation("Two", source="test")\nd.step("two", "x", 2)\nNOTES = [d]\n'
 ERROR = "report --model tiny --chip h100 --phase decode --batch 1 --context 8"
+#: broken copies of LLAMA3 the fixture writes: file name -> the fields changed
+CONFIGS = {"heads-0.json": {"num_attention_heads": 0}, "hidden-str.json": {"hidden_size": "4096"},
+           "kv-null.json": {"num_key_value_heads": None}, "kv-0.json": {"num_key_value_heads": 0}}
 
 #: name -> arguments; the "err-" ones must exit with status 2, the others with 0
 CASES = {
@@ -43,14 +47,25 @@ CASES = {
     "cb-text": "critical-batch --chip tpu-v5e",
     "cb-json": "critical-batch --chip tpu-v5e --dtype int8 --w-bytes 1 --x-bytes 2 --format json",
     "cb-exact": "critical-batch --chip tpu-v5e --d 4096 --f 4096",
+    "cb-markdown": "critical-batch --chip b200 --dtype fp8 --format markdown",
     "report-text": f"{REPORT} --phase decode",
     "report-markdown": f"{REPORT} --phase prefill --groups --attention naive --format markdown",
     "report-latex": f"{REPORT} --phase decode --format latex",
     "report-json": f"{REPORT} --phase decode --new-tokens 4 --format json",
     "report-hf-json": REPORT.replace("llama-3.1-8b", shlex.quote(str(LLAMA3)))
     + " --phase decode --new-tokens 4 --format json",
+    "report-fp8-json": f"{REPORT} --phase decode --new-tokens 4 --dtype fp8 --format json",
+    "report-int8-kv2-json": f"{REPORT} --phase decode --new-tokens 4 --dtype int8 --kv-bytes 2 "
+    "--format json",
+    "report-fp8-text": f"{REPORT} --phase decode --dtype fp8",
+    "report-int8-markdown": f"{REPORT} --phase decode --dtype int8 --format markdown",
+    "report-int8-latex": f"{REPORT} --phase decode --dtype int8 --format latex",
+    "report-w1-text": f"{REPORT} --phase decode --w-bytes 1",
     "check-text": "check --model tiny --batch 4 --new-tokens 16 --cached 0",
     "check-json": "check --model tiny --batch 2 --new-tokens 3 --cached 5 --format json",
+    "check-markdown": "check --model tiny --batch 2 --new-tokens 3 --format markdown",
+    "check-help": "check --help",
+    "models-kv-null": "models {tmp}/kv-null.json --format json",
     "notes": "notes --out {tmp}/demo-notes --scripts {tmp}/scripts",
     "measure-help": "measure --help",
     "err-chip": ERROR.replace("h100", "h800"),
@@ -59,15 +74,37 @@ CASES = {
     "err-missing": ERROR.replace("tiny", "no/such/config.json"),
     "err-json": "models {tmp}/bad.json",
     "err-command": "frobnicate",
+    "err-heads-0": "models {tmp}/heads-0.json",
+    "err-hidden-str": ERROR.replace("tiny", "{tmp}/hidden-str.json"),
+    "err-kv-0": "models {tmp}/kv-0.json",
+    "err-not-utf8": "models {tmp}/latin1.json",
+    "err-check-memory": "check --model tiny --batch 64 --new-tokens 2048",
+    "err-context": f"{ERROR} --new-tokens 9",
+    "err-window": "report --model mistral-7b --chip h100 --phase decode --batch 1 --context 32768",
 }
 
 
-def _documented() -> dict[str, tuple[list[str], str]]:
-    """docs/cli.md's console blocks: ``$ symroof ARGS`` and the first line it shows."""
+def _documented() -> dict[str, tuple[list[str], list[str]]]:
+    """docs/cli.md's console blocks: ``$ symroof ARGS`` and the lines shown under it."""
     text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```console\n(.*?)```", text, re.S)
     return {f"doc-{i}": (shlex.split(b.splitlines()[0].removeprefix("$ symroof ")),
-                         (b.splitlines() + [""])[1]) for i, b in enumerate(blocks)}
+                         b.splitlines()[1:]) for i, b in enumerate(blocks)}
+
+
+def shown_as_pattern(lines: list[str]) -> str:
+    """A regex for the whole output a doc block shows: each line exactly, except that a line
+    ``...`` stands for any lines (output that depends on the machine, or left out) and a line
+    ending in ``...`` for any rest of that line."""
+    parts = []
+    for line in lines:
+        if line.strip() == "...":
+            parts.append(r"(?:[^\n]*\n)*?")
+        elif line.endswith("..."):
+            parts.append(re.escape(line[:-3]) + r"[^\n]*\n")
+        else:
+            parts.append(re.escape(line) + r"\n")
+    return "".join(parts)
 
 
 DOCS = _documented()
@@ -77,6 +114,11 @@ DOCS = _documented()
 def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("cli")
     (tmp / "bad.json").write_text('{"hidden_size": 4096,\n')
+    llama3 = json.loads(LLAMA3.read_text())
+    for name, changes in CONFIGS.items():
+        (tmp / name).write_text(json.dumps({**llama3, **changes}))
+    (tmp / "latin1.json").write_bytes(  # "café" in Latin-1: not UTF-8
+        json.dumps({**llama3, "_name_or_path": "café"}, ensure_ascii=False).encode("latin-1"))
     (tmp / "scripts").mkdir()
     (tmp / "scripts" / "01_demo.py").write_text(SCRIPT)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get(
@@ -114,9 +156,20 @@ def test_exit_status_and_streams(runs, name):
 def test_documented_commands_run_as_shown(runs, name):
     args, shown = DOCS[name]
     r = runs[name]
-    assert r.returncode == (2 if shown.startswith("symroof: error") else 0), r.stderr
-    first = (r.stdout or r.stderr).splitlines()[0]
-    assert first.startswith(shown[:-3]) if shown.endswith("...") else first == shown
+    error = shown[0].startswith("symroof: error")
+    assert r.returncode == (2 if error else 0), r.stderr
+    assert (r.stdout, r.stderr)[not error] == ""
+    out = r.stderr if error else r.stdout
+    assert re.fullmatch(shown_as_pattern(shown), out), \
+        f"symroof {shlex.join(args)} printed:\n{out}\ndocs/cli.md shows:\n" + "\n".join(shown)
+
+
+def test_doc_pattern_elides_only_what_is_marked():
+    pattern = shown_as_pattern(["a", "b: ...", "...", "z"])
+    assert re.fullmatch(pattern, "a\nb: 1 2\nx\ny\nz\n")
+    assert re.fullmatch(pattern, "a\nb: \nz\n")
+    assert not re.fullmatch(pattern, "a\nc: 1\nz\n") and not re.fullmatch(pattern, "a\nb: 1\n")
+    assert not re.fullmatch(shown_as_pattern(["a"]), "a\nb\n")
 
 
 def test_help_lists_every_command_with_examples(runs):
@@ -135,6 +188,26 @@ def test_error_messages_name_the_input(runs):
     assert "config file not found: 'no/such/config.json'" in err["err-missing"]
     assert "bad.json' is not valid JSON" in err["err-json"]
     assert "invalid choice: 'frobnicate'" in err["err-command"]
+
+
+@pytest.mark.parametrize("name, words", [
+    ("err-heads-0", ["num_attention_heads", "got 0"]),
+    ("err-hidden-str", ["hidden_size", "got '4096'"]),
+    ("err-kv-0", ["num_key_value_heads", "got 0"]),
+    ("err-not-utf8", ["latin1.json", "UTF-8"]),
+    ("err-check-memory", ["check(tiny, batch=64, new_tokens=2048", "GiB"]),
+    ("err-context", ["--new-tokens (9) must not exceed --context (8)"]),
+    ("err-window", ["context 32768", "sliding window of 4096"]),
+])
+def test_bad_configs_and_sizes_are_named(runs, name, words):
+    err = runs[name].stderr  # exit status 2, one line, no traceback: test_exit_status_and_streams
+    for word in words:
+        assert word in err, f"{word!r} not in {err!r}"
+
+
+def test_null_kv_heads_mean_multi_head_attention(runs):
+    (data,) = json.loads(runs["models-kv-null"].stdout).values()
+    assert data["G"] == data["H"] == 32
 
 
 def test_chips_show_figures_and_sources(runs):
@@ -165,6 +238,10 @@ def test_critical_batch(runs):
     assert data["critical_batch_exact"] == "9850/41"  # int8 peak, int8 weights: 480.5 / 2
     assert (data["x_bytes"], data["w_bytes"], data["out_bytes"]) == (2, 1, 2)
     assert isinstance(data["critical_batch"], float) and data["D"] is None
+    md = runs["cb-markdown"].stdout.splitlines()
+    assert md[0] == ("**critical batch of X[B,D] @ W[D,F] on b200 at the fp8 peak (x_bytes=1, "
+                     "w_bytes=1, out_bytes=1)**")
+    assert md[2] == "- `B* = 1125/4 = 281.2500`" and md[3].startswith("- formula: `B* = (C/W)")
     exact = runs["cb-exact"].stdout
     assert "B* = 10086400/37059 = 272.1714" in exact and "2048*B/(B + 2048)" in exact
     assert str(sr.critical_batch(sr.chip("tpu-v5e"), D=4096, F=4096)) == "10086400/37059"
@@ -182,11 +259,45 @@ def test_report_formats(runs):
     assert r"\begin{tabular}" in tex and r"\toprule" in tex and r"attn/q\_proj" in tex
 
 
+TITLE = "llama-3.1-8b decode: batch 64, context 2048 (1 new, 2047 cached per sequence), fused " \
+        "attention, "
+
+
+def test_report_titles_record_dtype_and_widths(runs):
+    first = {n: runs[n].stdout.splitlines()[0] for n in runs if n.startswith("report-")
+             and not n.endswith("json")}
+    assert first["report-text"] == TITLE + "bf16 peak, w_bytes=2, act_bytes=2, kv_bytes=2"
+    assert first["report-fp8-text"] == (TITLE + "fp8 peak, w_bytes=1, act_bytes=1, "
+                                        "kv_bytes=1 (from --dtype)")
+    assert first["report-w1-text"] == TITLE + "bf16 peak, w_bytes=1, act_bytes=2, kv_bytes=2"
+    assert first["report-int8-markdown"] == (f"**{TITLE}int8 peak, w_bytes=1, act_bytes=1, "
+                                             "kv_bytes=1 (from --dtype)**")
+    assert (r"\caption{" + TITLE + r"int8 peak, w\_bytes=1, act\_bytes=1, kv\_bytes=1 (from "
+            "--dtype)}") in runs["report-int8-latex"].stdout
+    assert "h100, fp8: ridge 591 FLOP/B" in runs["report-fp8-text"].stdout
+
+
+def test_report_dtype_sets_the_widths_unless_flags_do(runs):
+    bf16, fp8, mixed = (json.loads(runs[n].stdout) for n in
+                        ("report-json", "report-fp8-json", "report-int8-kv2-json"))
+    widths = lambda d: [d["query"][k] for k in ("dtype", "w_bytes", "act_bytes", "kv_bytes")]  # noqa: E731
+    assert widths(bf16) == ["bf16", 2, 2, 2] and widths(fp8) == ["fp8", 1, 1, 1]
+    assert widths(mixed) == ["int8", 1, 1, 2]  # an explicit --kv-bytes wins over --dtype
+    for key in ("weight_bytes", "kv_bytes", "act_bytes"):  # every width halves: every byte
+        assert 2 * fp8["total"][key] == bf16["total"][key]
+    assert mixed["total"]["kv_bytes"] == bf16["total"]["kv_bytes"]
+    assert 2 * mixed["total"]["weight_bytes"] == bf16["total"]["weight_bytes"]
+    assert fp8["title"].endswith("fp8 peak, w_bytes=1, act_bytes=1, kv_bytes=1 (from --dtype)")
+    assert mixed["title"].endswith("w_bytes=1, act_bytes=1, kv_bytes=2 (w_bytes, act_bytes "
+                                   "from --dtype)")
+
+
 def test_report_json_is_stable_and_numeric(runs):
     data = json.loads(runs["report-json"].stdout)
     assert data["query"] == {"model": "llama-3.1-8b", "params": 8030261248, "chip": "h100",
                              "phase": "decode", "batch": 64, "context": 2048, "new_tokens": 4,
-                             "cached": 2044, "attention": "fused", "groups": False}
+                             "cached": 2044, "attention": "fused", "groups": False,
+                             "dtype": "bf16", "w_bytes": 2, "act_bytes": 2, "kv_bytes": 2}
     rows, total = data["rows"], data["total"]
     assert list(rows)[:2] == ["embed", "attn_norm"] and "attn/core" in rows
     for key in ("flops", "useful_flops", "weight_bytes", "kv_bytes", "act_bytes"):
@@ -209,6 +320,16 @@ def test_check(runs):
     data = json.loads(runs["check-json"].stdout)
     assert data["ok"] is True and data["mismatches"] == []
     assert data["counted"]["lm_head"]["flops"] == 2 * 2 * 3 * 64 * 256  # 2 B T D V
+    md = runs["check-markdown"].stdout
+    assert md.startswith("**tiny: batch=2, new_tokens=3, cached=0, last_only=False**\n\n| op |")
+    assert "| `lm_head` | 196,608 |" in md and md.rstrip().endswith("All equal.")
+
+
+def test_check_help_shows_the_defaults(runs):
+    text = " ".join(runs["check-help"].stdout.split())  # argparse wraps lines anywhere
+    for flag, default in (("--batch B", 2), ("--new-tokens T", 4), ("--cached N", 0),
+                          ("--model MODEL", "tiny")):
+        assert re.search(re.escape(flag) + r" [^-]*\(default: " + str(default) + r"\)", text), flag
 
 
 def test_notes(runs):
@@ -244,7 +365,7 @@ def test_installed_entry_point():
      "--new-tokens (2049) must not exceed --context (2048)"),
     (f"{REPORT} --phase prefill --new-tokens 4", "--new-tokens applies to --phase"),
     (f"{REPORT} --phase decode --dtype fp4", "no peak for dtype 'fp4'"),
-    ("check --model llama-3.1-8b", "8.03 G parameters (limit 500 M)"),
+    ("check --model llama-3.1-8b", "llama-3.1-8b"),
     ("critical-batch --chip h100 --d 64", "--d and --f go together"),
     (f"models {shlex.quote(str(ROOT))}", "config file not found"),
 ])
