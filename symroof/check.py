@@ -168,8 +168,8 @@ def check(model: Transformer, batch: int, new_tokens: int, cached: int = 0, *,
     if need > max_bytes:
         raise ValueError(f"check({model.name}, batch={B}, new_tokens={T}, cached={cached}) "
                          f"would need about {need / 2**30:.1f} GiB in float64 (limit "
-                         f"{max_bytes / 2**30:.1f} GiB, max_bytes=): use a smaller model or "
-                         "step; the formulas themselves hold at any size")
+                         f"{max_bytes / 2**30:.1f} GiB; raise it with max_bytes=...): use a "
+                         "smaller model or step; the formulas themselves hold at any size")
     params = init_params(cfg, seed=seed)
     rng = np.random.default_rng(seed)
     cache = KVCache(cfg, B)

@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 from . import __version__
 from .analysis import critical_batch
 from .check import check
-from .cli_format import WIDTHS, critical_batch_text, num, report_title, roofs, table
+from .cli_format import WIDTHS, critical_batch_text, num, report_title, report_widths, roofs, table
 from .hardware import CHIPS, chip, dtype_bytes
 from .models import MODELS, model
 from .notes import LatexError, build_notes
@@ -139,21 +139,11 @@ def cmd_critical_batch(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report_widths(args: argparse.Namespace, m: Any, dtype: str) -> tuple[dict, list[str]]:
-    """The byte widths a report uses: a --*-bytes flag, else --dtype's width if --dtype was
-    given, else the model's; and the names of those that came from --dtype."""
-    given = {k: getattr(args, k) for k in WIDTHS if getattr(args, k) is not None}
-    from_dtype = [k for k in WIDTHS if k not in given] if args.dtype else []
-    widths = {k: given.get(k, dtype_bytes(dtype) if k in from_dtype else getattr(m, k))
-              for k in WIDTHS}
-    return widths, from_dtype
-
-
 def cmd_report(args: argparse.Namespace) -> int:
     c, dtype = chip(args.chip), _dtype(args)
     c.peak(dtype)  # an unknown dtype fails here, naming the chip's dtypes
     m = _model(args.model)
-    widths, from_dtype = _report_widths(args, m, dtype)
+    widths, from_dtype = report_widths({k: getattr(args, k) for k in WIDTHS}, args.dtype, m)
     m = m.replace(**widths)
     S, T = args.context, args.new_tokens
     if args.phase == "prefill" and T is not None:

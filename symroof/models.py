@@ -105,6 +105,13 @@ def from_hf_config(config: str | os.PathLike | Mapping[str, Any]) -> Transformer
         if not isinstance(config, Mapping):
             raise ValueError(f"config file {path!r} does not hold a JSON object")
         source = path
+    try:
+        return _transformer(config, source)
+    except ValueError as err:
+        raise ValueError(f"{source}: {err}") from None
+
+
+def _transformer(config: Mapping[str, Any], source: str) -> Transformer:
     kind = config.get("model_type", "llama")
     if kind not in _SUPPORTED:
         raise ValueError(f"model_type {kind!r} is not supported (supported: "
@@ -128,7 +135,7 @@ def from_hf_config(config: str | os.PathLike | Mapping[str, Any]) -> Transformer
     head_dim = _positive_int(config, "head_dim", default=None)
     if head_dim is None:
         if dims["hidden_size"] % H:
-            raise ValueError(f"config {source}: no head_dim, and hidden_size "
+            raise ValueError("no head_dim, and hidden_size "
                              f"({dims['hidden_size']}) is not divisible by num_attention_heads "
                              f"({H})")
         head_dim = dims["hidden_size"] // H
@@ -137,14 +144,10 @@ def from_hf_config(config: str | os.PathLike | Mapping[str, Any]) -> Transformer
         window = _positive_int(config, "sliding_window", default=None)
     tied = _flag(config, "tie_word_embeddings", False)
     qkv_bias = _flag(config, "attention_bias", kind == "qwen2")
-    try:
-        return Transformer(
-            D=dims["hidden_size"], F=dims["intermediate_size"], L=dims["num_hidden_layers"],
-            H=H, G=G, d_h=head_dim, V=dims["vocab_size"], tied=tied, qkv_bias=qkv_bias,
-            window=window,
-            name=str(config.get("_name_or_path") or kind), source=source)
-    except ValueError as err:
-        raise ValueError(f"{source}: {err}") from None
+    return Transformer(
+        D=dims["hidden_size"], F=dims["intermediate_size"], L=dims["num_hidden_layers"],
+        H=H, G=G, d_h=head_dim, V=dims["vocab_size"], tied=tied, qkv_bias=qkv_bias,
+        window=window, name=str(config.get("_name_or_path") or kind), source=source)
 
 
 def _positive_int(config: Mapping[str, Any], field: str, default: Any = ...) -> Any:

@@ -365,7 +365,8 @@ def test_installed_entry_point():
      "--new-tokens (2049) must not exceed --context (2048)"),
     (f"{REPORT} --phase prefill --new-tokens 4", "--new-tokens applies to --phase"),
     (f"{REPORT} --phase decode --dtype fp4", "no peak for dtype 'fp4'"),
-    ("check --model llama-3.1-8b", "llama-3.1-8b"),
+    ("check --model llama-3.1-8b", "check(llama-3.1-8b, batch=2, new_tokens=4, cached=0) "
+     "would need about"),
     ("critical-batch --chip h100 --d 64", "--d and --f go together"),
     (f"models {shlex.quote(str(ROOT))}", "config file not found"),
 ])

@@ -1,0 +1,71 @@
+"""Output of the ``symroof`` command (:mod:`symroof.cli` parses and dispatches): JSON numbers,
+tables as aligned text or Markdown, and the critical-batch answer in each format.
+
+>>> print(table("markdown", [["a", "b"], ["1", "2"]]))
+| a | b |
+|---|---|
+| 1 | 2 |
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sympy as sp
+
+from .hardware import dtype_bytes
+from .table import fmt_si
+
+__all__ = ["num", "table", "critical_batch_text", "report_widths", "report_title", "roofs"]
+
+WIDTHS = ("w_bytes", "act_bytes", "kv_bytes")
+
+
+def num(x: Any) -> int | float | None:
+    """For JSON: exact integers stay integers, other finite values become floats, oo null."""
+    x = sp.sympify(x)
+    return None if not x.is_finite else int(x) if x.is_Integer else float(x)
+
+
+def table(fmt: str, rows: list[list[str]], extra: str = "") -> str:
+    """``rows`` (header first) as a Markdown table or as aligned text, then ``extra``."""
+    if fmt == "markdown":
+        head = ["| " + " | ".join(rows[0]) + " |", "|" + "---|" * len(rows[0])]
+        return "\n".join(head + ["| " + " | ".join(r) + " |" for r in rows[1:]]) + extra
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+                     for r in rows) + extra
+
+
+def critical_batch_text(fmt: str, head: str, shown: str, formula: str, chip_roofs: str) -> str:
+    """The critical-batch answer: a heading, then B*, its formula and the chip's roofs."""
+    if fmt == "markdown":
+        return f"**{head}**\n\n- `B* = {shown}`\n- formula: `{formula}`\n- `{chip_roofs}`"
+    return f"{head}\n  B* = {shown}\n  formula: {formula}\n  {chip_roofs}"
+
+
+def report_widths(flags: dict[str, Any], dtype: str | None,
+                  model: Any) -> tuple[dict[str, Any], list[str]]:
+    """The byte widths a report uses: each --*-bytes flag that is set, else ``dtype``'s width
+    if --dtype was given, else the model's; and the names of those that came from --dtype."""
+    from_dtype = [k for k in WIDTHS if flags[k] is None] if dtype else []
+    widths = {k: flags[k] if flags[k] is not None else
+              dtype_bytes(dtype) if k in from_dtype else getattr(model, k) for k in WIDTHS}
+    return widths, from_dtype
+
+
+def report_title(name: str, phase: str, batch: int, context: int, new: int, cached: int,
+                 attention: str, dtype: str, widths: dict[str, Any],
+                 from_dtype: list[str]) -> str:
+    """The report's title: the query, the peak's dtype and the byte widths actually used."""
+    used = ", ".join(f"{k}={widths[k]}" for k in WIDTHS)
+    named = "" if len(from_dtype) == len(WIDTHS) else ", ".join(from_dtype) + " "
+    origin = f" ({named}from --dtype)" if from_dtype else ""
+    return (f"{name} {phase}: batch {batch}, context {context} ({new} new, {cached} cached "
+            f"per sequence), {attention} attention, {dtype} peak, {used}{origin}")
+
+
+def roofs(peak: Any, hbm_bw: Any, ridge: sp.Expr) -> str:
+    """``C = ..., W = ..., C/W = ...``: the two roofs and the ridge between them."""
+    return (f"C = {fmt_si(peak, 'FLOP/s')}, W = {fmt_si(hbm_bw, 'B/s')}, "
+            f"C/W = {ridge} = {float(ridge):.2f} FLOP/B")
