@@ -46,6 +46,16 @@ def _tex(x: Any) -> str:
     return x if isinstance(x, str) else latex(x)
 
 
+def _tex_number(text: str) -> str:
+    r"""``8.013e-05`` as ``8.013 \times 10^{-5}``; other text unchanged.
+
+    >>> _tex_number("8.013e-05"), _tex_number("240.2")
+    ('8.013 \\times 10^{-5}', '240.2')
+    """
+    match = re.fullmatch(r"(-?[\d.]+)e([+-]?\d+)", text)
+    return text if match is None else rf"{match[1]} \times 10^{{{int(match[2])}}}"
+
+
 def _plain(x: Any) -> str:
     if isinstance(x, str):  # a LaTeX label: unwrap \text{...}, keep other braces
         return re.sub(r"\\(?:text|mathrm)\{([^{}]*)\}", r"\1", x)
@@ -115,7 +125,7 @@ class Derivation:
                 row = rf"\intertext{{{tex_escape(s.statement)}}}" + "\n"
                 row += f"{_tex(s.lhs)} &= {_tex(s.rhs)}"
                 if s.value:
-                    row += rf" \approx {s.value}"
+                    row += rf" \approx {_tex_number(s.value)}"
                 if s.because:
                     row += rf" && \text{{{tex_escape(s.because)}}}"
                 body.append(row)
@@ -133,7 +143,7 @@ class Derivation:
             out.append(f"*Source: {self.source}*")
         for s in self.steps:
             because = f" *({s.because})*" if s.because else ""
-            value = rf" \approx {s.value}" if s.value else ""
+            value = rf" \approx {_tex_number(s.value)}" if s.value else ""
             math = f"$$ {_tex(s.lhs)} = {_tex(s.rhs)}{value} $$"
             out += ["", f"{s.statement}{because}", "", math]
         if self.claims:
