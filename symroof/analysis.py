@@ -25,6 +25,7 @@ import sympy as sp
 from .cost import Cost, as_dimension, as_exact, as_symbol, check_symbols
 from .hardware import as_chip, dtype_bytes
 from .ops import matmul
+from .render import fmt_si
 from .symbols import B as _B
 from .symbols import D as _D
 from .symbols import F as _F
@@ -88,17 +89,9 @@ class TimeBound:
     def __str__(self) -> str:
         if not self.lower.is_number:
             return f"t_math = {self.t_math}, t_mem = {self.t_mem}, t_net = {self.t_net}"
-        net = f", t_net {_fmt_s(self.t_net)}" if self.t_net != 0 else ""
-        return (f"t_math {_fmt_s(self.t_math)}, t_mem {_fmt_s(self.t_mem)}{net}: "
-                f"{_fmt_s(self.lower)} .. {_fmt_s(self.upper)} ({self.bound}-bound)")
-
-
-def _fmt_s(t: sp.Expr) -> str:
-    s = float(t)
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
-        if s >= scale or unit == "ns":
-            return f"{s / scale:.3g} {unit}"
-    return f"{s:.3g} s"  # pragma: no cover
+        net = f", t_net {fmt_si(self.t_net, 's')}" if self.t_net != 0 else ""
+        return (f"t_math {fmt_si(self.t_math, 's')}, t_mem {fmt_si(self.t_mem, 's')}{net}: "
+                f"{fmt_si(self.lower, 's')} .. {fmt_si(self.upper, 's')} ({self.bound}-bound)")
 
 
 def time(cost: Cost, chip: Any, dtype: str = "bf16", *, useful: bool = False) -> TimeBound:

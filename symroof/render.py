@@ -17,7 +17,7 @@ import sympy as sp
 
 from .cost import as_exact
 
-__all__ = ["latex", "document"]
+__all__ = ["latex", "document", "fmt_si"]
 
 
 def latex(obj: Any, **settings: Any) -> str:
@@ -54,3 +54,19 @@ def document(body: str, *, title: str | None = None) -> str:
     if title:
         head.append(rf"\section*{{{title}}}")
     return "\n".join(head + [body, r"\end{document}", ""])
+
+
+def fmt_si(x: Any, unit: str = "") -> str:
+    """Human-readable number with an SI prefix: ``fmt_si(1.5e12, "B")`` is ``'1.5 TB'``.
+
+    >>> fmt_si(3.2e-3, "s"), fmt_si(0), fmt_si(8030261248)
+    ('3.2 ms', '0', '8.03 G')
+    """
+    x = float(x)
+    if x == 0:
+        return "0" + (f" {unit}" if unit else "")
+    prefixes = (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3), ("", 1.0),
+                ("m", 1e-3), ("u", 1e-6), ("n", 1e-9))
+    prefix, scale = next((p for p in prefixes if abs(x) >= p[1]), prefixes[-1])
+    text = f"{x / scale:.3g}"
+    return f"{text} {prefix}{unit}".rstrip()

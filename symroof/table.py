@@ -23,27 +23,12 @@ from .analysis import TimeBound, time
 from .cost import Cost
 from .derivation import tex_escape
 from .hardware import as_chip
+from .render import fmt_si
 from .transformer import Transformer, group
 
 __all__ = ["RooflineTable", "roofline_table", "fmt_si"]
 
 COLUMNS = ("op", "FLOPs", "weight B", "KV B", "act B", "intensity", "bound", "time")
-
-
-def fmt_si(x: Any, unit: str = "") -> str:
-    """Human-readable number with an SI prefix: ``fmt_si(1.5e12, "B")`` is ``'1.5 TB'``.
-
-    >>> fmt_si(3.2e-3, "s"), fmt_si(0), fmt_si(8030261248)
-    ('3.2 ms', '0', '8.03 G')
-    """
-    x = float(x)
-    if x == 0:
-        return "0" + (f" {unit}" if unit else "")
-    prefixes = (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3), ("", 1.0),
-                ("m", 1e-3), ("u", 1e-6), ("n", 1e-9))
-    prefix, scale = next((p for p in prefixes if abs(x) >= p[1]), prefixes[-1])
-    text = f"{x / scale:.3g}"
-    return f"{text} {prefix}{unit}".rstrip()
 
 
 @dataclass(frozen=True)
