@@ -1,6 +1,6 @@
 """The empirical roofline: this machine's roofs, and the NumPy transformer timed against them.
 
-Runs ``symroof.measure`` (full: the "mid" config, small: "tiny") and prints measured over
+Runs ``symroof.surfaces.measure`` (full: the "mid" config, small: "tiny") and prints measured over
 predicted time, where predicted = max(FLOPs / C, bytes / W) + per-call overhead with C and W
 measured in the same run. Targets: large matmuls (standalone, n >= 1024) within 1.5x; the
 whole forward of the mid config within 2x. The model's own matmuls (per layer, 128 rows at the
@@ -20,7 +20,7 @@ try:
 except ModuleNotFoundError:  # run from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from symroof.measure import measure  # noqa: E402
+from symroof.surfaces.measure import measure  # noqa: E402
 
 SIZES = {"small": ("tiny", 1, 0), "full": ("mid", None, 1024)}  # size, repeats, large n
 MODEL_MATMULS = ("attn/q_proj", "attn/k_proj", "attn/v_proj", "attn/o_proj", "mlp/gate",

@@ -25,7 +25,8 @@ except ModuleNotFoundError:  # run from a checkout without installing
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import symroof as sr  # noqa: E402
-from symroof.evaluate import evaluate, sweep_step_time  # noqa: E402
+from symroof.evaluate import evaluate  # noqa: E402
+from symroof.models.sweep import sweep_step_time  # noqa: E402
 from symroof.symbols import B, S  # noqa: E402
 
 SIZES = {"small": (30, 3, 3), "full": (1000, 300, 15)}  # side of the grid, subs sample, reps

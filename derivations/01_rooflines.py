@@ -20,7 +20,7 @@ from pathlib import Path
 import sympy as sp
 
 import symroof as sr
-import symroof.plot  # noqa: F401  (matplotlib loads only for the one figure)
+import symroof.plots  # noqa: F401  (matplotlib loads only for the one figure)
 from symroof.derivation import Derivation
 from symroof.symbols import B, D, F, N
 

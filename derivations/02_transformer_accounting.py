@@ -25,9 +25,9 @@ import sympy as sp
 
 import symroof as sr
 from symroof.derivation import Derivation
+from symroof.models.table import roofline_table
 from symroof.numeric import TINY, count_params, init_params
 from symroof.symbols import B, D, F, G, H, S, T, d_h
-from symroof.table import roofline_table
 
 SEED = "seed 003: CS349E lecture 2, 03_transformer_accounting.py"
 LLAMA = ("llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b")

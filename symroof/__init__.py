@@ -4,6 +4,17 @@ Costs are SymPy expressions in the dimensions of the work (B, T, S, D, F, L, H, 
 symroof derives intensity limits, solved crossovers, time bounds and per-op roofline tables,
 and checks every symbolic cost of a transformer exactly against a counted NumPy model.
 
+The package folders follow the architecture (arrows point down):
+
+- the algebra core at the top: ``symbols``, ``cost``, ``ops``, ``analysis``, ``evaluate``,
+  ``render``, ``derivation``;
+- ``hardware/``: chip records, meshes, collectives;
+- ``models/``: the symbolic transformer, presets, config import, step times, tables, check;
+- ``parallel/``: sharding notation and sharded ops;
+- ``numeric/``: the counted NumPy twin (NumPy only, never a formula);
+- ``plots/`` and ``surfaces/`` (CLI, notes, measure) at the edge; ``xla/`` the optional
+  JAX oracle.
+
 >>> import symroof as sr
 >>> from symroof.symbols import B, D, F, N
 >>> sr.limit(sr.dot(N, exact=True).intensity, N)
@@ -14,15 +25,17 @@ B
 240.24
 """
 
-from . import plot, plots
+from . import plots
 from .analysis import TimeBound, critical_batch, crossover, leading, limit, time
-from .check import CheckReport, check
 from .cost import Cost
 from .derivation import Derivation
-from .evaluate import evaluate, sweep_step_time
+from .evaluate import evaluate
 from .hardware import CHIPS, Chip, chip, symbolic_chip
-from .inference import StepTime, ctx_star, kv_crossover, op_times, step_time
-from .models import MODELS, from_hf_config, model
+from .models import MODELS, OP_GROUPS, Transformer, from_hf_config, group, model
+from .models.check import CheckReport, check
+from .models.inference import StepTime, ctx_star, kv_crossover, op_times, step_time
+from .models.sweep import sweep_step_time
+from .models.table import RooflineTable, roofline_table
 from .ops import (
     add,
     batched_matmul,
@@ -39,8 +52,10 @@ from .ops import (
     swiglu,
 )
 from .render import document, latex
-from .table import RooflineTable, roofline_table
-from .transformer import OP_GROUPS, Transformer, group
+
+#: ``sr.plot`` is the same package as ``sr.plots`` (one plotting package since the mesh work;
+#: the old name stays so that code written against it keeps running).
+plot = plots
 
 __all__ = [
     # costs and ops

@@ -1,6 +1,6 @@
 """``python -m symroof``: the same command line as the ``symroof`` console script."""
 
-from .cli import main
+from .surfaces.cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -6,8 +6,7 @@ into one NumPy function of the free symbols (``sympy.lambdify`` with common sube
 shared) and calls it on the given values, broadcast together. Compiled functions are cached
 on the expressions and the argument order, so a second call with new values compiles
 nothing. Values are evaluated in float64 (no integer overflow; exact integers beyond 2**53
-round). :func:`sweep_step_time` is the decode grid: one model and chip, arrays of batch
-and context.
+round). The decode grid over (batch, context) is :func:`symroof.models.sweep.sweep_step_time`.
 
 >>> import numpy as np
 >>> import symroof as sr
@@ -18,10 +17,6 @@ array([ 64., 128.])
 >>> out = evaluate(mm, B=np.arange(1, 4)[:, None], D=np.array([4, 8]), F=8)
 >>> out["intensity"].shape
 (3, 2)
->>> t = sweep_step_time(sr.model("llama-3.1-8b"), sr.chip("h100"),
-...                     batch=np.arange(1, 1001)[:, None], context=np.arange(1, 1001))
->>> t["lower"].shape
-(1000, 1000)
 """
 
 from __future__ import annotations
@@ -35,11 +30,8 @@ import sympy as sp
 
 from .analysis import TimeBound
 from .cost import FIELDS, Cost
-from .inference import StepTime, step_time
-from .symbols import B as _B
-from .symbols import S as _S
 
-__all__ = ["evaluate", "sweep_step_time", "free_symbols", "cache_info"]
+__all__ = ["evaluate", "free_symbols", "cache_info"]
 
 _MODULES = [{"Max": np.maximum, "Min": np.minimum}, "numpy"]  # elementwise, never amax
 _TIME_FIELDS = ("t_math", "t_mem", "t_net")
@@ -56,7 +48,7 @@ def _flatten(obj: Any, out: list[sp.Expr]) -> _Builder:
     if isinstance(obj, TimeBound):
         out.extend(getattr(obj, name) for name in _TIME_FIELDS)
         return _build_time
-    if isinstance(obj, StepTime):
+    if hasattr(obj, "whole") and hasattr(obj, "groups"):  # a StepTime (models/ sits above)
         whole = _flatten(obj.whole, out)
         groups = _flatten(obj.groups, out)
         return functools.partial(_build_step, whole, groups)
@@ -220,53 +212,3 @@ def _finish(tree: Any, shape: tuple[int, ...]) -> Any:
     if not shape:
         return arr[()]
     return arr if arr.shape == shape else np.array(np.broadcast_to(arr, shape))
-
-
-# -- the decode grid -----------------------------------------------------------------------
-@functools.lru_cache(maxsize=64)
-def _symbolic_step(model: Any, chip: Any, new_tokens: int, dtype: str,
-                   attention: str) -> StepTime:
-    return step_time(model, chip, _B, new_tokens, _S - new_tokens, dtype=dtype,
-                     attention=attention)
-
-
-def sweep_step_time(model: Any, chip: Any, batch: Any, context: Any, *, new_tokens: int = 1,
-                    dtype: str = "bf16", attention: str = "fused",
-                    per_op: bool = False) -> dict[str, np.ndarray]:
-    """Time bounds of one forward step over arrays of ``batch`` and ``context`` (S, new
-    tokens included), broadcast together: pass ``batch[:, None]`` and ``context[None, :]``
-    for a grid. Returns the whole-model ``t_math``, ``t_mem``, ``t_net``, ``lower``,
-    ``upper`` (seconds); with ``per_op=True`` also ``per_op_sum`` and ``ratio`` (the
-    per-group view of :func:`symroof.step_time`). The symbolic step is derived and compiled
-    once per (model, chip, new_tokens, dtype, attention).
-
-    >>> import numpy as np, symroof as sr
-    >>> t = sweep_step_time(sr.model("llama-3.1-8b"), sr.chip("h100"),
-    ...                     batch=np.array([1, 64]), context=2048)   # = sr.step_time(..., 2047)
-    >>> [round(float(x) * 1e3, 2) for x in t["lower"]]
-    [4.56, 9.61]
-    >>> sweep_step_time(sr.model("llama-3.1-8b"), sr.chip("h100"), batch=1, context=0)
-    Traceback (most recent call last):
-    ...
-    ValueError: context must be >= new_tokens (1) everywhere, got 0
-    """
-    if isinstance(new_tokens, bool) or not isinstance(new_tokens, int) or new_tokens < 1:
-        raise ValueError(f"new_tokens must be a positive integer, got {new_tokens!r}")
-    B, S = np.asarray(batch, dtype=np.float64), np.asarray(context, dtype=np.float64)
-    if B.size and not (B >= 1).all():
-        raise ValueError(f"batch must be >= 1 everywhere, got {B.min():g}")
-    if S.size and not (S >= new_tokens).all():
-        raise ValueError(f"context must be >= new_tokens ({new_tokens}) everywhere, "
-                         f"got {S.min():g}")
-    st = _symbolic_step(model, chip, new_tokens, dtype, attention)
-    obj = st if per_op else st.whole
-    values = {_B: B, _S: S}
-    free = set(free_symbols(obj))
-    extra = free - {_B, _S}
-    if extra:
-        raise ValueError(f"the step still has free symbols {sorted(s.name for s in extra)}: "
-                         "give a model and chip with numbers (or use evaluate())")
-    out = evaluate(obj, {s: v for s, v in values.items() if s in free})
-    if per_op:
-        out = {**out["whole"], "per_op_sum": out["per_op_sum"], "ratio": out["ratio"]}
-    return _finish(out, np.broadcast_shapes(B.shape, S.shape))

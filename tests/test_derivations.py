@@ -2,7 +2,7 @@
 LaTeX string it produces compiles.
 
 Each script runs twice: as a program (a subprocess, as a reader would run it) and through
-``runpy`` with ``run_name="symroof.notes"``, as the notes generator loads it.
+``runpy`` with ``run_name="symroof.surfaces.notes"``, as the notes generator loads it.
 """
 
 import contextlib
@@ -19,7 +19,7 @@ import pytest
 
 import symroof as sr
 from symroof.derivation import Derivation, tex_escape
-from symroof.table import RooflineTable
+from symroof.models.table import RooflineTable
 
 ROOT = Path(__file__).resolve().parents[1]
 DERIVATIONS = ROOT / "derivations"
@@ -120,7 +120,7 @@ def notes(tmp_path_factory):
         for script in SCRIPTS:
             buffer = io.StringIO()
             with contextlib.redirect_stdout(buffer):
-                namespace = runpy.run_path(str(script), run_name="symroof.notes")
+                namespace = runpy.run_path(str(script), run_name="symroof.surfaces.notes")
             loaded[script.name] = namespace.get("NOTES")
             printed[script.name] = buffer.getvalue()
     finally:

@@ -7,7 +7,8 @@ import pytest
 import sympy as sp
 
 import symroof as sr
-from symroof.evaluate import cache_info, evaluate, free_symbols, sweep_step_time
+from symroof.evaluate import cache_info, evaluate, free_symbols
+from symroof.models.sweep import sweep_step_time
 from symroof.symbols import B, D, F, G, H, L, N, S, T, V, d_h
 
 LLAMA = sr.model("llama-3.1-8b")

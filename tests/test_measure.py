@@ -1,4 +1,4 @@
-"""symroof.measure at the tiny size: the structure of its result and the plot; no timings
+"""symroof.surfaces.measure at the tiny size: the structure of its result and the plot; no timings
 are asserted (the machine's speed is what it measures)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from symroof.measure import SIZES, _Stopwatch, add_arguments, measure, run_cli
 from symroof.numeric import OP_KEYS
+from symroof.surfaces.measure import SIZES, _Stopwatch, add_arguments, measure, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +24,7 @@ def test_chip_record_of_the_measured_roofs(tiny):
     assert sorted(chip.peaks) == ["fp32", "fp64"]
     for figure in (chip.peak("fp32"), chip.peak("fp64"), chip.hbm_bw):
         assert figure.is_Integer and figure > 0  # exact, as every chip record
-    assert chip.sources["peaks.fp64"].startswith("measured by symroof.measure (tiny)")
+    assert chip.sources["peaks.fp64"].startswith("measured by symroof.surfaces.measure (tiny)")
     assert "read + write" in chip.sources["hbm_bw"]
     assert tiny.t_call > 0
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from symroof.notes import (
+from symroof.surfaces.notes import (
     LatexError,
     build_notes,
     compile_pdf,
@@ -47,7 +47,7 @@ d.claim("B << D gives B", sr.leading(sr.matmul(B, D, F).intensity, small=B) == B
 fig = OUT / "01_demo_share.png"
 import symroof.plots
 symroof.plots.attention_share_plot(["tiny"], contexts=[8, 64], path=fig)
-from symroof.table import roofline_table
+from symroof.models.table import roofline_table
 table = roofline_table(sr.model("tiny"), sr.chip("h100"), batch=2, new_tokens=1, cached=3,
                        title="tiny decode")
 NOTES = [d, table, sr.check(sr.model("tiny"), batch=1, new_tokens=2), fig,

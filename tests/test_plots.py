@@ -101,7 +101,7 @@ def test_bad_input_is_named(call, message):
 
 
 def test_matplotlib_loads_only_when_plotting():
-    code = ("import sys, symroof, symroof.cli, symroof.notes, symroof.plots\n"
+    code = ("import sys, symroof, symroof.surfaces.cli, symroof.surfaces.notes, symroof.plots\n"
             "assert 'matplotlib' not in sys.modules, 'matplotlib imported at import time'")
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, timeout=120)

@@ -13,8 +13,8 @@ import pytest
 
 import symroof as sr
 from symroof.derivation import Derivation
+from symroof.models.table import RooflineTable, roofline_table
 from symroof.symbols import B, D, F
-from symroof.table import RooflineTable, roofline_table
 
 
 @pytest.fixture(scope="module")

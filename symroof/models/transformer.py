@@ -21,9 +21,9 @@ from typing import Any
 
 import sympy as sp
 
-from . import ops as op
-from .cost import Cost, as_dimension, as_exact
-from .symbols import D, F, G, H, L, V, d_h
+from .. import ops as op
+from ..cost import Cost, as_dimension, as_exact
+from ..symbols import D, F, G, H, L, V, d_h
 
 __all__ = ["Transformer", "OP_GROUPS", "group", "ATTENTION_MODES"]
 
@@ -121,7 +121,7 @@ class Transformer:
 
     def subs(self, mapping: dict | None = None, **kwargs: Any) -> Transformer:
         """Substitute numbers for symbolic dimensions: ``Transformer().subs(D=64, ...)``."""
-        from .cost import _check_substitution
+        from ..cost import _check_substitution
 
         values = _check_substitution({**(mapping or {}), **kwargs})
         dims = {k: sp.sympify(getattr(self, k)).subs(values)
@@ -269,6 +269,6 @@ class Transformer:
     def from_hf_config(cls, config: Any) -> Transformer:
         """Read a Llama-style Hugging Face ``config.json`` (path or dict); see
         :func:`symroof.models.from_hf_config`."""
-        from .models import from_hf_config
+        from .presets import from_hf_config
 
         return from_hf_config(config)

@@ -1,5 +1,5 @@
-"""Output of the ``symroof`` command (:mod:`symroof.cli` parses and dispatches): JSON numbers,
-tables as aligned text or Markdown, and the critical-batch answer in each format.
+"""Output of the ``symroof`` command (:mod:`symroof.surfaces.cli` parses and dispatches):
+JSON numbers, tables as aligned text or Markdown, and the critical-batch answer in each format.
 
 >>> print(table("markdown", [["a", "b"], ["1", "2"]]))
 | a | b |
@@ -13,8 +13,8 @@ from typing import Any
 
 import sympy as sp
 
-from .hardware import dtype_bytes
-from .table import fmt_si
+from ..hardware import dtype_bytes
+from ..render import fmt_si
 
 __all__ = ["num", "table", "critical_batch_text", "report_widths", "report_title", "roofs"]
 

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from .cost import as_dimension
+from ..cost import as_dimension
 from .transformer import Transformer
 
 __all__ = ["check", "CheckReport", "Mismatch"]
@@ -90,7 +90,7 @@ class CheckReport:
 
     def to_latex(self) -> str:
         """A booktabs table of the counted figures, one row per op, with the verdict."""
-        from .derivation import tex_escape
+        from ..derivation import tex_escape
 
         bad = {m.op for m in self.mismatches}
         head = " & ".join(["op", *(tex_escape(q) for q in QUANTITIES), "verdict"]) + r" \\"
@@ -115,7 +115,7 @@ def _int(value: sp.Expr, what: str) -> int:
 
 
 def _numeric_config(model: Transformer):
-    from .numeric import Config
+    from ..numeric import Config
 
     dims = {}
     for name in ("D", "F", "L", "H", "G", "d_h", "V"):
@@ -157,7 +157,7 @@ def check(model: Transformer, batch: int, new_tokens: int, cached: int = 0, *,
     The NumPy model holds everything in float64; a run estimated to need more than
     ``max_bytes`` (default 2 GiB) is refused with the estimate, not started.
     """
-    from .numeric import Counter, KVCache, forward, init_params
+    from ..numeric import Counter, KVCache, forward, init_params
 
     B = int(as_dimension(batch, "batch"))
     T = int(as_dimension(new_tokens, "new_tokens"))

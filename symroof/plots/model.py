@@ -18,14 +18,14 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from .analysis import time
-from .hardware import as_chip
-from .inference import ctx_star, step_time
-from .models import model as _model
-from .plot import _pyplot
-from .symbols import B as _B
-from .symbols import S as _S
-from .transformer import Transformer, group
+from ..analysis import time
+from ..hardware import as_chip
+from ..models import model as _model
+from ..models.inference import ctx_star, step_time
+from ..models.transformer import Transformer, group
+from ..symbols import B as _B
+from ..symbols import S as _S
+from .roofline import _pyplot
 
 __all__ = ["ops_roofline_plot", "throughput_plot", "attention_share_plot"]
 

@@ -19,11 +19,11 @@ from typing import Any
 
 import sympy as sp
 
-from .analysis import TimeBound, time
-from .cost import Cost
-from .derivation import tex_escape
-from .hardware import as_chip
-from .render import fmt_si
+from ..analysis import TimeBound, time
+from ..cost import Cost
+from ..derivation import tex_escape
+from ..hardware import as_chip
+from ..render import fmt_si
 from .transformer import Transformer, group
 
 __all__ = ["RooflineTable", "roofline_table", "fmt_si"]

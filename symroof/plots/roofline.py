@@ -49,7 +49,7 @@ def roofline_plot(chips: Any, points: Mapping[str, Any] | None = None, *, dtype:
     places each on the lowest roof at its intensity.
     """
     plt = _pyplot()
-    from .hardware import as_chip
+    from ..hardware import as_chip
 
     chips = [as_chip(c) for c in
              (chips if isinstance(chips, Sequence) and not isinstance(chips, str) else [chips])]
@@ -103,10 +103,10 @@ def batch_plot(chip: Any, widths: Sequence[int] = (4096, 1024), *, batches: Any 
     """
     import sympy as sp
 
-    from .analysis import time as roof_time
-    from .hardware import as_chip
-    from .ops import matmul
-    from .symbols import B
+    from ..analysis import time as roof_time
+    from ..hardware import as_chip
+    from ..ops import matmul
+    from ..symbols import B
 
     chip = as_chip(chip)
     plt = _pyplot()

@@ -20,11 +20,11 @@ from typing import Any
 
 import sympy as sp
 
-from .analysis import TimeBound, crossover, time
-from .cost import Cost
-from .hardware import as_chip
-from .symbols import B as _B
-from .symbols import S as _S
+from ..analysis import TimeBound, crossover, time
+from ..cost import Cost
+from ..hardware import as_chip
+from ..symbols import B as _B
+from ..symbols import S as _S
 from .transformer import Transformer, group
 
 __all__ = ["ctx_star", "kv_crossover", "step_time", "StepTime", "op_times"]
@@ -73,8 +73,8 @@ class StepTime:
 
     def to_latex(self) -> str:
         """A booktabs table: each group's bound and time, the per-op sum and the whole."""
-        from .derivation import tex_escape
-        from .table import fmt_si
+        from ..derivation import tex_escape
+        from ..render import fmt_si
 
         rows = [rf"{tex_escape(n)} & {t.bound} & {fmt_si(t.lower, 's')} \\"
                 for n, t in self.groups.items()]
@@ -86,7 +86,7 @@ class StepTime:
                           r"\end{tabular}"])
 
     def _repr_markdown_(self) -> str:
-        from .table import fmt_si
+        from ..render import fmt_si
 
         if not self.whole.lower.is_number:
             return "$" + sp.latex(self.whole) + "$"

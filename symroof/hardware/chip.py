@@ -6,7 +6,7 @@ link on a TPU, one NVLink link on a GPU). Figures are SymPy Integers or Rational
 as ``8.1e11`` is read through its decimal text, so it becomes exactly 810000000000) or positive
 SymPy expressions, so a chip can be symbolic and thresholds come out as ``C/W``.
 
-The presets live in :mod:`symroof.chips` with the source of each figure beside it.
+The presets live in :mod:`symroof.hardware.chips` with the source of each figure beside it.
 
 >>> chip("tpu-v5e").critical_intensity()
 9850/41

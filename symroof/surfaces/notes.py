@@ -1,7 +1,7 @@
 """Lecture notes: every derivation script, with its tables and figures, as one LaTeX document.
 
 Each script ``derivations/NN_name.py`` (shipped as :mod:`symroof.derivations`) is run with
-``runpy`` under ``run_name="symroof.notes"`` and ``SYMROOF_OUT`` pointing at the figures
+``runpy`` under ``run_name="symroof.surfaces.notes"`` and ``SYMROOF_OUT`` pointing at the figures
 folder; it asserts its claims and leaves a list ``NOTES`` of what to publish, in order:
 ``Derivation``, ``RooflineTable``, ``CheckReport``, a ``pathlib.Path`` to a PNG figure (or a
 ``(Path, caption)`` pair), or a plain ``str`` paragraph. Each script becomes a
@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .check import QUANTITIES, CheckReport
-from .derivation import Derivation, tex_escape
-from .table import RooflineTable
+from ..derivation import Derivation, tex_escape
+from ..models.check import QUANTITIES, CheckReport
+from ..models.table import RooflineTable
 
 __all__ = ["Notes", "LatexError", "find_scripts", "run_script", "latex_item", "notes_latex",
            "build_notes", "compile_pdf"]
@@ -95,7 +95,7 @@ def run_script(path: str | os.PathLike, figures: str | os.PathLike) -> tuple[str
     before = os.environ.get("SYMROOF_OUT")
     os.environ["SYMROOF_OUT"] = str(figures)
     try:
-        namespace = runpy.run_path(str(path), run_name="symroof.notes")
+        namespace = runpy.run_path(str(path), run_name="symroof.surfaces.notes")
     except Exception as err:
         raise ValueError(f"derivation {path.name} failed: {type(err).__name__}: {err}") from err
     finally:

@@ -1,4 +1,4 @@
-"""The plot of :func:`symroof.measure.measure`: the NumPy model's ops, timed, under the
+"""The plot of :func:`symroof.surfaces.measure.measure`: the NumPy model's ops, timed, under the
 machine's measured roofs (matplotlib's object API, imported only here; no pyplot, so no
 backend is switched).
 """
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from .measure import MeasureResult
+    from ..surfaces.measure import MeasureResult
 
 __all__ = ["plot_measured"]
 

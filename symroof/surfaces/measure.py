@@ -27,12 +27,12 @@ from typing import Any
 
 import numpy as np
 
-from .analysis import time as roofline_time
-from .cost import Cost
-from .hardware import Chip
-from .numeric import Config, Counter, forward, init_params
-from .numeric.config import TINY
-from .numeric.model import PLAIN  # the uncounted primitives that forward() itself uses
+from ..analysis import time as roofline_time
+from ..cost import Cost
+from ..hardware import Chip
+from ..numeric import Config, Counter, forward, init_params
+from ..numeric.config import TINY
+from ..numeric.model import PLAIN  # the uncounted primitives that forward() itself uses
 
 __all__ = ["measure", "measure_chip", "MeasureResult", "OpTiming", "SIZES",
            "add_arguments", "run_cli"]
@@ -170,7 +170,7 @@ def measure_chip(size: str = "tiny", repeats: int | None = None) -> tuple[Chip, 
             peaks[name] = max(peaks.get(name, 0.0), rate)
     bw, a = _bandwidth(spec["copy_bytes"], reps), np.ones(1)
     t_call = min(_times(lambda: [PLAIN.add(a, a) for _ in range(1000)], reps)) / 1000
-    how = f"measured by symroof.measure ({size}): best of {reps}"
+    how = f"measured by symroof.surfaces.measure ({size}): best of {reps}"
     ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     chip = Chip("this-machine", {k: _round3(v) for k, v in peaks.items()}, hbm_bw=_round3(bw),
                 hbm_bytes=ram, link_bw=_round3(bw),
@@ -237,7 +237,7 @@ def measure(size: str = "tiny", repeats: int | None = None,
                    seconds[key], chip, overhead[key], "fp64") for key, row in counter.rows.items()]
     result = MeasureResult(size, chip, t_call, matmuls, ops, whole, whole_overhead, plot)
     if plot is not None:
-        from .measure_plot import plot_measured
+        from ..plots.measured import plot_measured
 
         plot_measured(result, plot)
     return result

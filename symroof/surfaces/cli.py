@@ -18,16 +18,17 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from . import __version__
-from .analysis import critical_batch
-from .check import check
+from .. import __version__
+from ..analysis import critical_batch
+from ..hardware import CHIPS, chip, dtype_bytes
+from ..models import MODELS, model
+from ..models.check import check
+from ..models.table import roofline_table
+from ..ops import matmul
+from ..render import fmt_si
+from ..symbols import B
 from .cli_format import WIDTHS, critical_batch_text, num, report_title, report_widths, roofs, table
-from .hardware import CHIPS, chip, dtype_bytes
-from .models import MODELS, model
 from .notes import LatexError, build_notes
-from .ops import matmul
-from .symbols import B
-from .table import fmt_si, roofline_table
 
 __all__ = ["main", "build_parser"]
 
@@ -186,15 +187,15 @@ def cmd_notes(args: argparse.Namespace) -> int:
 
 
 def _measure() -> Any:  # lazy: only `symroof measure` pays for importing it
-    if importlib.util.find_spec("symroof.measure") is None:
-        raise ValueError("'symroof measure' needs symroof.measure, which this installation "
-                         "does not have")
-    return importlib.import_module("symroof.measure")
+    if importlib.util.find_spec("symroof.surfaces.measure") is None:
+        raise ValueError("'symroof measure' needs symroof.surfaces.measure, which this "
+                         "installation does not have")
+    return importlib.import_module("symroof.surfaces.measure")
 
 
 # -- parser -----------------------------------------------------------------------------
 def build_parser(with_measure: bool = False) -> argparse.ArgumentParser:
-    """The argument parser; ``with_measure`` imports symroof.measure for its options."""
+    """The argument parser; ``with_measure`` imports symroof.surfaces.measure for its options."""
     p = _Parser(prog="symroof", description="symroof: symbolic rooflines of matmuls and "
                 "transformers on accelerator chips.", epilog=EXAMPLES,
                 formatter_class=argparse.RawDescriptionHelpFormatter)

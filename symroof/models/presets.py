@@ -25,7 +25,7 @@ def _preset(name: str, repo: str, **dims: Any) -> Transformer:
 
 
 def _tiny() -> Transformer:
-    from .numeric.config import TINY  # one home for the tiny config: the NumPy model's
+    from ..numeric.config import TINY  # one home for the tiny config: the NumPy model's
 
     return Transformer(D=TINY.D, F=TINY.F, L=TINY.L, H=TINY.H, G=TINY.G, d_h=TINY.d_h,
                        V=TINY.V, tied=TINY.tied, qkv_bias=TINY.qkv_bias, name="tiny",

@@ -1,0 +1,1 @@
+"""Parallelism: sharding notation and sharded ops on a mesh."""

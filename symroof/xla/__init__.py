@@ -1,0 +1,1 @@
+"""The XLA oracle (optional extra ``jax``)."""
