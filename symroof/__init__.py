@@ -30,7 +30,20 @@ from .analysis import TimeBound, critical_batch, crossover, leading, limit, time
 from .cost import Cost
 from .derivation import Derivation
 from .evaluate import evaluate
-from .hardware import CHIPS, Chip, chip, symbolic_chip
+from .hardware import (
+    CHIPS,
+    Chip,
+    Collective,
+    Mesh,
+    all_gather,
+    all_reduce,
+    all_to_all,
+    chip,
+    collective,
+    mesh,
+    reduce_scatter,
+    symbolic_chip,
+)
 from .models import MODELS, OP_GROUPS, Transformer, from_hf_config, group, model
 from .models.check import CheckReport, check
 from .models.inference import StepTime, ctx_star, kv_crossover, op_times, step_time
@@ -51,6 +64,7 @@ from .ops import (
     softmax,
     swiglu,
 )
+from .parallel import ShardedMatmul, shard_matmul
 from .render import document, latex
 
 #: ``sr.plot`` is the same package as ``sr.plots`` (one plotting package since the mesh work;
@@ -63,6 +77,9 @@ __all__ = [
     "add", "rmsnorm", "softmax", "swiglu", "rope", "einsum_flops", "einsum",
     # hardware
     "Chip", "chip", "symbolic_chip", "CHIPS",
+    # many chips
+    "Mesh", "mesh", "Collective", "collective", "all_gather", "reduce_scatter", "all_reduce",
+    "all_to_all", "ShardedMatmul", "shard_matmul",
     # analysis
     "TimeBound", "time", "limit", "leading", "crossover", "critical_batch",
     "evaluate", "sweep_step_time",

@@ -110,7 +110,10 @@ def time(cost: Cost, chip: Any, dtype: str = "bf16", *, useful: bool = False) ->
         raise TypeError(f"time() needs a Cost, got {type(cost).__name__}")
     chip = as_chip(chip)
     flops = cost.useful_flops if useful else cost.flops
-    t_net = cost.net_bytes / chip.link_bw if cost.net_bytes != 0 else sp.Integer(0)
+    if cost.net_time != 0:  # collectives on a mesh carry their own time
+        t_net = cost.net_time
+    else:
+        t_net = cost.net_bytes / chip.link_bw if cost.net_bytes != 0 else sp.Integer(0)
     return TimeBound(t_math=flops / chip.peak(dtype), t_mem=cost.bytes / chip.hbm_bw,
                      t_net=t_net, cost=cost, chip=chip, dtype=dtype)
 
@@ -190,17 +193,35 @@ def crossover(lhs: Any, rhs: Any, var: sp.Symbol, *, select: str = "positive") -
     >>> d_star = sr.crossover(t.t_math, t.t_net, D)
     >>> d_star, round(float(d_star))
     (78800/9, 8756)
+
+    Time bounds hold ``Max``: each branch is solved and its roots kept only where that
+    branch is in force (chip against chip, op against op):
+
+    >>> t_h100 = sr.time(sr.matmul(B, 8192, 8192), "h100").lower
+    >>> t_b200 = sr.time(sr.matmul(B, 8192, 8192), "b200").lower
+    >>> sr.crossover(2 * t_b200, t_h100, B)     # B where twice the B200 time = one H100
+    Traceback (most recent call last):
+    ...
+    ValueError: crossover(): ... has no positive root in B: the right side is larger ...
     """
     lhs = _rationalize(_expression(lhs, "crossover"))
     rhs = _rationalize(_expression(rhs, "crossover"))
     var = as_symbol(var, "var")
     x = sp.Dummy(var.name, positive=True)
-    eq = sp.Eq(lhs.subs(var, x), rhs.subs(var, x))
-    candidates = sp.solve(eq, x, simplify=False)  # simplify=True costs 100x; we tidy below
-    roots = [r for r in candidates if r.is_real is not False and r.is_positive is not False]
+    diff = lhs.subs(var, x) - rhs.subs(var, x)
+    roots = []
+    for branch, conditions in _branches(diff, x):
+        for r in sp.solve(branch, x, simplify=False):  # simplify=True costs 100x
+            if r.is_real is False or r.is_positive is False:
+                continue
+            # a root of one branch counts only where that branch is the one in force
+            if any(_holds(c.subs(x, r)) is False for c in conditions):
+                continue
+            if not any(sp.cancel(r - q) == 0 for q in roots):
+                roots.append(r)
     if not roots:
         raise ValueError(f"crossover(): {sp.sstr(lhs)} = {sp.sstr(rhs)} has no positive "
-                         f"root in {var}")
+                         f"root in {var}{_which_wins(lhs, rhs, var)}")
     if len(roots) > 1:
         if select not in ("smallest", "largest") or not all(r.is_number for r in roots):
             raise ValueError(f"crossover(): several roots {roots}; pass select='smallest' or "
@@ -209,6 +230,41 @@ def crossover(lhs: Any, rhs: Any, var: sp.Symbol, *, select: str = "positive") -
     root = roots[0].subs(x, var)
     # cancel() is exact and fast for rational roots; simplify() only for radicals and such
     return sp.cancel(root) if root.is_rational_function() else sp.simplify(root)
+
+
+def _branches(expr: sp.Expr, x: sp.Symbol) -> list[tuple[sp.Expr, list]]:
+    """``expr`` with every Max/Min that depends on ``x`` replaced by one of its arguments,
+    each choice with the conditions under which it is the one in force."""
+    for node in sp.preorder_traversal(expr):
+        if isinstance(node, (sp.Max, sp.Min)) and node.has(x):
+            out = []
+            for arg in node.args:
+                ge = [(arg - other) if isinstance(node, sp.Max) else (other - arg)
+                      for other in node.args if other is not arg]
+                for sub, conds in _branches(expr.xreplace({node: arg}), x):
+                    out.append((sub, conds + [c >= 0 for c in ge]))
+            return out
+    return [(expr, [])]
+
+
+def _holds(condition: Any) -> bool | None:
+    """True/False where a condition can be decided, None where it stays symbolic."""
+    if condition in (sp.true, sp.false):
+        return bool(condition)
+    value = sp.simplify(condition)
+    return bool(value) if value in (sp.true, sp.false) else None
+
+
+def _which_wins(lhs: sp.Expr, rhs: sp.Expr, var: sp.Symbol) -> str:
+    """', and lhs > rhs for every positive var' where one side wins everywhere."""
+    try:
+        d = (lhs - rhs).subs(var, 1)
+        if d.is_number and d != 0:
+            side = "left" if d > 0 else "right"
+            return f": the {side} side is larger for every positive {var}"
+    except TypeError:
+        pass
+    return ""
 
 
 def critical_batch(chip: Any, *, dtype: str = "bf16", x_bytes: Any = None,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import sympy as sp
@@ -29,7 +29,8 @@ from .symbols import DIMENSIONS, lookup
 __all__ = ["Cost", "as_dimension", "as_exact", "as_symbol", "check_symbols"]
 
 #: The fields of a Cost, in print order.
-FIELDS = ("flops", "useful_flops", "weight_bytes", "act_bytes", "kv_bytes", "net_bytes")
+FIELDS = ("flops", "useful_flops", "weight_bytes", "act_bytes", "kv_bytes", "net_bytes",
+          "net_time")
 _DIMENSION_SYMBOLS = {sym for sym, _ in DIMENSIONS.values()}
 
 
@@ -156,7 +157,9 @@ class Cost:
 
     ``flops`` are executed FLOPs; ``useful_flops`` (default: ``flops``) leave out work on
     masked entries. Memory bytes are split into ``weight_bytes``, ``act_bytes`` and
-    ``kv_bytes``; ``net_bytes`` are bytes sent between chips.
+    ``kv_bytes``; ``net_bytes`` are bytes sent between chips. ``net_time`` (seconds) is set
+    by collectives on a mesh, whose time depends on the links and rings they use; where it
+    is 0, ``time()`` takes ``net_bytes`` over the chip's link bandwidth instead.
 
     >>> from symroof.symbols import N
     >>> c = Cost(flops=2*N - 1, act_bytes=4*N + 2)
@@ -172,13 +175,14 @@ class Cost:
     act_bytes: Any = 0
     kv_bytes: Any = 0
     net_bytes: Any = 0
+    net_time: Any = 0
 
     def __post_init__(self) -> None:
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if f.name == "useful_flops" and value is None:
+        for name in FIELDS:  # (subclasses such as Collective add fields of their own)
+            value = getattr(self, name)
+            if name == "useful_flops" and value is None:
                 value = self.flops
-            object.__setattr__(self, f.name, sp.sympify(as_exact(value, f.name)))
+            object.__setattr__(self, name, sp.sympify(as_exact(value, name)))
 
     # -- algebra: a few primitives, everything else on top -----------------------------
     def _map(self, fn) -> Cost:
@@ -271,6 +275,8 @@ class Cost:
                             ("KV", "kv_bytes"), ("network", "net_bytes")):
             if getattr(self, name) != 0:
                 rows.append((rf"\text{{{label} bytes}}", getattr(self, name)))
+        if self.net_time != 0:
+            rows.append((r"t_\text{net}", self.net_time))
         body = r" \\ ".join(f"{label} &= {printer._print(value)}" for label, value in rows)
         return r"\begin{aligned} " + body + r" \end{aligned}"
 

@@ -21,7 +21,12 @@ query heads per KV head    H/G        G                           H/G
 head dimension             d_h        H                           dh
 vocabulary                 V          V                           V
 generic length             N          N                           N
+mesh axis sizes            X, Y, Z    X, Y, Z (|X|)               -
+bytes a collective moves   V_b        V                           -
 =========================  =========  ==========================  ==============
+
+The book writes V for a collective's bytes; symroof's V is the vocabulary, so the bytes are
+``V_b``.
 
 ``S`` and ``N`` shadow ``sympy.S`` and ``sympy.N``: import sympy as ``sp``, never with ``*``.
 
@@ -36,7 +41,8 @@ from __future__ import annotations
 
 import sympy as sp
 
-__all__ = ["B", "T", "S", "D", "F", "L", "H", "G", "d_h", "V", "N", "DIMENSIONS", "lookup"]
+__all__ = ["B", "T", "S", "D", "F", "L", "H", "G", "d_h", "V", "N", "X", "Y", "Z", "V_b",
+           "DIMENSIONS", "lookup"]
 
 
 def _dim(name: str) -> sp.Symbol:
@@ -54,6 +60,10 @@ G = _dim("G")
 d_h = _dim("d_h")
 V = _dim("V")
 N = _dim("N")
+X = _dim("X")
+Y = _dim("Y")
+Z = _dim("Z")
+V_b = _dim("V_b")
 
 #: name -> (symbol, meaning), in the order of the table above.
 DIMENSIONS: dict[str, tuple[sp.Symbol, str]] = {
@@ -68,6 +78,10 @@ DIMENSIONS: dict[str, tuple[sp.Symbol, str]] = {
     "d_h": (d_h, "head dimension"),
     "V": (V, "vocabulary"),
     "N": (N, "generic length"),
+    "X": (X, "size of mesh axis X (ch. 5: the data-parallel / FSDP degree)"),
+    "Y": (Y, "size of mesh axis Y (ch. 5: the tensor-parallel degree)"),
+    "Z": (Z, "size of mesh axis Z"),
+    "V_b": (V_b, "bytes of the array a collective moves, per group (the book's V)"),
 }
 
 

@@ -68,7 +68,7 @@ CASES = {
     "models-kv-null": "models {tmp}/kv-null.json --format json",
     "notes": "notes --out {tmp}/demo-notes --scripts {tmp}/scripts",
     "measure-help": "measure --help",
-    "err-chip": ERROR.replace("h100", "h800"),
+    "err-chip": ERROR.replace("h100", "tpu-v9"),
     "err-model": ERROR.replace("tiny", "gpt-5"),
     "err-batch": ERROR.replace("--batch 1", "--batch -3"),
     "err-missing": ERROR.replace("tiny", "no/such/config.json"),
@@ -182,7 +182,7 @@ def test_help_lists_every_command_with_examples(runs):
 
 def test_error_messages_name_the_input(runs):
     err = {n: runs[n].stderr for n in runs if n.startswith("err-")}
-    assert "unknown chip 'h800'; known chips: h100" in err["err-chip"]
+    assert "unknown chip 'tpu-v9'; known chips: h100" in err["err-chip"]
     assert "unknown model 'gpt-5'; known models: llama-3.1-8b" in err["err-model"]
     assert "argument --batch: must be a positive integer, got '-3'" in err["err-batch"]
     assert "config file not found: 'no/such/config.json'" in err["err-missing"]
@@ -221,6 +221,26 @@ def test_chips_show_figures_and_sources(runs):
     assert data["h100"]["hbm_bw"] == 3350 * 10**9 and data["h100"]["peaks"]["bf16"] == 989e12
     assert data["tpu-v5e"]["ridge_exact"]["bf16"] == "9850/41"
     assert "datasheet" in data["h100"]["sources"]["hbm_bw"]
+    assert data["v100"]["ridge_exact"] == {"fp16": "1250/9", "fp32": "157/9"}  # no bf16
+
+
+def test_chips_show_networks(runs):
+    text = runs["chips-text"].stdout
+    rows = {line.split()[0]: line for line in text.split("\n\n")[0].splitlines()[1:]}
+    assert rows["h100"].endswith("switched 8x32x4, W_GPU 450 G, W_node 400 G")
+    assert rows["gb200"].endswith("switched 72x8, W_GPU 900 G, W_node 3.6 T")
+    assert re.search(r" - +switched 16, W_GPU 150 G$", rows["v100"])  # "-": no bf16 ridge
+    assert rows["tpu-v5p"].endswith("torus 16x20x28 (host 2x2x1)")
+    assert "tpu-v5e network.wrap_rule: How to Scale Your Model" in text
+    assert runs["chips-markdown"].stdout.splitlines()[2].endswith("| torus 16x16 (host 4x2) |")
+    data = json.loads(runs["chips-json"].stdout)
+    v5p, h100 = data["tpu-v5p"]["network"], data["h100"]["network"]
+    assert (v5p["kind"], v5p["pod"], v5p["pod_chips"], v5p["wrap_rule"]) == \
+        ("torus", [16, 20, 28], 8960, "cube")
+    assert v5p["hop_latency"] == 1e-6 and v5p["dcn_bw"] == 6_250_000_000
+    assert [lv["degree"] for lv in h100["levels"]] == [8, 32, 4] and h100["max_gpus"] == 1024
+    assert h100["node_egress"] == 400 * 10**9 and h100["sharp"] is True
+    assert data["v100"]["network"]["node_egress"] is None
 
 
 def test_models_show_presets_and_configs(runs):

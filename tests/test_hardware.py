@@ -16,23 +16,41 @@ from symroof.hardware import CHIPS, Chip, chip, symbolic_chip
 
 PRESETS = sorted(CHIPS)
 C, W, W_net, M = (sp.Symbol(s, positive=True) for s in ("C", "W", "W_net", "M"))
+#: the figures of each kind of network record that carry a source (written out here, not
+#: imported, so a field added to topology.py without a source fails this test)
+NETWORK_FIELDS = {"torus": ("rank", "pod", "host", "wrap_rule", "hop_latency", "pcie_bw",
+                            "dcn_bw"),
+                  "switched": ("nvlink_ports", "levels", "sharp", "hop_latency", "pcie_bw")}
+NO_BF16 = {"v100"}  # Volta's tensor cores run fp16, not bf16
+TPUS = sorted(n for n in PRESETS if n.startswith("tpu-"))
+GPUS = sorted(n for n in PRESETS if not n.startswith("tpu-"))
 
 
 def figures(c: Chip) -> dict:
+    net = {} if c.network is None else {
+        f"network.{k}": getattr(c.network, k) for k in NETWORK_FIELDS[c.network.kind]}
     return {**{f"peaks.{k}": v for k, v in c.peaks.items()},
-            "hbm_bw": c.hbm_bw, "hbm_bytes": c.hbm_bytes, "link_bw": c.link_bw}
+            "hbm_bw": c.hbm_bw, "hbm_bytes": c.hbm_bytes, "link_bw": c.link_bw, **net}
+
+
+def headline(c: Chip) -> str:
+    """The dtype a chip's matmul roofline is quoted in: bf16, or fp16 where there is no bf16."""
+    return "bf16" if "bf16" in c.peaks else "fp16"
 
 
 def test_the_expected_presets_ship():
-    assert set(CHIPS) >= {"h100", "h200", "a100", "b200",
-                          "tpu-v4p", "tpu-v5e", "tpu-v5p", "tpu-v6e"}
+    assert set(CHIPS) >= {"v100", "a100", "h100", "h200", "h800", "b200", "gb200",
+                          "tpu-v3", "tpu-v4p", "tpu-v5e", "tpu-v5p", "tpu-v6e"}
 
 
 @pytest.mark.parametrize("name", PRESETS)
 def test_preset_figures_are_exact_positive_numbers(name):
     c = chip(name)
-    assert c.name == name and "bf16" in c.peaks
-    for key, value in figures(c).items():
+    assert c.name == name and ("bf16" in c.peaks) == (name not in NO_BF16)
+    scalars = {k: v for k, v in figures(c).items() if isinstance(v, sp.Basic)}
+    assert set(scalars) >= {"hbm_bw", "hbm_bytes", "link_bw", "network.hop_latency",
+                            "network.pcie_bw"}
+    for key, value in scalars.items():
         assert isinstance(value, (sp.Integer, sp.Rational)), key
         assert value > 0, key
 
@@ -48,7 +66,7 @@ def test_preset_every_figure_has_a_url_source(name):
 @pytest.mark.parametrize("name", PRESETS)
 def test_preset_critical_intensity_is_plausible(name):
     c = chip(name)
-    ratio = c.critical_intensity("bf16")
+    ratio = c.critical_intensity(headline(c))
     assert isinstance(ratio, sp.Rational)
     assert 100 <= ratio <= 1000  # FLOP/byte: every chip since V100 sits in the low hundreds
 
@@ -56,11 +74,16 @@ def test_preset_critical_intensity_is_plausible(name):
 @pytest.mark.parametrize("name", PRESETS)
 def test_preset_int8_peak_at_least_bf16(name):
     c = chip(name)
+    if name in NO_BF16:
+        assert set(c.peaks) == {"fp16", "fp32"}
+        return
     if "int8" in c.peaks:
         assert c.peak("int8") >= c.peak("bf16")
     if "fp8" in c.peaks:
         # 2x bf16; H100/H200 only to rounding (989e12 vs 1,979 / 2 = 989.5e12)
         assert abs(c.peak("fp8") / c.peak("bf16") - 2) < sp.Rational(1, 500)
+    if "fp4" in c.peaks:
+        assert c.peak("fp4") == 2 * c.peak("fp8") == 4 * c.peak("bf16")  # Blackwell
 
 
 @pytest.mark.parametrize("name", PRESETS)
@@ -69,7 +92,7 @@ def test_preset_bandwidths_and_capacity_in_range(name):
     assert 1e11 <= c.hbm_bw <= 1e13  # B/s
     assert 1e9 <= c.hbm_bytes <= 1e12  # B
     assert 1e10 <= c.link_bw < c.hbm_bw  # one link, one way: slower than HBM
-    assert 1e14 <= c.peak() <= 1e16  # dense bf16 FLOP/s
+    assert 1e14 <= c.peak(headline(c)) <= 1e16  # dense bf16 (V100: fp16) FLOP/s
     # time to stream all of HBM once: milliseconds, not seconds or microseconds
     assert 1e-3 <= c.hbm_bytes / c.hbm_bw <= 1e-1
 
@@ -212,3 +235,196 @@ def test_bad_replace_and_sources_are_rejected():
         chip("h100").replace(peaks={"bf16": -1})
     with pytest.raises(ValueError, match="peaks.fp9"):
         Chip("toy", {"bf16": 1}, 1, 1, 1, sources={"peaks.fp9": "typo"})
+
+
+# -- networks: the book's figures (ch2 'TPU Specs' / 'TPU Networking', ch12 NVLink and
+# -- node-egress tables), pinned as the book prints them ------------------------------------
+G, T = 10**9, 10**12
+
+# (chip, ICI one-way B/s per link, bidi per axis, torus rank, pod, host in chips, pod chips)
+TPU_BOOK = [
+    ("tpu-v3", 1e11, 2e11, 2, (32, 32), (2, 2), 1024),  # book's host "4x2" counts 8 cores
+    ("tpu-v4p", 4.5e10, 9e10, 3, (16, 16, 16), (2, 2, 1), 4096),
+    ("tpu-v5p", 9e10, 1.8e11, 3, (16, 20, 28), (2, 2, 1), 8960),
+    ("tpu-v5e", 4.5e10, 9e10, 2, (16, 16), (4, 2), 256),
+    ("tpu-v6e", 9e10, 1.8e11, 2, (16, 16), (4, 2), 256),
+]
+
+
+def test_every_tpu_and_gpu_has_its_kind_of_network():
+    assert {n for n in TPUS if chip(n).network.kind == "torus"} == set(TPUS)
+    assert {n for n in GPUS if chip(n).network.kind == "switched"} == set(GPUS)
+    assert {n for n, _, _, _, _, _, _ in TPU_BOOK} == set(TPUS)
+
+
+@pytest.mark.parametrize("name, one_way, bidi, rank, pod, host, chips", TPU_BOOK)
+def test_tpu_network_is_the_books(name, one_way, bidi, rank, pod, host, chips):
+    c = chip(name)
+    net = c.network
+    assert c.link_bw == sp.Rational(str(one_way))
+    assert net.links_per_axis * c.link_bw == sp.Rational(str(bidi))  # both neighbours
+    assert (net.rank, net.pod, net.host) == (rank, pod, host)
+    assert net.pod_chips == math.prod(pod) == chips
+    assert net.hop_latency == sp.Rational(1, 10**6)  # ch3: T_min ~ 1 us per hop
+    assert net.wrap_rule == ("cube" if rank == 3 else "full")
+
+
+def test_tpu_host_sizes_and_dcn():
+    # hosts = chips / host size: 4 chips per v4p/v5p/v3 host, 8 per v5e/v6e host
+    assert [math.prod(chip(n).network.host) for n in TPUS] == [4, 4, 8, 4, 8]
+    dcn = {n: chip(n).network.dcn_bw for n in TPUS}
+    assert dcn["tpu-v5e"] == 3125 * 10**6 and dcn["tpu-v6e"] == 125 * 10**8
+    assert dcn["tpu-v5p"] == 200 * G // 8 // 4  # ch5: 200 Gb/s per 4-chip v5p host
+    assert chip("tpu-v6e").network.pcie_bw == 32 * G and chip("tpu-v5e").network.pcie_bw == 16 * G
+
+
+@pytest.mark.parametrize("name, shape, wraps", [
+    ("tpu-v5e", (8, 16), (False, True)),  # wraps only on the axis spanning the 16-chip side
+    ("tpu-v5e", (4, 4), (False, False)),
+    ("tpu-v5e", (16, 16), (True, True)),
+    ("tpu-v6e", (16, 8), (True, False)),
+    ("tpu-v3", (32, 32), (True, True)),
+    ("tpu-v3", (16, 32), (False, True)),
+    ("tpu-v5p", (4, 4, 8), (True, True, True)),  # whole 4x4x4 cubes
+    ("tpu-v5p", (2, 2, 4), (False, False, False)),  # smaller than a cube: no wraparound
+    ("tpu-v5p", (16, 20, 28), (True, True, True)),  # the whole superpod
+    ("tpu-v4p", (4, 4, 4), (True, True, True)),
+    ("tpu-v4p", (2, 2, 1), (False, False, False)),
+])
+def test_wraparound_examples_of_the_book(name, shape, wraps):
+    assert chip(name).network.wraps(shape) == wraps
+
+
+# (chip, NVLink ports, W_GPU one way, node size, node egress one way or None)
+GPU_BOOK = [
+    ("v100", 6, 150 * G, 16, None),  # DGX-2; no sourced level above it
+    ("a100", 12, 300 * G, 8, 8 * 200 * G // 8),  # 8 x 200 Gb/s HDR
+    ("h100", 18, 450 * G, 8, 400 * G),  # 8 x 400 Gb/s ConnectX-7
+    ("h200", 18, 450 * G, 8, 400 * G),
+    ("h800", 8, 300 * G, 8, 400 * G),  # the book's 300 GB/s, see below
+    ("b200", 18, 900 * G, 8, 400 * G),
+    ("gb200", 18, 900 * G, 72, 4 * 18 * 400 * G // 8),  # 3.6e12 = 9x H100
+]
+
+
+@pytest.mark.parametrize("name, ports, w_gpu, node, egress", GPU_BOOK)
+def test_gpu_network_is_the_books(name, ports, w_gpu, node, egress):
+    c = chip(name)
+    net = c.network
+    assert net.nvlink_ports == ports and net.node_size == node
+    assert net.levels[0].name == "node" and net.levels[0].bw_per_gpu == w_gpu
+    assert net.hop_latency == sp.Rational(6, 10**7)  # NCCL hwLatencies[NVLINK][Ring][LL]
+    if egress is None:
+        with pytest.raises(ValueError, match="no scale-out level"):
+            _ = net.node_egress
+    else:
+        assert net.node_egress == egress
+        assert all(lv.bw_per_gpu == sp.Rational(egress, node) for lv in net.levels[1:])
+    if name != "h800":  # W_GPU is the sum of the ports, one way
+        assert ports * c.link_bw == w_gpu
+
+
+def test_gpu_network_literals():
+    assert [chip(n).network.levels[0].bw_per_gpu for n in ("a100", "h100", "b200")] == \
+        [300 * G, 450 * G, 900 * G]
+    assert chip("h100").network.node_egress == chip("b200").network.node_egress == 400 * G
+    assert chip("gb200").network.node_egress == 3600 * G == 9 * chip("h100").network.node_egress
+    assert [lv.bw_per_gpu for lv in chip("h100").network.levels] == [450 * G, 50 * G, 50 * G]
+
+
+def test_h100_superpod_is_8_x_32_x_4():
+    net = chip("h100").network
+    assert [(lv.name, lv.degree) for lv in net.levels] == [("node", 8), ("leaf", 32),
+                                                          ("spine", 4)]
+    assert [lv.gpus for lv in net.levels] == [8, 256, 1024]  # node, scalable unit, SuperPod
+    assert net.max_gpus == 8 * 32 * 4 == 1024 and net.sharp
+    assert [lv.degree for lv in chip("b200").network.levels] == [8, 32, 4]  # DGX B200 RA
+
+
+def test_h800_records_the_books_nvlink_and_the_sheets_links():
+    h800, h100 = chip("h800"), chip("h100")
+    assert h800.peaks == h100.peaks and h800.hbm_bw == h100.hbm_bw  # H100 SXM compute
+    assert h800.network.levels[0].bw_per_gpu == 300 * G  # the book's W_GPU
+    assert 2 * h800.network.nvlink_ports * h800.link_bw == 400 * G  # sheet: 400 GB/s bidi
+    assert "400 GB/s" in h800.sources["network.levels"]
+
+
+def test_sharp_only_from_hopper_on():
+    assert {n: chip(n).network.sharp for n in GPUS} == {
+        "v100": False, "a100": False, "h100": True, "h200": True, "h800": True,
+        "b200": True, "gb200": True}
+
+
+@pytest.mark.parametrize("name", PRESETS)
+def test_every_network_figure_has_a_url_source(name):
+    c = chip(name)
+    keys = {f"network.{k}" for k in NETWORK_FIELDS[c.network.kind]}
+    assert keys <= set(c.sources)
+    for key in keys:
+        assert "https://" in c.sources[key], f"{name} {key}"
+
+
+# -- derived ratios (kerncraft's lesson): alpha = C / W for each network ---------------------
+@pytest.mark.parametrize("name", TPUS)
+def test_tpu_network_ratios_are_plausible(name):
+    c = chip(name)
+    C_, net = c.peak(), c.network
+    alpha_ici = C_ / (net.links_per_axis * c.link_bw)  # bidi per axis
+    assert 500 <= alpha_ici <= 10_000  # v5e: 1.97e14 / 9e10 = 2189
+    assert 10_000 <= C_ / net.dcn_bw <= 100_000  # DCN is 10-50x slower than ICI
+    assert 2 <= c.hbm_bw / (net.links_per_axis * c.link_bw) <= 50  # beta = W_hbm / W_ici
+    assert net.pcie_bw < net.links_per_axis * c.link_bw
+
+
+def test_tpu_v5e_ici_ratio_is_the_books():
+    v5e = chip("tpu-v5e")
+    assert v5e.peak() / (2 * v5e.link_bw) == sp.Rational(197e12) / sp.Rational(9e10)
+
+
+@pytest.mark.parametrize("name", GPUS)
+def test_gpu_network_ratios_are_plausible(name):
+    c = chip(name)
+    C_, net = c.peak(headline(c)), c.network
+    alpha_gpu = C_ / net.levels[0].bw_per_gpu
+    assert 500 <= alpha_gpu <= 5_000  # H100: 989e12 / 450e9 = 2198
+    assert net.pcie_bw < net.levels[0].bw_per_gpu  # NVLink beats the host link
+    if len(net.levels) > 1:
+        alpha_node = C_ / net.node_egress
+        assert 500 <= alpha_node <= 10_000  # H100: 989e12 / 400e9 = 2473 (ch12)
+        assert net.node_egress < net.node_size * net.levels[0].bw_per_gpu
+
+
+def test_gpu_ratios_of_ch12():
+    h100, b200, gb200 = chip("h100"), chip("b200"), chip("gb200")
+    assert h100.peak() / h100.network.levels[0].bw_per_gpu == sp.Rational(989e12, 450e9)
+    assert h100.peak() / h100.network.node_egress == sp.Rational(989e12, 400e9)
+    # B200 doubles W_GPU, keeps W_node: cross-node alpha grows with C (2.3x)
+    assert b200.network.node_egress == h100.network.node_egress
+    assert b200.network.levels[0].bw_per_gpu == 2 * h100.network.levels[0].bw_per_gpu
+    assert gb200.peak() / gb200.network.node_egress < h100.peak() / h100.network.node_egress
+
+
+# -- the chips the book tabulates, with its figures -------------------------------------------
+def test_tpu_v3_is_the_books_per_chip_record():
+    v3 = chip("tpu-v3")
+    assert (v3.peak(), v3.peak("int8"), v3.hbm_bw, v3.hbm_bytes) == (140 * T, 140 * T, 900 * G,
+                                                                     32 * G)
+    assert "TensorCore" in v3.sources["hbm_bytes"] and "4x2" in v3.sources["network.host"]
+
+
+def test_v100_has_no_bf16_and_says_so():
+    v100 = chip("v100")
+    assert (v100.hbm_bw, v100.peak("fp16"), v100.link_bw) == (900 * G, 125 * T, 25 * G)
+    assert v100.critical_intensity("fp16") == sp.Rational(1250, 9)
+    with pytest.raises(ValueError, match=r"'v100' has no peak for dtype 'bf16'.*fp16, fp32"):
+        v100.peak()
+    with pytest.raises(ValueError, match="'bf16'"):
+        v100.critical_intensity()
+
+
+def test_blackwell_fp4_and_gb200():
+    assert chip("b200").peak("fp4") == 9000 * T  # book 9.0e15; HGX sheet: 18 PFLOPS sparse
+    gb200 = chip("gb200")  # NVL72 sheet: 360 / 1,440 PFLOPS sparse for 72 GPUs
+    assert gb200.peak() == 360_000 * T // 72 // 2 and gb200.peak("fp4") == 10_000 * T
+    assert (gb200.hbm_bw, gb200.hbm_bytes) == (8000 * G, 186 * G)
+    assert gb200.network.levels[0].bw_per_gpu == 18 * gb200.link_bw == 900 * G

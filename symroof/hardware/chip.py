@@ -16,17 +16,15 @@ C/W
 
 from __future__ import annotations
 
-import math
-import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
-from fractions import Fraction
 from types import MappingProxyType
 
 import sympy as sp
 
 from .chips import RECORDS as _RECORDS
+from .topology import Level, Switched, Torus
+from .topology import exact_figure as _exact
 
 __all__ = ["Chip", "chip", "as_chip", "symbolic_chip", "CHIPS", "DTYPE_BYTES"]
 
@@ -37,28 +35,6 @@ DTYPE_BYTES: dict[str, int] = {"fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16
 
 _FIGURES = ("hbm_bw", "hbm_bytes", "link_bw")
 _UNSOURCED = "user assumption"
-
-
-def _exact(value, what: str) -> sp.Expr:
-    """``value`` as an exact positive SymPy expression, or a ValueError naming ``what``."""
-    if isinstance(value, sp.Expr):
-        expr = sp.nsimplify(value, rational=True) if value.has(sp.Float) else value
-    elif isinstance(value, bool) or value is None:
-        expr = None
-    elif isinstance(value, numbers.Integral):
-        expr = sp.Integer(int(value))
-    elif isinstance(value, Fraction):
-        expr = sp.Rational(value.numerator, value.denominator)
-    elif isinstance(value, (numbers.Real, Decimal)) and math.isfinite(value):
-        expr = sp.Rational(str(value))  # decimal text, so 8.1e11 -> 810000000000 exactly
-    else:
-        expr = None
-    if expr is None:
-        raise ValueError(f"{what} must be a number or a SymPy expression, got {value!r}")
-    if expr.is_positive is not True:
-        hint = "" if expr.is_positive is False else " (declare symbols with positive=True)"
-        raise ValueError(f"{what} must be positive, got {value!r}{hint}")
-    return expr
 
 
 @dataclass(frozen=True, repr=False)
@@ -86,6 +62,7 @@ class Chip:
     hbm_bytes: int | sp.Expr
     link_bw: int | sp.Expr
     sources: Mapping[str, str] = field(default_factory=dict)
+    network: Torus | Switched | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -102,7 +79,10 @@ class Chip:
         object.__setattr__(self, "peaks", MappingProxyType(peaks))
         for name in _FIGURES:
             object.__setattr__(self, name, _exact(getattr(self, name), f"{tag}: {name}"))
-        keys = [f"peaks.{dtype}" for dtype in peaks] + list(_FIGURES)
+        if self.network is not None and not isinstance(self.network, (Torus, Switched)):
+            raise ValueError(f"{tag}: network must be a Torus, a Switched or None, "
+                             f"got {self.network!r}")
+        keys = [f"peaks.{dtype}" for dtype in peaks] + list(_FIGURES) + _network_keys(self)
         if not isinstance(self.sources, Mapping):
             raise ValueError(f"{tag}: sources must be a mapping, got {self.sources!r}")
         stray = sorted(set(self.sources) - set(keys))
@@ -113,7 +93,7 @@ class Chip:
 
     def __hash__(self) -> int:
         figures = tuple(sorted(self.peaks.items())), self.hbm_bw, self.hbm_bytes, self.link_bw
-        return hash((self.name, figures))
+        return hash((self.name, figures, self.network))
 
     def __repr__(self) -> str:
         peaks = ", ".join(f"{dtype!r}: {value}" for dtype, value in self.peaks.items())
@@ -178,7 +158,34 @@ class Chip:
             if name in changes:
                 figures[name] = changes[name]
                 sources[name] = source
-        return Chip(changes.get("name", self.name), peaks, sources=sources, **figures)
+        return Chip(changes.get("name", self.name), peaks, sources=sources,
+                    network=self.network, **figures)
+
+
+def _network_keys(c: Chip) -> list[str]:
+    """The figures of ``c.network`` that need a source (``network.<field>``)."""
+    if isinstance(c.network, Torus):
+        return [f"network.{k}" for k in _TORUS]
+    if isinstance(c.network, Switched):
+        return [f"network.{k}" for k in _SWITCHED]
+    return []
+
+
+_TORUS = ("rank", "pod", "host", "wrap_rule", "hop_latency", "pcie_bw", "dcn_bw")
+_SWITCHED = ("nvlink_ports", "levels", "sharp", "hop_latency", "pcie_bw")
+
+
+def _network(spec: dict | None, sources: dict) -> Torus | Switched | None:
+    """A record's ``network`` entry, ``{"torus" | "switched": {field: (value, source)}}``."""
+    if spec is None:
+        return None
+    (kind, entries), = spec.items()
+    values = {key: value for key, (value, _) in entries.items()}
+    sources.update({f"network.{key}": src for key, (_, src) in entries.items()})
+    if kind == "torus":
+        return Torus(**values)
+    values["levels"] = tuple(Level(*lv) for lv in values["levels"])
+    return Switched(**values)
 
 
 def _from_record(record: dict) -> Chip:
@@ -186,7 +193,8 @@ def _from_record(record: dict) -> Chip:
     sources = {f"peaks.{dtype}": src for dtype, (_, src) in record["peaks"].items()}
     figures = {name: record[name][0] for name in _FIGURES}
     sources.update({name: record[name][1] for name in _FIGURES})
-    return Chip(record["name"], peaks, sources=sources, **figures)
+    network = _network(record.get("network"), sources)
+    return Chip(record["name"], peaks, sources=sources, network=network, **figures)
 
 
 #: The presets, by lower-case name. Sources: see each record's ``sources``.
@@ -198,10 +206,10 @@ def chip(name: str) -> Chip:
 
     >>> chip("TPU_v5e").peak("int8")
     394000000000000
-    >>> chip("h800")
+    >>> chip("tpu-v9")
     Traceback (most recent call last):
     ...
-    ValueError: unknown chip 'h800'; known chips: h100, h200, a100, b200, tpu-v4p, ...
+    ValueError: unknown chip 'tpu-v9'; known chips: h100, h200, h800, a100, v100, b200, ...
     """
     key = name.strip().lower().replace("_", "-") if isinstance(name, str) else name
     if key not in CHIPS:
@@ -217,6 +225,8 @@ def as_chip(value: Chip | str) -> Chip:
     """
     if isinstance(value, Chip):
         return value
+    if isinstance(getattr(value, "chip", None), Chip):  # a Mesh: per-chip figures
+        return value.chip
     if isinstance(value, str):
         return chip(value)
     raise TypeError(f"expected a Chip or a chip name such as 'h100', got {value!r}")

@@ -1,8 +1,9 @@
 """Preset chip records: plain data, one dict per chip, each figure paired with its source.
 
-Units are SI: FLOP/s (OP/s for int8), bytes/s, bytes. Peaks are *dense* (NVIDIA's sheets
-quote tensor-core figures "with sparsity", twice the dense rate; the literal keeps the sheet's
-number and the halving). Every literal is an exact Python integer (``T = 10**12``).
+Units are SI: FLOP/s (OP/s for int8), bytes/s, bytes, seconds. Peaks are *dense* (NVIDIA's
+sheets quote tensor-core figures "with sparsity", twice the dense rate; the literal keeps the
+sheet's number and the halving). Every literal is an exact Python integer (``T = 10**12``) or
+a ``Fraction``.
 
 Choices that apply to every record:
 
@@ -11,18 +12,30 @@ Choices that apply to every record:
   (85.52e9 B) usable; see https://github.com/modal-labs/modal-client/pull/2797 ("nvidia
   quotes GB on their GPUs not GiB"). 80e9 is the conservative reading.
 * ``link_bw`` is one direction of one physical link. TPUs: one ICI link (4 per chip on the
-  2D-torus v5e/v6e, 6 on the 3D-torus v4p/v5p). GPUs: one NVLink link; the per-GPU figure on
-  the sheet is bidirectional and spread over 18 links (12 on A100), so a GPU's NVLink egress
-  is ``links * link_bw`` (18 * 25e9 = 450e9 B/s on H100).
+  2D-torus v3/v5e/v6e, 6 on the 3D-torus v4p/v5p). GPUs: one NVLink link; the per-GPU figure
+  on the sheet is bidirectional and spread over 18 links (12 on A100, 6 on V100), so a GPU's
+  NVLink egress is ``links * link_bw`` (18 * 25e9 = 450e9 B/s on H100).
 * TPUs use the figures of "How to Scale Your Model" (the seeds' book); where its roofline
   chapter (the seed) prints a figure, that one wins over its TPU table.
 * ``fp32`` on a GPU is the CUDA-core (non-tensor) rate, the roof for elementwise work.
+* A chip without bf16 (V100) has no ``bf16`` peak: asking for it fails naming the dtypes it
+  has. No chip gets a peak it does not run at.
+* ``fp4`` peaks are recorded, but ``DTYPE_BYTES`` has no ``fp4``/``int4`` width yet (half a
+  byte would ripple into the CLI's byte widths and JSON), so ``critical_batch(dtype="fp4")``
+  fails naming the known dtypes; ``chip.peak("fp4")`` and its ridge work.
+* ``network``: a TPU's torus (``_torus``) or a GPU's switched levels (``_switched``), from
+  the node up; a level is (name, degree, GPUs per child, one GPU's one-way bandwidth into it)
+  and appears only where a source gives its size.
 
-This module imports nothing; :mod:`symroof.hardware` turns the dicts into ``Chip`` records.
+This module imports nothing but ``fractions``; :mod:`symroof.hardware` turns the dicts into
+``Chip`` records.
 """
+
+from fractions import Fraction
 
 T = 10**12  # tera
 G = 10**9  # giga
+P = 10**15  # peta
 
 _BOOK_ROOF = "How to Scale Your Model, ch. 1 (seed 000), https://jax-ml.github.io/scaling-book/roofline/"
 _BOOK_TPU = "How to Scale Your Model, ch. 2 'TPU Specs' table, https://jax-ml.github.io/scaling-book/tpus/"
@@ -33,10 +46,75 @@ _A100 = (
     "NVIDIA A100 datasheet, A100 80GB SXM column, https://www.nvidia.com/content/dam/en-zz/"
     "Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf"
 )
+_V100 = "NVIDIA V100 datasheet, V100 SXM2 column, https://www.nvidia.com/en-us/data-center/v100/"
 _HGX_B200 = "NVIDIA HGX B200 spec table, per-GPU column, https://www.nvidia.com/en-us/data-center/hgx/"
 _DGX_B200 = "NVIDIA DGX B200 datasheet (8 GPUs), https://www.nvidia.com/en-us/data-center/dgx-b200/"
+_GB200 = ("NVIDIA GB200 NVL72 spec table (72-GPU rack and 2-GPU superchip columns), "
+          "https://www.nvidia.com/en-us/data-center/gb200-nvl72/")
+_DSV3 = ("DeepSeek-AI, 'Insights into DeepSeek-V3: Scaling Challenges and Reflections on "
+         "Hardware for AI Architectures' (ISCA 2025), https://arxiv.org/abs/2505.09343")
 _GCP = "Google Cloud TPU docs, https://cloud.google.com/tpu/docs/"
 _SPARSE = "; the sheet's figure is with 2:4 sparsity, dense is half"
+_BOOK_NET = ("How to Scale Your Model, ch. 2 'TPU Networking' and 'TPU Specs', "
+             "https://jax-ml.github.io/scaling-book/tpus/")
+_BOOK_LAT = ("How to Scale Your Model, ch. 3: ICI per-hop latency about 1us, "
+             "https://jax-ml.github.io/scaling-book/sharding/")
+_BOOK_NODE = ("How to Scale Your Model, ch. 12 'At the node level' and 'Beyond the node level' "
+              "(NVLink, node egress and DGX SuperPod tables), "
+              "https://jax-ml.github.io/scaling-book/gpus/")
+_BASEPOD = ("NVIDIA DGX BasePOD RA 'Core Components': DGX B200, H200 and H100 each have 8 "
+            "single-port ConnectX-7, up to 400Gb/s, https://docs.nvidia.com/dgx-basepod/"
+            "reference-architecture-infrastructure-foundation-enterprise-ai/latest/"
+            "core-components.html")
+_NCCL_LAT = ("NCCL src/graph/tuning.cc, hwLatencies[NVLINK][Ring][LL] = 0.6 us per ring step, "
+             "the same for every GPU generation (v2.30.7-1, https://github.com/NVIDIA/nccl/blob/"
+             "v2.30.7-1/src/graph/tuning.cc; it was 0.47 us in v2.7.3 to v2.17 and is 0.6 since "
+             "v2.18.1); the book gives no GPU hop latency")
+_NVLS = ("NVLink SHARP (in-network reduction in the NVSwitch) arrived with third-generation "
+         "NVSwitch on Hopper, https://www.nvidia.com/en-us/data-center/technologies/"
+         "hopper-architecture/; the book prices SHARP in ch. 12 ("
+         "https://jax-ml.github.io/scaling-book/gpus/)")
+
+
+def _torus(rank, pod, host, wrap_rule, pcie_bw, dcn_bw, pcie_src, dcn_src,
+           host_src="") -> dict:
+    """A TPU's ``network`` entry: every field paired with its source."""
+    return {"torus": {
+        "rank": (rank, _BOOK_NET + f": {rank}D torus"),
+        "pod": (pod, _BOOK_NET + ": pod size"),
+        "host": (host, _BOOK_NET + ": host size" + host_src),
+        "wrap_rule": (wrap_rule, _BOOK_NET + ": wraparound"),
+        "hop_latency": (Fraction(1, 10**6), _BOOK_LAT),
+        "pcie_bw": (pcie_bw, pcie_src),
+        "dcn_bw": (dcn_bw, dcn_src),
+    }}
+
+
+def _switched(ports, levels, levels_src, sharp, sharp_src, pcie_bw, pcie_src) -> dict:
+    """A GPU's ``network`` entry: NVLink ports (a ``(count, source)`` pair), switch levels
+    from the node up (each ``(name, degree, GPUs per child, one GPU's one-way B/s into the
+    level)``), SHARP, the NCCL ring-step latency and the host link (one way); every field
+    paired with its source."""
+    return {"switched": {
+        "nvlink_ports": (ports[0], ports[1]),
+        "levels": (levels, levels_src),
+        "sharp": (sharp, sharp_src),
+        "hop_latency": (Fraction(6, 10**7), _NCCL_LAT),
+        "pcie_bw": (pcie_bw, pcie_src),
+    }}
+
+
+#: The DGX H100 node and 1024-GPU SuperPod of the book (H200 sits in the same node).
+_DGX_H100_LEVELS = (("node", 8, 1, 18 * 25 * G), ("leaf", 32, 8, 400 * G // 8),
+                    ("spine", 4, 256, 400 * G // 8))
+_DGX_H100_SRC = (_BOOK_NODE + ": node of 8 GPUs, W_GPU = 18 x 25 GB/s = 450 GB/s; a scalable "
+                 "unit of 32 nodes under the leaf switches; 4 SUs under the spine (1024 GPUs = "
+                 "8 x 32 x 4); node egress 8 x 400 Gb/s ConnectX-7 = 400 GB/s, 50 GB/s per GPU "
+                 "at leaf and spine (full bisection)")
+_HOPPER_NET = _switched(
+    (18, _BOOK_NODE + ": 18 NVLink-4 ports per Hopper GPU"), _DGX_H100_LEVELS, _DGX_H100_SRC,
+    True, _NVLS, 128 * G // 2, _H100 + ": 'PCIe Gen5: 128GB/s' (both directions)")
+
 
 RECORDS: list[dict] = [
     dict(
@@ -56,6 +134,7 @@ RECORDS: list[dict] = [
         # 900 GB/s per GPU, both directions, over 18 NVLink-4 links: 25e9 B/s per link each way.
         link_bw=(900 * G // 2 // 18, _H100 + ": 'NVLink 900GB/s' (bidirectional, per GPU) "
                  "over 18 links; " + _BOOK_GPU + ": 25GB/s per link each way"),
+        network=_HOPPER_NET,
     ),
     dict(
         name="h200",
@@ -71,6 +150,53 @@ RECORDS: list[dict] = [
         hbm_bytes=(141 * G, _H200 + ": 'GPU memory 141GB' (HBM3e), read as 141e9 B"),
         link_bw=(900 * G // 2 // 18, _H200 + ": 'NVLink 900GB/s' (bidirectional, per GPU) "
                  "over 18 NVLink-4 links, 25e9 B/s per link each way"),
+        # the DGX H200 is the DGX H100 node with H200s in it: 4 NVSwitches, 8 x 400 Gb/s NICs
+        network=_switched(
+            (18, _BOOK_NODE + ": 18 NVLink-4 ports per Hopper GPU; " + _H200
+             + ": 'NVLink 900GB/s'"), _DGX_H100_LEVELS,
+            _DGX_H100_SRC + ". The DGX H200 has the same node: " + _BASEPOD,
+            True, _NVLS, 128 * G // 2, _H200 + ": 'PCIe Gen5: 128GB/s' (both directions)"),
+    ),
+    dict(
+        name="h800",
+        peaks={
+            # The H800 SXM is a GH100 at H100 SXM rates with NVLink and FP64 cut. The book
+            # quotes the H800 sheet's FP8 '3,026 TFLOPS*' (1.513e15 dense): that is the PCIe
+            # column (the H100 PCIe's rate), not the SXM part DeepSeek trained on.
+            "bf16": (989 * T, _H100 + ": 'BF16 Tensor Core 1,979 TFLOPS*'" + _SPARSE
+                     + "; the H800 SXM keeps H100 SXM compute (" + _DSV3 + ")"),
+            "fp16": (989 * T, _H100 + ": 'FP16 Tensor Core 1,979 TFLOPS*', as bf16; H800 "
+                     "SXM = H100 SXM compute (" + _DSV3 + ")"),
+            "fp8": (3958 * T // 2, _H100 + ": 'FP8 Tensor Core 3,958 TFLOPS*'" + _SPARSE
+                    + "; H800 SXM = H100 SXM compute (" + _DSV3 + "). " + _BOOK_GPU
+                    + " quotes '3,026 TFLOPS' sparse (1.513e15 dense), the PCIe form factor"),
+            "int8": (3958 * T // 2, _H100 + ": 'INT8 Tensor Core 3,958 TOPS*'" + _SPARSE
+                     + "; H800 SXM = H100 SXM compute (" + _DSV3 + ")"),
+            "fp32": (67 * T, _H100 + ": 'FP32 67 TFLOPS' (CUDA cores); H800 SXM = H100 SXM "
+                     "compute (" + _DSV3 + ")"),
+        },
+        hbm_bw=(3350 * G, _H100 + ": 'GPU memory bandwidth 3.35TB/s'; the H800 SXM is the H100 SXM "
+                "with FP64 and NVLink cut (" + _DSV3 + ")"),
+        hbm_bytes=(80 * G, _H100 + ": 'GPU memory 80GB', read as 80e9 B; the H800 SXM is "
+                   "the H100 SXM with FP64 and NVLink cut (" + _DSV3 + ")"),
+        link_bw=(25 * G, _DSV3 + ": H800 NVLink 400 GB/s bidirectional (H100: 900), NVLink-4 "
+                 "links at 25e9 B/s each way (" + _BOOK_GPU + ")"),
+        network=_switched(
+            (8, _DSV3 + ": 'NVLink 400GB/s' bidirectional = 8 NVLink-4 links of 50 GB/s "
+             "(25e9 each way); 8 x 25e9 = 200e9 B/s one way is less than the book's W_GPU of "
+             "300e9, see levels"),
+            # node: the book's W_GPU. leaf/spine: DeepSeek's multi-plane fat tree, one
+            # 400 Gb/s NIC per GPU (one plane each), two layers of 64-port switches: a leaf
+            # has 32 nodes below it, a spine 64 leaves: 8 x 32 x 64 = 16,384 GPUs.
+            (("node", 8, 1, 300 * G), ("leaf", 32, 8, 400 * G // 8),
+             ("spine", 64, 256, 400 * G // 8)),
+            _BOOK_GPU + " 'Data Parallelism': H800 NVLink cut to 300 GB/s per GPU, used as "
+            "W_GPU (the H800 sheet and " + _DSV3 + " say 400 GB/s bidirectional, 200 GB/s "
+            "one way); leaf and spine: " + _DSV3 + ", 8 x 400G InfiniBand CX7 NICs per node "
+            "(50 GB/s per GPU), a two-layer multi-plane fat tree of 64-port 400G switches for "
+            "up to 16,384 GPUs",
+            True, _NVLS + " (the H800 is a Hopper GPU)",
+            128 * G // 2, _H100 + ": 'PCIe Gen5: 128GB/s' (both directions), as H100 SXM"),
     ),
     dict(
         name="a100",
@@ -85,17 +211,61 @@ RECORDS: list[dict] = [
         hbm_bytes=(80 * G, _A100 + ": 'GPU memory 80GB HBM2e', read as 80e9 B"),
         link_bw=(600 * G // 2 // 12, _A100 + ": 'NVLink 600GB/s' (bidirectional, per GPU) "
                  "over 12 NVLink-3 links, 25e9 B/s per link each way (" + _BOOK_GPU + ")"),
+        network=_switched(
+            (12, _BOOK_NODE + ": NVLink 3.0, 12 ports of 25 GB/s per Ampere GPU"),
+            # node: 6 NVSwitch-2; above it one HDR 200 Gb/s NIC per GPU into the scalable
+            # unit of 20 DGX A100 (no spine: no source gives the DGX A100 SuperPOD's top).
+            (("node", 8, 1, 12 * 25 * G), ("leaf", 20, 8, 200 * G // 8)),
+            _BOOK_NODE + ": Ampere node of 8 GPUs, W_GPU = 12 x 25 GB/s = 300 GB/s; node "
+            "egress: NVIDIA DGX A100 datasheet '8x Single-Port Mellanox ConnectX-6 VPI "
+            "200Gb/s HDR InfiniBand' = 200 GB/s per node, 25 GB/s per GPU "
+            "(https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/"
+            "nvidia-dgx-a100-datasheet.pdf); a scalable unit is 20 DGX A100 (NVIDIA DGX "
+            "SuperPOD RA-09950-001, summarised at https://www.naddod.com/blog/efficient-data-"
+            "transfer-network-architecture-for-nvidia-dgx-a100-server-cluster)",
+            False, _NVLS + "; the A100's second-generation NVSwitch has none",
+            64 * G // 2, _A100 + ": 'PCIe Gen4: 64GB/s' (both directions)"),
+    ),
+    dict(
+        name="v100",
+        peaks={
+            # Volta has no bf16 (and no sparsity): its tensor cores run fp16 only.
+            "fp16": (125 * T, _V100 + ": 'Tensor Performance 125 TFLOPS' (fp16 in, dense; "
+                     "Volta has no bf16, so this record has no bf16 peak)"),
+            "fp32": (157 * T // 10, _V100 + ": 'Single-Precision Performance 15.7 TFLOPS' "
+                     "(CUDA cores)"),
+        },
+        hbm_bw=(900 * G, _V100 + ": 'Memory Bandwidth 900GB/sec'; " + _BOOK_GPU + ": 9.0e11"),
+        hbm_bytes=(32 * G, _V100 + ": 'GPU Memory 32/16GB HBM2', the 32GB part, read as "
+                   "32e9 B; " + _BOOK_GPU + ": 32GB"),
+        link_bw=(300 * G // 2 // 6, _V100 + ": 'Interconnect Bandwidth 300GB/sec' (NVLink, "
+                 "bidirectional, per GPU) over 6 NVLink-2 links, 25e9 B/s per link each way"),
+        # The DGX-1's 8 V100s are a hybrid cube-mesh with no switch; the switched V100 node
+        # is the DGX-2: 16 GPUs under 12 first-generation NVSwitches. No source here sizes a
+        # scale-out level above it, so the node is the only level.
+        network=_switched(
+            (6, _V100 + ": 300 GB/s over 6 NVLink-2 links"),
+            (("node", 16, 1, 6 * 25 * G),),
+            "NVIDIA DGX-2: 16 V100 joined by 12 NVSwitches, every GPU at 300 GB/s "
+            "bidirectional (150e9 B/s one way), https://www.nvidia.com/en-us/data-center/"
+            "dgx-2/; its 8 x 100 Gb/s EDR NICs would give 6.25e9 B/s per GPU, but no source "
+            "here sizes the level above",
+            False, _NVLS + "; first-generation NVSwitch (DGX-2) has none",
+            32 * G // 2, _V100 + ": the PCIe card's 'Interconnect Bandwidth 32GB/sec' "
+            "(Gen3 x16, both directions); the SXM2 part has the same Gen3 x16 host link"),
     ),
     dict(
         name="b200",
         peaks={
             "bf16": (4500 * T // 2, _HGX_B200 + ": 'FP16/BF16 Tensor Core 4.5 PFLOPS'" + _SPARSE
                      + "; " + _BOOK_GPU + " uses 2250e12 (2.3e15). The GB200 part at 1,200 W "
-                     "is faster (5 PFLOPS sparse): this record is the 1,000 W HGX B200"),
+                     "is faster (see gb200): this record is the 1,000 W HGX B200"),
             "fp16": (4500 * T // 2, _HGX_B200 + ": 'FP16/BF16 Tensor Core 4.5 PFLOPS'" + _SPARSE),
             "fp8": (9000 * T // 2, _HGX_B200 + ": 'FP8/FP6 Tensor Core 9 PFLOPS'" + _SPARSE
                     + "; DGX B200: 72 PFLOPS sparse for 8 GPUs"),
             "int8": (9000 * T // 2, _HGX_B200 + ": 'INT8 Tensor Core 9 POPS'" + _SPARSE),
+            "fp4": (18000 * T // 2, _HGX_B200 + ": 'FP4 Tensor Core 18 PFLOPS'" + _SPARSE
+                    + "; " + _BOOK_GPU + ": 9.0e15"),
             "fp32": (75 * T, _HGX_B200 + ": 'FP32 75 TFLOPS' (CUDA cores). Uncertain: the "
                      "book quotes 80 TFLOPS from the Blackwell architecture page (GB200)"),
         },
@@ -106,6 +276,80 @@ RECORDS: list[dict] = [
         link_bw=(1800 * G // 2 // 18, _HGX_B200 + ": '5th generation NVLink 1.8TB/s' "
                  "(bidirectional, per GPU) over 18 links, 50e9 B/s per link each way ("
                  + _BOOK_GPU + ")"),
+        network=_switched(
+            (18, _BOOK_NODE + ": NVLink 5.0, 18 ports of 50 GB/s per Blackwell GPU"),
+            (("node", 8, 1, 18 * 50 * G), ("leaf", 32, 8, 400 * G // 8),
+             ("spine", 4, 256, 400 * G // 8)),
+            _BOOK_NODE + ": B200 node of 8 GPUs, W_GPU = 18 x 50 GB/s = 900 GB/s, node egress "
+            "400 GB/s (8 x 400 Gb/s, " + _BASEPOD + "); leaf and spine: NVIDIA DGX SuperPOD "
+            "RA (DGX B200), SUs of 32 DGX B200, 4 SUs = 128 nodes = 1024 GPUs under 32 leaf "
+            "and 16 spine switches, https://docs.nvidia.com/dgx-superpod/"
+            "reference-architecture-scalable-infrastructure-b200/latest/"
+            "dgx-superpod-architecture.html",
+            True, _NVLS + "; fourth-generation NVSwitch (Blackwell) keeps it",
+            128 * G // 2, _DGX_B200 + ": dual 5th-gen Xeon hosts, PCIe Gen5 x16 = 128GB/s "
+            "both directions. Uncertain: the sheets list no B200 host link; the GPU supports "
+            "Gen6"),
+    ),
+    dict(
+        name="gb200",
+        # One Blackwell GPU of a GB200 NVL72 rack (the 1,200 W part): 72 GPUs, 36 Grace CPUs.
+        peaks={
+            "bf16": (360 * P // 72 // 2, _GB200 + ": 'FP16/BF16 Tensor Core 360 PFLOPS' for 72 "
+                     "GPUs" + _SPARSE),
+            "fp16": (360 * P // 72 // 2, _GB200 + ": 'FP16/BF16 Tensor Core 360 PFLOPS' for 72 "
+                     "GPUs" + _SPARSE),
+            "fp8": (720 * P // 72 // 2, _GB200 + ": 'FP8/FP6 Tensor Core 720 PFLOPS' for 72 "
+                    "GPUs" + _SPARSE),
+            "int8": (720 * P // 72 // 2, _GB200 + ": 'INT8 Tensor Core 720 POPS' for 72 GPUs"
+                     + _SPARSE),
+            "fp4": (1440 * P // 72 // 2, _GB200 + ": 'FP4 Tensor Core 1,440 PFLOPS' for 72 "
+                    "GPUs" + _SPARSE),
+            "fp32": (5760 * T // 72, _GB200 + ": 'FP32 5,760 TFLOPS' for 72 GPUs (CUDA cores); "
+                     + _BOOK_GPU + " quotes 80 TFLOPS for Blackwell"),
+        },
+        hbm_bw=(16 * T // 2, _GB200 + ": superchip 'up to 372GB HBM3e | 16TB/s' for 2 GPUs "
+                "(rack: 576TB/s / 72 = 8e12)"),
+        hbm_bytes=(372 * G // 2, _GB200 + ": superchip 'up to 372GB HBM3e' for 2 GPUs, read as "
+                   "186e9 B (rack: 'up to 13.4TB' / 72); launch material said 192GB per GPU "
+                   "(8 full stacks), which this record does not use"),
+        link_bw=(3600 * G // 2 // 2 // 18, _GB200 + ": superchip 'NVLink bandwidth 3.6TB/s' "
+                 "for 2 GPUs (bidirectional) over 18 links each, 50e9 B/s per link each way"),
+        network=_switched(
+            (18, _BOOK_NODE + ": NVLink 5.0, 18 ports of 50 GB/s per Blackwell GPU"),
+            # node: the 72-GPU NVLink domain; leaf: a scalable unit of 8 racks (576 GPUs).
+            (("node", 72, 1, 18 * 50 * G), ("leaf", 8, 72, 3600 * G // 72)),
+            _BOOK_NODE + ": GB200 NVL72 node of 72 GPUs, W_GPU 900 GB/s, node egress "
+            "4 x 18 x 400 Gb/s / 8 = 3.6 TB/s (50 GB/s per GPU); NVIDIA DGX SuperPOD RA (DGX "
+            "GB200): 'each SU contains 8 DGX GB200 systems', https://docs.nvidia.com/"
+            "dgx-superpod/reference-architecture-scalable-infrastructure-gb200/latest/"
+            "abstract.html (no spine: the RA details one SU)",
+            True, _NVLS + "; fourth-generation NVSwitch (Blackwell) keeps it",
+            900 * G // 2 // 2, _GB200 + ": NVLink-C2C 900GB/s (bidirectional) between the Grace "
+            "CPU and its 2 GPUs, read as shared: 225e9 B/s per GPU one way (the conservative "
+            "reading; 2x if each GPU has its own 900GB/s)"),
+    ),
+    dict(
+        name="tpu-v3",
+        # A v3 chip has 2 TensorCores with separate HBM, which JAX sees as 2 devices. This
+        # record is the whole chip (both cores), as the book's tables are: one core is half
+        # of each figure (16GB, 4.5e11 B/s, 7e13 FLOP/s). Meshes here count chips.
+        peaks={
+            "bf16": (140 * T, _BOOK_TPU + ": 1.4e14 per chip (both TensorCores); " + _GCP
+                     + "v3: 'Peak compute per chip 123 teraflops (bf16)'"),
+            "int8": (140 * T, _BOOK_TPU + ": 1.4e14, the bf16 rate"),
+        },
+        hbm_bw=(900 * G, _BOOK_TPU + ": 9.0e11 per chip; " + _GCP + "v3: '32 GiB, 900 GBps' "
+                "(2 TensorCores, each with half)"),
+        hbm_bytes=(32 * G, _BOOK_TPU + ": 32GB per chip, read as 32e9 B; " + _GCP + "v3: '32 "
+                   "GiB' (16 GiB per TensorCore, separate memories)"),
+        link_bw=(100 * G, _BOOK_TPU + ": ICI 1e11 B/s per link one-way (2e11 bidi), 4 links"),
+        network=_torus(2, (32, 32), (2, 2), "full", 16 * G, 25 * G // 4,
+                       _BOOK_NET + ": PCIe about 1.6e10 B/s per TPU (no v3 figure)",
+                       _BOOK_NET + ": DCN about 6.25e9 B/s per TPU (no v3 figure)",
+                       host_src=". The book's table prints 4x2, which counts the 8 "
+                       "TensorCores (devices) of a v3 host; a host has 4 chips (v3-8 = 4 chips "
+                       "x 2 cores, " + _GCP + "v3), so in chips it is 2x2"),
     ),
     dict(
         name="tpu-v4p",
@@ -119,6 +363,10 @@ RECORDS: list[dict] = [
         hbm_bytes=(32 * G, _BOOK_TPU + ": 32GB, read as 32e9 B; " + _GCP + "v4 says '32 GiB' "
                    "(34.4e9 B)"),
         link_bw=(45 * G, _BOOK_TPU + ": ICI 4.5e10 B/s per link one-way (9e10 bidi), 6 links"),
+        network=_torus(3, (16, 16, 16), (2, 2, 1), "cube", 16 * G,
+                       25 * G // 4, _BOOK_NET + ": PCIe 'TPU v4 16 GB/s each way'",
+                       _BOOK_NET + ": DCN about 6.25e9 B/s per TPU (a v5p/v4 host: "
+                       "200 Gb/s for 4 chips)"),
     ),
     dict(
         name="tpu-v5e",
@@ -133,6 +381,9 @@ RECORDS: list[dict] = [
         link_bw=(45 * G, _BOOK_ROOF + " and " + _BOOK_TPU + ": ICI 4.5e10 B/s per link each "
                  "way, 4 links. " + _GCP + "v5e: 400 GBps bidi per chip over 4 ports = 5e10 "
                  "each way (an older book version also said 5e10)"),
+        network=_torus(2, (16, 16), (4, 2), "full", 16 * G, 3125 * G // 1000,
+                       _BOOK_NET + ": PCIe about 1.6e10 B/s per TPU",
+                       _BOOK_NET + ": DCN egress 3.125e9 B/s per v5e chip"),
     ),
     dict(
         name="tpu-v5p",
@@ -147,6 +398,10 @@ RECORDS: list[dict] = [
         link_bw=(90 * G, _BOOK_TPU + ": ICI 9e10 B/s per link one-way (1.8e11 bidi), 6 links. "
                  + _GCP + "v5p: 1200 GBps bidi per chip = 1e11 each way per link; the book "
                  "notes the difference"),
+        network=_torus(3, (16, 20, 28), (2, 2, 1), "cube", 16 * G, 25 * G // 4,
+                       _BOOK_NET + ": PCIe about 1.6e10 B/s per TPU",
+                       _BOOK_NET + ": DCN about 6.25e9 B/s per TPU (ch. 5: a v5p host "
+                       "has 200 Gb/s = 25e9 B/s for its 4 chips)"),
     ),
     dict(
         name="tpu-v6e",
@@ -160,5 +415,8 @@ RECORDS: list[dict] = [
         hbm_bytes=(32 * G, _BOOK_TPU + ": 32GB, read as 32e9 B; " + _GCP + "v6e: '32 GB'"),
         link_bw=(90 * G, _BOOK_TPU + ": ICI 9e10 B/s per link one-way (1.8e11 bidi), 4 links. "
                  + _GCP + "v6e: 800 GBps bidi per chip over 4 ports = 1e11 each way"),
+        network=_torus(2, (16, 16), (4, 2), "full", 32 * G, 125 * G // 10,
+                       _BOOK_NET + ": PCIe 3.2e10 B/s per v6e chip",
+                       _BOOK_NET + ": DCN egress 12.5e9 B/s per v6e chip"),
     ),
 ]

@@ -1,1 +1,14 @@
-"""Parallelism: sharding notation and sharded ops on a mesh."""
+"""Parallelism: the book's sharding notation and sharded ops on a mesh.
+
+>>> import symroof as sr
+>>> mm = sr.shard_matmul(sr.mesh("tpu-v5e", "16x16"), "X[B_X, D] @ W[D, F_Y] -> [B_X, F_Y]",
+...                      B=4096, D=8192, F=8192)
+>>> mm.steps, mm.compute.flops == 2 * 4096 * 8192 * 8192 // 256
+((), True)
+"""
+
+from .matmul import STRATEGIES, ShardedMatmul, Step, shard_matmul
+from .sharding import ArraySpec, parse_array, parse_matmul
+
+__all__ = ["shard_matmul", "ShardedMatmul", "Step", "STRATEGIES", "ArraySpec", "parse_array",
+           "parse_matmul"]

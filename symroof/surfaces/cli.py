@@ -27,7 +27,17 @@ from ..models.table import roofline_table
 from ..ops import matmul
 from ..render import fmt_si
 from ..symbols import B
-from .cli_format import WIDTHS, critical_batch_text, num, report_title, report_widths, roofs, table
+from .cli_format import (
+    WIDTHS,
+    critical_batch_text,
+    network_data,
+    network_text,
+    num,
+    report_title,
+    report_widths,
+    roofs,
+    table,
+)
 from .notes import LatexError, build_notes
 
 __all__ = ["main", "build_parser"]
@@ -88,12 +98,14 @@ def cmd_chips(args: argparse.Namespace) -> int:
                      "link_bw": num(c.link_bw),
                      "ridge": {d: float(c.critical_intensity(d)) for d in c.peaks},
                      "ridge_exact": {d: str(c.critical_intensity(d)) for d in c.peaks},
-                     "sources": dict(c.sources)} for c in chips}
-    rows = [["chip", "peaks FLOP/s (dense)", "HBM B/s", "HBM bytes", "link B/s", "ridge bf16"]]
+                     "network": network_data(c.network), "sources": dict(c.sources)}
+            for c in chips}
+    rows = [["chip", "peaks FLOP/s (dense)", "HBM B/s", "HBM bytes", "link B/s", "ridge bf16",
+             "network"]]
     rows += [[c.name, ", ".join(f"{d} {fmt_si(v)}" for d, v in c.peaks.items()),
               fmt_si(c.hbm_bw), fmt_si(c.hbm_bytes), fmt_si(c.link_bw),
-              f"{float(c.critical_intensity('bf16')):.4g}" if "bf16" in c.peaks else "-"]
-             for c in chips]
+              f"{float(c.critical_intensity('bf16')):.4g}" if "bf16" in c.peaks else "-",
+              network_text(c.network)] for c in chips]
     bullet = "- " if args.format == "markdown" else "  "
     return _emit(args, data, rows, "\n\nsources:\n" + "\n".join(
         f"{bullet}{c.name} {key}: {src}" for c in chips for key, src in c.sources.items()))

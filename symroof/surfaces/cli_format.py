@@ -16,7 +16,8 @@ import sympy as sp
 from ..hardware import dtype_bytes
 from ..render import fmt_si
 
-__all__ = ["num", "table", "critical_batch_text", "report_widths", "report_title", "roofs"]
+__all__ = ["num", "table", "critical_batch_text", "report_widths", "report_title", "roofs",
+           "network_text", "network_data"]
 
 WIDTHS = ("w_bytes", "act_bytes", "kv_bytes")
 
@@ -69,3 +70,33 @@ def roofs(peak: Any, hbm_bw: Any, ridge: sp.Expr) -> str:
     """``C = ..., W = ..., C/W = ...``: the two roofs and the ridge between them."""
     return (f"C = {fmt_si(peak, 'FLOP/s')}, W = {fmt_si(hbm_bw, 'B/s')}, "
             f"C/W = {ridge} = {float(ridge):.2f} FLOP/B")
+
+
+def network_text(net: Any) -> str:
+    """A chip's network in a few words: ``torus 16x16 (host 4x2)``, or the switch levels'
+    degrees with W_GPU and W_node (``switched 8x32x4, W_GPU 450 G, W_node 400 G``)."""
+    if net is None:
+        return "-"
+    if net.kind == "torus":
+        return f"torus {'x'.join(map(str, net.pod))} (host {'x'.join(map(str, net.host))})"
+    text = f"switched {'x'.join(str(lv.degree) for lv in net.levels)}, " \
+           f"W_GPU {fmt_si(net.levels[0].bw_per_gpu)}"
+    return text + (f", W_node {fmt_si(net.node_egress)}" if len(net.levels) > 1 else "")
+
+
+def network_data(net: Any) -> dict[str, Any] | None:
+    """A chip's network for JSON: every field, numbers as ``num`` gives them."""
+    if net is None:
+        return None
+    if net.kind == "torus":
+        return {"kind": "torus", "rank": net.rank, "pod": list(net.pod),
+                "pod_chips": net.pod_chips, "host": list(net.host), "wrap_rule": net.wrap_rule,
+                "hop_latency": num(net.hop_latency), "pcie_bw": num(net.pcie_bw),
+                "dcn_bw": num(net.dcn_bw)}
+    levels = [{"name": lv.name, "degree": lv.degree, "gpus_per_child": lv.gpus_per_child,
+               "bw_per_gpu": num(lv.bw_per_gpu)} for lv in net.levels]
+    return {"kind": "switched", "nvlink_ports": net.nvlink_ports, "levels": levels,
+            "node_size": net.node_size, "max_gpus": net.max_gpus,
+            "node_egress": num(net.node_egress) if len(net.levels) > 1 else None,
+            "sharp": net.sharp, "hop_latency": num(net.hop_latency),
+            "pcie_bw": num(net.pcie_bw)}

@@ -1,0 +1,223 @@
+"""Collectives on a mesh as symbolic costs: AllGather, ReduceScatter, AllReduce, AllToAll.
+
+Each takes ``(mesh, V, axes)``: ``V`` is the bytes of the array **one group** holds after an
+AllGather (before a ReduceScatter or AllReduce; the group's whole array for an AllToAll),
+and ``axes`` the mesh axes the group spans ("X", ("X", "Y") or "XY"). If the array is also
+sharded over other axes, only that share counts (book ch. 3: AllGather_X of bf16
+``[B_X, D_Y]`` has V = 2BD/Y). The result is a :class:`Collective`: a ``Cost`` whose
+``net_bytes`` are the bytes each chip sends and whose ``net_time`` is its time on the mesh,
+so ``sr.time(compute + collective, mesh)`` combines them.
+
+Times (book ch. 3 and ch. 12; W_1 = one link one way, X = the axis size):
+
+- TPU ring with wraparound: AllGather = ReduceScatter = V / W_ici with W_ici = 2 W_1 (each
+  shard travels both ways); without wraparound (a line) (X-1)/X V / W_1. Several axes at
+  once add their bandwidths: V / sum_i W_i. AllReduce = ReduceScatter + AllGather.
+  AllToAll = V max_i(X_i / W_i') / (4 N), W_i' = 2 W_1 on a ring, W_1 on a line (1-D ring:
+  V / (4 W_ici)).
+- Latency: each hop costs at least T_min; a ring's farthest chip is X/2 hops away, a line's
+  X-1; the time is max(T_min * hops, bandwidth term) (book ch. 3, "latency-bound").
+- GPU (NVSwitch node, fat tree above): per engaged level i with d_i children holding
+  m_i members each, AllGather = max_i V (d_i - 1) / (d_i m_i w_i); AllToAll = max_i
+  V (d_i - 1) / (d_i^2 m_i w_i); AllReduce twice the AllGather, or with in-network
+  reduction (``sharp=True``) max_i V / (m_i w_i). Latency: T_hop per ring step.
+- DCN axes (slices): a ring of slices, each chip over its own DCN share: (X-1)/X V / W_dcn.
+
+>>> import symroof as sr
+>>> m = sr.mesh("tpu-v5e", "16x16")
+>>> ag = sr.all_gather(m, 2 * 4096 * 8192, "X")     # gather a bf16 [4096, 8192] over X
+>>> ag.net_time == sp.Rational(2 * 4096 * 8192, 9 * 10**10)   # V / W_ici, W_ici = 2 W_1
+True
+>>> ag.net_bytes                                     # each chip sends (X-1)/X of V
+62914560
+>>> print(ag)
+all-gather over X (16 chips) of 67.1 MB: 746 us (bandwidth-bound), 62.9 MB sent per chip
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy as sp
+
+from ..cost import Cost, as_exact
+from .mesh import Mesh
+
+__all__ = ["Collective", "all_gather", "reduce_scatter", "all_reduce", "all_to_all",
+           "collective", "KINDS"]
+
+#: the collective kinds, in the spelling of XLA's HLO (what the oracle reads back)
+KINDS = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all")
+
+
+@dataclass(frozen=True, eq=False)
+class Collective(Cost):
+    """A collective as a Cost: ``net_bytes`` sent per chip, ``net_time`` on the mesh.
+
+    ``t_bw`` is the bandwidth term, ``t_lat`` the latency floor, ``net_time`` their max.
+    ``V`` the group's array bytes, ``group`` the devices per group, ``axes`` the mesh axes.
+    """
+
+    kind: str = field(default="all-gather", kw_only=True)
+    axes: tuple[str, ...] = field(default=(), kw_only=True)
+    V: Any = field(default=0, kw_only=True)
+    group: Any = field(default=1, kw_only=True)
+    t_bw: Any = field(default=0, kw_only=True)
+    t_lat: Any = field(default=0, kw_only=True)
+    mesh: Any = field(default=None, kw_only=True, repr=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("V", "group", "t_bw", "t_lat"):
+            object.__setattr__(self, name, sp.sympify(as_exact(getattr(self, name), name)))
+
+    __eq__ = Cost.__eq__
+    __hash__ = Cost.__hash__
+
+    @property
+    def time(self) -> sp.Expr:
+        """Seconds on the mesh: max(latency floor, bandwidth term)."""
+        return self.net_time
+
+    @property
+    def bound(self) -> str:
+        """'latency' or 'bandwidth', where the two terms are numbers."""
+        if not (self.t_bw.is_number and self.t_lat.is_number):
+            return "undetermined"
+        return "latency" if self.t_lat > self.t_bw else "bandwidth"
+
+    def elements(self, bytes_per_element: Any = 2) -> tuple[Any, Any]:
+        """Per-device elements (in, out) of the collective's operand and result, as XLA's
+        HLO shows them: AllGather V/X -> V, ReduceScatter V -> V/X, AllReduce V -> V,
+        AllToAll V/X -> V/X (elements = bytes / width)."""
+        whole = self.V / as_exact(bytes_per_element, "bytes_per_element")
+        shard = whole / self.group
+        return {"all-gather": (shard, whole), "reduce-scatter": (whole, shard),
+                "all-reduce": (whole, whole), "all-to-all": (shard, shard)}[self.kind]
+
+    def __repr__(self) -> str:
+        return (f"Collective({self.kind} over {'/'.join(self.axes)}, V={self.V}, "
+                f"sent={self.net_bytes}, time={self.net_time})")
+
+    def __str__(self) -> str:
+        from ..render import fmt_si
+        if not self.net_time.is_number:
+            return repr(self)
+        return (f"{self.kind} over {', '.join(self.axes)} ({self.group} chips) of "
+                f"{fmt_si(self.V, 'B')}: {fmt_si(self.net_time, 's')} ({self.bound}-bound), "
+                f"{fmt_si(self.net_bytes, 'B')} sent per chip")
+
+
+def collective(kind: str, mesh: Mesh, V: Any, axes: Any, *, sharp: bool = False) -> Collective:
+    """The collective ``kind`` ("all-gather", "reduce-scatter", "all-reduce", "all-to-all";
+    ``_`` may stand for ``-``) of ``V`` bytes over ``axes`` of ``mesh``."""
+    key = kind.strip().lower().replace("_", "-") if isinstance(kind, str) else kind
+    if key not in KINDS:
+        raise ValueError(f"unknown collective {kind!r}; known: {', '.join(KINDS)}")
+    if not isinstance(mesh, Mesh):
+        raise TypeError(f"collectives take a Mesh (sr.mesh(chip, '4x4')), got {mesh!r}")
+    V = as_exact(V, "V")
+    if V.is_positive is False or V == 0:
+        raise ValueError(f"V must be a positive number of bytes, got {V}")
+    names = mesh.axis_names(axes)
+    n = mesh.size(names)
+    if key == "all-reduce" and not sharp:
+        rs = collective("reduce-scatter", mesh, V, names)
+        return _make(key, mesh, names, V, n, 2 * rs.net_bytes, 2 * rs.t_bw, 2 * rs.t_lat)
+    if any(mesh[a].kind in ("nvlink", "scale-out") for a in names):
+        t_bw, t_lat = _switched(key, mesh, names, V, n, sharp)
+    else:
+        if sharp:
+            raise ValueError("sharp=True (in-network reduction) needs a switched GPU network")
+        t_bw, t_lat = _torus(key, mesh, names, V, n)
+    return _make(key, mesh, names, V, n, _sent(key, V, n), t_bw, t_lat)
+
+
+def _make(kind, mesh, names, V, n, sent, t_bw, t_lat) -> Collective:
+    t = sp.Max(t_lat, t_bw) if t_lat != 0 else t_bw
+    return Collective(net_bytes=sent, net_time=t, kind=kind, axes=names, V=V, group=n,
+                      t_bw=t_bw, t_lat=t_lat, mesh=mesh)
+
+
+def _sent(kind: str, V: sp.Expr, n: Any) -> sp.Expr:
+    """Bytes one chip sends: a ring passes on n-1 of n shards; AllToAll sends n-1 of its
+    n pieces of V/n (AllReduce, twice ReduceScatter, is handled by the caller)."""
+    if kind == "all-to-all":
+        return V * (n - 1) / n**2
+    return V * (n - 1) / n
+
+
+def _torus(kind: str, mesh: Mesh, names: tuple, V: sp.Expr, n: Any) -> tuple:
+    axes = [mesh[a] for a in names if mesh[a].size != 1]
+    if not axes:
+        return sp.Integer(0), sp.Integer(0)
+    hops = sum(a.hops for a in axes)
+    t_lat = hops * axes[0].hop_latency if all(a.kind == "ici" for a in axes) else sp.Integer(0)
+    if kind == "all-to-all":
+        # on a ring each chip ships X^2/4 pieces of V/X^2 per direction; a line carries
+        # twice that over its middle link (book ch. 3, "Fun with AllToAll")
+        worst = sp.Max(*(a.size / (2 * a.link_bw if a.wrap and a.kind == "ici"
+                                   else a.link_bw) for a in axes))
+        return V * worst / (4 * n), t_lat
+    return V / sum(a.bw for a in axes), t_lat
+
+
+def _switched(kind: str, mesh: Mesh, names: tuple, V: sp.Expr, n: int, sharp: bool) -> tuple:
+    levels = mesh.levels(names)
+    if not levels:
+        return sp.Integer(0), sp.Integer(0)
+    if kind == "all-to-all":
+        terms = [V * (lv.degree - 1) / (lv.degree**2 * lv.bw) for lv in levels]
+    elif sharp:  # in-network reduction: each byte goes up once and comes back reduced
+        terms = [V / lv.bw for lv in levels]
+    else:
+        terms = [V * (lv.degree - 1) / (lv.degree * lv.bw) for lv in levels]
+    steps = 1 if sharp else n - 1
+    return sp.Max(*terms), steps * mesh[names[0]].hop_latency
+
+
+def all_gather(mesh: Mesh, V: Any, axes: Any) -> Collective:
+    """AllGather over ``axes``: ``[I_X, J] -> [I, J]``; V = the gathered array's bytes.
+
+    >>> import symroof as sr
+    >>> ag = sr.all_gather(sr.mesh("tpu-v5e", "8x16"), 10**6, "X")   # X = 8: no wraparound
+    >>> ag.t_bw                                                       # 7/8 V / W_1
+    7/360000
+    """
+    return collective("all-gather", mesh, V, axes)
+
+
+def reduce_scatter(mesh: Mesh, V: Any, axes: Any) -> Collective:
+    """ReduceScatter over ``axes``: ``[I, J]{U_X} -> [I, J_X]``; V = the unreduced bytes.
+
+    >>> import symroof as sr
+    >>> rs = sr.reduce_scatter(sr.mesh("tpu-v5p", "4x4x4"), 10**9, "XYZ")
+    >>> rs.t_bw == sp.Rational(10**9, 3 * 180 * 10**9)                # V / (3 W_ici)
+    True
+    """
+    return collective("reduce-scatter", mesh, V, axes)
+
+
+def all_reduce(mesh: Mesh, V: Any, axes: Any, *, sharp: bool = False) -> Collective:
+    """AllReduce over ``axes`` = ReduceScatter + AllGather: ``[I, J]{U_X} -> [I, J]``.
+    ``sharp=True`` reduces in the switches (GPU systems): V / W instead of 2 V / W.
+
+    >>> import symroof as sr
+    >>> node = sr.mesh("h100", {"X": 8})
+    >>> sr.all_reduce(node, 10**9, "X").t_bw, sr.all_reduce(node, 10**9, "X", sharp=True).t_bw
+    (7/1800, 1/450)
+    """
+    return collective("all-reduce", mesh, V, axes, sharp=sharp)
+
+
+def all_to_all(mesh: Mesh, V: Any, axes: Any) -> Collective:
+    """AllToAll over ``axes``: ``[I_X, J] -> [I, J_X]``; V = the group's whole array.
+
+    >>> import symroof as sr
+    >>> m = sr.mesh("tpu-v5e", "16x16")
+    >>> sr.all_to_all(m, 10**6, "X").t_bw * 4 == sr.all_gather(m, 10**6, "X").t_bw
+    True
+    """
+    return collective("all-to-all", mesh, V, axes)
+

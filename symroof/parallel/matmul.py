@@ -1,0 +1,266 @@
+"""Sharded matmuls in the book's notation (ch. 3, "Computation With Sharded Arrays").
+
+``shard_matmul(mesh, "X[B_X, D_Y] @ W[D_Y, F] -> [B_X, F]", B=..., D=..., F=...)`` works out
+what each chip computes and which collectives the product needs, by the book's four cases:
+
+1. no contracting dimension sharded: multiply locally, nothing to send;
+2. one operand's contracting dimension sharded over an axis the other leaves whole: either
+   AllGather it first (``strategy="gather"``) or slice the other operand locally, multiply
+   and reduce the partial sums (``strategy="reduce"``);
+3. both contracting dimensions sharded over the same axis: multiply the shards, leaving
+   ``{U_X}`` partial sums, then AllReduce_X, or ReduceScatter_X where the output is
+   sharded over X;
+4. both free dimensions sharded over the same axis: AllGather one operand (the one whose
+   free dimension the output does not keep sharded).
+
+Then the result is brought to the requested output sharding (AllGather what it must lose,
+slice locally what it must gain). Sizes not given stay symbols of the table (B, D, F, ...),
+so times and crossovers come out as formulas.
+
+>>> import symroof as sr
+>>> from symroof.symbols import B, D, F
+>>> m = sr.mesh(sr.symbolic_chip(), {"X": 2}, wrap=False)   # the book's 2-chip example
+>>> mm = sr.shard_matmul(m, "X[B, D_X] @ W[D_X, F] -> [B, F]")
+>>> [str(s) for s in mm.steps]
+['AllReduce_X [B, F]{U_X}: V = 2*B*F']
+>>> mm.t_math, mm.t_comms
+(B*D*F/C, 2*B*F/W_net)
+>>> sr.crossover(mm.t_math, mm.t_comms, D)                     # D* = 2C/W_net
+2*C/W_net
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy as sp
+
+from ..analysis import TimeBound, crossover, time
+from ..cost import Cost, as_dimension, as_exact
+from ..hardware.collectives import Collective, collective
+from ..hardware.mesh import Mesh
+from ..symbols import DIMENSIONS
+from .sharding import ArraySpec, parse_matmul
+
+__all__ = ["ShardedMatmul", "Step", "shard_matmul", "STRATEGIES"]
+
+STRATEGIES = ("auto", "gather", "reduce")
+_BOOK = {"all-gather": "AllGather", "reduce-scatter": "ReduceScatter",
+         "all-reduce": "AllReduce", "all-to-all": "AllToAll"}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One collective of a plan: what it does to which array, in the book's notation."""
+
+    collective: Collective
+    before: str
+    after: str
+    width: sp.Expr  # bytes per element of the array it moves
+
+    def __str__(self) -> str:
+        c = self.collective
+        sub = "".join(c.axes) if all(len(a) == 1 for a in c.axes) else ",".join(c.axes)
+        return f"{_BOOK[c.kind]}_{sub} {self.before}: V = {c.V}"
+
+    def elements(self) -> tuple[Any, Any]:
+        """Per-device (in, out) elements, as the compiled HLO shows them."""
+        return self.collective.elements(self.width)
+
+
+@dataclass(frozen=True)
+class ShardedMatmul:
+    """The per-chip plan of one sharded matmul: ``compute`` (FLOPs and HBM bytes per chip),
+    ``steps`` (the collectives, in order), their sum in ``cost``, and the time bounds."""
+
+    text: str
+    mesh: Mesh
+    strategy: str
+    compute: Cost
+    steps: tuple[Step, ...]
+    local: str  # the local product, in notation
+    specs: tuple[ArraySpec, ArraySpec, ArraySpec]  # the operands and output as written
+    sizes: dict  # every dimension's size by name (numbers or symbols)
+    widths: tuple  # bytes per element: left operand, right operand, product
+    dtype: str = "bf16"
+    alternatives: dict = field(default_factory=dict, compare=False, repr=False)
+
+    @property
+    def collectives(self) -> tuple[Collective, ...]:
+        return tuple(s.collective for s in self.steps)
+
+    @property
+    def cost(self) -> Cost:
+        """Per-chip compute plus every collective (network bytes and time)."""
+        return self.compute + sum(self.collectives, Cost())
+
+    @property
+    def time(self) -> TimeBound:
+        """Time bounds on the mesh: ``lower`` with perfect overlap, ``upper`` with none."""
+        return time(self.cost, self.mesh, self.dtype)
+
+    @property
+    def t_math(self) -> sp.Expr:
+        return self.time.t_math
+
+    @property
+    def t_comms(self) -> sp.Expr:
+        """Seconds in collectives (they run one after another)."""
+        return self.time.t_net
+
+    @property
+    def bound(self) -> str:
+        return self.time.bound
+
+    def crossover(self, var: Any) -> sp.Expr:
+        """The value of ``var`` where compute time equals communication time."""
+        return crossover(self.t_math, self.t_comms, var)
+
+    def predicted(self) -> list[dict]:
+        """The collectives as the XLA oracle compares them (kind, axes, elements)."""
+        return [{"kind": s.collective.kind, "axes": s.collective.axes,
+                 "elements_in": int(s.elements()[0]), "elements_out": int(s.elements()[1])}
+                for s in self.steps]
+
+    def __str__(self) -> str:
+        lines = [f"{self.text} on {self.mesh!r} ({self.strategy}):",
+                 f"  local: {self.local}, {self.compute.flops} FLOPs per chip"]
+        lines += [f"  {s}" for s in self.steps] or ["  no communication"]
+        lines.append(f"  {self.time}")
+        return "\n".join(lines)
+
+
+def _size(spec: ArraySpec, sizes: dict, mesh: Mesh) -> sp.Expr:
+    """Elements of one device's shard of ``spec``."""
+    n = sp.Integer(1)
+    for dim, axes in zip(spec.dims, spec.axes):
+        n *= sizes[dim] / mesh.size(axes) if axes else sizes[dim]
+    return n
+
+
+def _gather(spec: ArraySpec, dim: str, axes: tuple, sizes: dict, mesh: Mesh,
+            width: sp.Expr, steps: list) -> ArraySpec:
+    """AllGather ``spec`` over ``axes`` along ``dim``; record the step, return the result."""
+    after = spec.with_axes(dim, tuple(a for a in spec.axes_of(dim) if a not in axes))
+    V = _size(after, sizes, mesh) * width
+    steps.append(Step(collective("all-gather", mesh, V, axes), str(spec), str(after), width))
+    return after
+
+
+def _resolve(a: ArraySpec, b: ArraySpec, out: ArraySpec, strategy: str, sizes: dict,
+             mesh: Mesh, widths: tuple, steps: list) -> tuple[ArraySpec, ArraySpec]:
+    """Make every mesh axis play one role (I, K, or contracted J in both): cases 2 and 4."""
+    I, J, K = a.dims[0], a.dims[1], b.dims[1]
+    for x in mesh.names:
+        ra = "I" if x in a.axes_of(I) else "J" if x in a.axes_of(J) else None
+        rb = "J" if x in b.axes_of(J) else "K" if x in b.axes_of(K) else None
+        if (ra, rb) == ("J", None):
+            if strategy == "gather":
+                a = _gather(a, J, (x,), sizes, mesh, widths[0], steps)
+            else:  # slice b's J locally over x (it is replicated along x): free
+                b = b.with_axes(J, b.axes_of(J) + (x,))
+        elif (ra, rb) == (None, "J"):
+            if strategy == "gather":
+                b = _gather(b, J, (x,), sizes, mesh, widths[1], steps)
+            else:
+                a = a.with_axes(J, a.axes_of(J) + (x,))
+        elif (ra, rb) == ("I", "K"):  # case 4: keep the operand whose dim the output keeps
+            if x in out.axes_of(I):
+                b = _gather(b, K, (x,), sizes, mesh, widths[1], steps)
+            else:
+                a = _gather(a, I, (x,), sizes, mesh, widths[0], steps)
+        elif (ra, rb) == ("I", "J"):
+            b = _gather(b, J, (x,), sizes, mesh, widths[1], steps)
+        elif (ra, rb) == ("J", "K"):
+            a = _gather(a, J, (x,), sizes, mesh, widths[0], steps)
+    return a, b
+
+
+def _finish(c: ArraySpec, partial: tuple, out: ArraySpec, sizes: dict, mesh: Mesh,
+            width: sp.Expr, steps: list) -> None:
+    """Reduce the partial sums over ``partial`` and reshard ``c`` to ``out`` (case 3)."""
+    unreduced = str(c)  # c is nameless: "[B, F]"
+    V = _size(c, sizes, mesh) * width
+    scatter = {d: tuple(x for x in out.axes_of(d) if x in partial) for d in c.dims}
+    rest = tuple(x for x in partial if not any(x in s for s in scatter.values()))
+    sub = "".join(partial) if all(len(x) == 1 for x in partial) else ",".join(partial)
+    for d, axes in scatter.items():
+        if axes:
+            after = c.with_axes(d, c.axes_of(d) + axes)
+            steps.append(Step(collective("reduce-scatter", mesh, V, axes),
+                              f"{unreduced}{{U_{sub}}}", str(after), width))
+            V, c = V / mesh.size(axes), after
+    if rest:
+        steps.append(Step(collective("all-reduce", mesh, V, rest),
+                          f"{unreduced}{{U_{sub}}}", str(c), width))
+    for d in c.dims:
+        extra = tuple(x for x in c.axes_of(d) if x not in out.axes_of(d))
+        if extra:
+            c = _gather(c, d, extra, sizes, mesh, width, steps)
+    # axes the output has and c lacks are sliced locally (no communication)
+
+
+def shard_matmul(mesh: Mesh, text: str, *, strategy: str = "auto", x_bytes: Any = 2,
+                 w_bytes: Any = 2, out_bytes: Any = None, dtype: str = "bf16",
+                 **sizes: Any) -> ShardedMatmul:
+    """Plan ``text`` ("A[I_X, J] @ B[J, K_Y] -> [I_X, K_Y]") on ``mesh``; see the module.
+
+    ``sizes`` give the dimensions by name (``B=4096``); a name left out is the table's
+    symbol of that name. ``strategy`` picks case 2's plan: "gather", "reduce" or "auto"
+    (the one with less communication time where that is a number, else "gather").
+    Byte widths: ``x_bytes`` for the left operand, ``w_bytes`` for the right one,
+    ``out_bytes`` (default ``x_bytes``) for the product and its partial sums.
+    """
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
+    a, b, out = parse_matmul(text)
+    for spec in (a, b, out):
+        for x in spec.mesh_axes:
+            mesh[x]  # noqa: B018  (raises naming the unknown axis)
+    dims = {d: _dimension(d, sizes) for d in (a.dims[0], a.dims[1], b.dims[1])}
+    unknown = sorted(set(sizes) - set(dims))
+    if unknown:
+        raise ValueError(f"sizes given for {unknown}, which {text!r} does not have")
+    for spec in (a, b, out):
+        for d, axes in zip(spec.dims, spec.axes):
+            n = mesh.size(axes) if axes else 1
+            if dims[d].is_number and n != 1 and (dims[d] % n) != 0:
+                raise ValueError(f"{d} = {dims[d]} does not divide over {spec}'s mesh axes "
+                                 f"{'x'.join(axes)} ({n} devices)")
+    widths = (as_exact(x_bytes, "x_bytes"), as_exact(w_bytes, "w_bytes"),
+              as_exact(x_bytes if out_bytes is None else out_bytes, "out_bytes"))
+    plans = {s: _plan(mesh, text, a, b, out, s, dims, widths, dtype)
+             for s in ("gather", "reduce")}
+    if strategy == "auto":
+        g, r = (plans[s].time.t_net for s in ("gather", "reduce"))
+        strategy = "reduce" if (g - r).is_number and r < g else "gather"
+    chosen = plans[strategy]
+    object.__setattr__(chosen, "alternatives", plans)
+    return chosen
+
+
+def _dimension(name: str, sizes: dict) -> sp.Expr:
+    if name in sizes:
+        return as_dimension(sizes[name], name)
+    if name in DIMENSIONS:
+        return DIMENSIONS[name][0]
+    return sp.Symbol(name, positive=True, integer=True)
+
+
+def _plan(mesh: Mesh, text: str, a: ArraySpec, b: ArraySpec, out: ArraySpec, strategy: str,
+          dims: dict, widths: tuple, dtype: str) -> ShardedMatmul:
+    steps: list[Step] = []
+    a2, b2 = _resolve(a, b, out, strategy, dims, mesh, widths, steps)
+    I, J, K = a.dims[0], a.dims[1], b.dims[1]
+    partial = tuple(x for x in a2.axes_of(J) if x in b2.axes_of(J))
+    c = ArraySpec("", (I, K), (a2.axes_of(I), b2.axes_of(K)))
+    flops = 2 * _size(a2, dims, mesh) * dims[K] / (mesh.size(b2.axes_of(K))
+                                                    if b2.axes_of(K) else 1)
+    compute = Cost(flops=flops, act_bytes=_size(a2, dims, mesh) * widths[0]
+                   + _size(c, dims, mesh) * widths[2],
+                   weight_bytes=_size(b2, dims, mesh) * widths[1])
+    _finish(c, partial, out, dims, mesh, widths[2], steps)
+    local = f"{a2} @ {b2} -> {c}" + (f"{{U_{''.join(partial)}}}" if partial else "")
+    return ShardedMatmul(text, mesh, strategy, compute, tuple(steps), local, (a, b, out), dims,
+                         widths, dtype)
