@@ -64,7 +64,15 @@ from .ops import (
     softmax,
     swiglu,
 )
-from .parallel import ShardedMatmul, shard_matmul
+from .parallel import (
+    ServePlan,
+    ShardedMatmul,
+    cost_per_million_tokens,
+    latency_throughput,
+    serve,
+    shard_matmul,
+    smallest_slice,
+)
 from .render import document, latex
 
 #: ``sr.plot`` is the same package as ``sr.plots`` (one plotting package since the mesh work;
@@ -80,6 +88,8 @@ __all__ = [
     # many chips
     "Mesh", "mesh", "Collective", "collective", "all_gather", "reduce_scatter", "all_reduce",
     "all_to_all", "ShardedMatmul", "shard_matmul",
+    # serving on a mesh
+    "serve", "ServePlan", "smallest_slice", "latency_throughput", "cost_per_million_tokens",
     # analysis
     "TimeBound", "time", "limit", "leading", "crossover", "critical_batch",
     "evaluate", "sweep_step_time",

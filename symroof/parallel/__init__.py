@@ -8,7 +8,19 @@
 """
 
 from .matmul import STRATEGIES, ShardedMatmul, Step, shard_matmul
+from .serving import ServePlan, serve
 from .sharding import ArraySpec, parse_array, parse_matmul
+from .sizing import (
+    cost_per_million_tokens,
+    kv_evictions,
+    latency_throughput,
+    moe_critical_batch,
+    prefill_decode_ratio,
+    slices,
+    smallest_slice,
+)
 
 __all__ = ["shard_matmul", "ShardedMatmul", "Step", "STRATEGIES", "ArraySpec", "parse_array",
-           "parse_matmul"]
+           "parse_matmul", "serve", "ServePlan", "smallest_slice", "slices",
+           "latency_throughput", "kv_evictions", "prefill_decode_ratio",
+           "cost_per_million_tokens", "moe_critical_batch"]

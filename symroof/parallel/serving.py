@@ -1,0 +1,209 @@
+"""Serving a model on a mesh (book ch. 7 and 8): one decode step with the weights and the KV
+cache sharded, per chip, with its collectives.
+
+Layout (ch. 7, "Distributing Inference"): **1-D model parallelism** over every axis of the
+mesh: MLP weights split over F, attention weights over heads, activations replicated; each
+layer ends its attention and its MLP with an AllReduce of the [B, D] activations. The KV
+cache is split over KV heads first (at most G ways), then over the batch; when the mesh is
+wider than G, each attention layer adds two AllToAlls (queries to batch sharding and back).
+Norms, residuals and the embedding gather are replicated (every chip does them).
+
+- memory per chip: (weight bytes + B S KV_tok) / N, and the largest batch that fits;
+- time: ``sr.time`` of the per-chip cost with its collectives: lower bound with perfect
+  overlap, upper with none; the book's form B KV/W + max(2BP/C, P_bytes/W) beside it;
+- tokens per second per chip, B / (t N).
+
+>>> import symroof as sr
+>>> plan = sr.serve(sr.model("llama-3.1-8b"), sr.mesh("tpu-v5e", "2x2"), batch=32,
+...                 context=4096)
+>>> plan.fits, plan.max_batch
+(True, 89)
+>>> print(plan)    # doctest: +NORMALIZE_WHITESPACE
+llama-3.1-8b on tpu-v5e 2x2 (4 chips), batch 32, context 4096, weights bf16, KV bf16:
+  memory per chip 8.31 GB of 16 GB (weights 4.02 GB, KV 4.29 GB); largest batch 89
+  step t_math 698 us, t_mem 10 ms, t_net 256 us: 10 ms .. 11 ms (memory-bound)
+  799 tokens/s per chip
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import sympy as sp
+
+from ..analysis import TimeBound, crossover, time
+from ..cost import Cost, as_dimension
+from ..hardware.collectives import all_reduce, all_to_all
+from ..hardware.mesh import Mesh
+from ..render import fmt_si
+
+__all__ = ["ServePlan", "serve", "WIDTHS"]
+
+#: bytes per element of the storage dtypes a plan takes (int4/fp4: half a byte)
+WIDTHS = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": sp.Rational(1, 2),
+          "fp4": sp.Rational(1, 2)}
+_SHARDED = ("attn/q_proj", "attn/k_proj", "attn/v_proj", "attn/o_proj", "attn/core",
+            "attn/scores", "attn/softmax", "attn/av", "attn/rope", "attn/kv_write",
+            "mlp/gate", "mlp/up", "mlp/down", "mlp/swiglu", "lm_head")
+
+
+def width(dtype: str, what: str) -> sp.Expr:
+    key = dtype.strip().lower() if isinstance(dtype, str) else dtype
+    if key not in WIDTHS:
+        raise ValueError(f"unknown {what} dtype {dtype!r}; known: {', '.join(WIDTHS)}")
+    return sp.sympify(WIDTHS[key])
+
+
+@dataclass(frozen=True)
+class ServePlan:
+    """One decode step of ``model`` on ``mesh``, per chip: ``rows`` (every op's share and
+    the collectives), their sum ``cost``, ``memory`` per chip, ``time`` on the mesh."""
+
+    model: Any
+    mesh: Mesh
+    batch: Any
+    context: Any
+    weights: str
+    kv: str
+    rows: dict
+    memory: dict
+    compute_dtype: str = "bf16"
+
+    @property
+    def n(self) -> Any:
+        return self.mesh.n_chips
+
+    @property
+    def cost(self) -> Cost:
+        return sum(self.rows.values(), Cost())
+
+    @property
+    def time(self) -> TimeBound:
+        return time(self.cost, self.mesh, self.compute_dtype)
+
+    @property
+    def collectives(self) -> dict[str, Cost]:
+        """The rows that are collectives (all L layers' worth each)."""
+        return {k: c for k, c in self.rows.items() if k.startswith("comm/")}
+
+    @property
+    def bound(self) -> str:
+        return self.time.bound
+
+    @property
+    def hbm_used(self) -> sp.Expr:
+        """Bytes per chip: weights + KV cache."""
+        return sum(self.memory.values())
+
+    @property
+    def fits(self) -> bool | None:
+        diff = self.mesh.chip.hbm_bytes - self.hbm_used
+        return bool(diff >= 0) if diff.is_number else None
+
+    @property
+    def max_batch(self) -> Any:
+        """The largest batch whose KV cache fits beside the weights, floor((N HBM -
+        P_bytes) / (S KV_tok)); 0 if the weights alone do not fit."""
+        m = self.model
+        free = self.n * self.mesh.chip.hbm_bytes - m.params * m.w_bytes
+        per_seq = self.context * m.kv_bytes_per_token
+        if free.is_number and per_seq.is_number:
+            return max(0, math.floor(free / per_seq))
+        return free / per_seq
+
+    @property
+    def min_chips(self) -> Any:
+        """ceil(weight bytes / HBM per chip): the fewest chips that hold the weights."""
+        need = self.model.params * self.model.w_bytes / self.mesh.chip.hbm_bytes
+        return math.ceil(need) if need.is_number else sp.ceiling(need)
+
+    @property
+    def tokens_per_s_per_chip(self) -> sp.Expr:
+        """Throughput per chip: B / (t_lower N)."""
+        return self.batch / (self.time.lower * self.n)
+
+    @property
+    def book_time(self) -> sp.Expr:
+        """The book's general form (ch. 7): B KV / W_tot + max(2 B P / C_tot, P_bytes / W_tot),
+        attention taken as memory-bound and not overlapped with the MLP; no ICI."""
+        m, chip = self.model, self.mesh.chip
+        C, W = self.n * chip.peak(self.compute_dtype), self.n * chip.hbm_bw
+        kv = self.batch * self.context * m.kv_bytes_per_token
+        return kv / W + sp.Max(2 * self.batch * m.matmul_params / C,
+                               m.params * m.w_bytes / W)
+
+    def crossover(self, lhs: str, rhs: str, var: Any) -> sp.Expr:
+        """Solve ``t_<lhs> = t_<rhs>`` ("math", "mem", "net") for ``var`` (e.g. B)."""
+        t = self.time
+        terms = {"math": t.t_math, "mem": t.t_mem, "net": t.t_net}
+        for side in (lhs, rhs):
+            if side not in terms:
+                raise ValueError(f"time term {side!r} is not one of {', '.join(terms)}")
+        return crossover(terms[lhs], terms[rhs], var)
+
+    def __str__(self) -> str:
+        mem = self.memory
+        shape = "x".join(str(a.size) for a in self.mesh.axes)
+        head = (f"{self.model.name} on {self.mesh.chip.name} {shape} ({self.n} chips), batch "
+                f"{self.batch}, context {self.context}, weights {self.weights}, KV {self.kv}:")
+        fit = (f"memory per chip {fmt_si(self.hbm_used, 'B')} of "
+               f"{fmt_si(self.mesh.chip.hbm_bytes, 'B')} (weights "
+               f"{fmt_si(mem['weights'], 'B')}, KV {fmt_si(mem['kv'], 'B')}); largest batch "
+               f"{self.max_batch}")
+        if self.fits is False:
+            return "\n  ".join([head, fit, f"DOES NOT FIT: the weights alone need at least "
+                                             f"{self.min_chips} chips"])
+        speed = f"{float(self.tokens_per_s_per_chip):.0f} tokens/s per chip"
+        return "\n  ".join([head, fit, f"step {self.time}", speed])
+
+
+def serve(model: Any, mesh: Mesh, *, batch: Any, context: Any, weights: str = "bf16",
+          kv: str | None = None, compute_dtype: str = "bf16") -> ServePlan:
+    """Plan one decode step of ``model`` on ``mesh`` (see the module docstring).
+
+    ``batch`` sequences each at ``context`` tokens (the new one included); ``weights`` and
+    ``kv`` are storage dtypes ("bf16", "int8", "fp8", "int4", ...; ``kv`` defaults to the
+    model's); ``compute_dtype`` picks the chip's peak.
+    """
+    from ..models import model as _model
+
+    if isinstance(model, str):
+        model = _model(model)
+    if not isinstance(mesh, Mesh):
+        raise TypeError(f"serve() takes a Mesh (sr.mesh(chip, '4x4')), got {mesh!r}")
+    B = as_dimension(batch, "batch")
+    S = as_dimension(context, "context")
+    changes = {"w_bytes": width(weights, "weights")}
+    if kv is not None:
+        changes["kv_bytes"] = width(kv, "KV")
+    m = model.replace(**changes)
+    N = mesh.n_chips
+    # the KV cache splits over heads first, then over the batch; a symbolic mesh is taken
+    # as at most G wide (heads only), where the formulas read most simply
+    by_heads = sp.sympify(N <= m.G) is not sp.false
+    kv_ways = N if by_heads else sp.Min(N, m.G * B)
+    rows = {}
+    for key, cost in m.ops(B, 1, S - 1, last_only=True, attention="fused").items():
+        if key in _SHARDED:
+            cost = Cost(flops=cost.flops / N, useful_flops=cost.useful_flops / N,
+                        weight_bytes=cost.weight_bytes / N, act_bytes=cost.act_bytes / N,
+                        kv_bytes=cost.kv_bytes / kv_ways)
+        rows[key] = cost
+    axes = mesh.names
+    if N != 1:
+        act = B * m.D * m.act_bytes
+        rows["comm/attn_allreduce"] = m.L * all_reduce(mesh, act, axes)
+        rows["comm/mlp_allreduce"] = m.L * all_reduce(mesh, act, axes)
+        if not by_heads:  # KV over batch too: queries to batch sharding and back
+            q = B * m.H * m.d_h * m.act_bytes
+            rows["comm/attn_alltoall"] = 2 * m.L * all_to_all(mesh, q, axes)
+    memory = {"weights": m.params * m.w_bytes / N,
+              "kv": B * S * m.kv_bytes_per_token / kv_ways}
+    return ServePlan(m, mesh, B, S, weights, kv or _name(m.kv_bytes), rows, memory,
+                     compute_dtype)
+
+
+def _name(w: sp.Expr) -> str:
+    return {2: "bf16", 1: "int8", 4: "fp32"}.get(w, str(w))

@@ -1,0 +1,110 @@
+"""Serving on a mesh (book ch. 7 and 8): memory, the largest batch, the sharded decode step
+with its collectives, sizing, and the curve of latency against throughput.
+
+Literal figures come from outside symroof: parameter counts of the released checkpoints
+(Llama-3.1-8B 8,030,261,248; Llama-3.1-70B 70,553,706,496), their config.json (L, G, d_h)
+and the book's ch. 8 table of smallest v5e topologies for LLaMA-3-70B.
+"""
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import symroof as sr
+from symroof.parallel.sizing import kv_evictions, moe_critical_batch, prefill_decode_ratio
+
+P8, P70 = 8_030_261_248, 70_553_706_496
+KV8 = 2 * 32 * 8 * 128  # elements per token: K and V, L = 32 layers, G = 8, d_h = 128
+KV70 = 2 * 80 * 8 * 128  # L = 80
+
+
+@pytest.mark.parametrize("weights, kv, wb, kvb", [("bf16", "bf16", 2, 2), ("int8", "fp8", 1, 1),
+                                                 ("int4", "bf16", sp.Rational(1, 2), 2)])
+def test_memory_and_largest_batch_follow_the_book(weights, kv, wb, kvb):
+    mesh = sr.mesh("tpu-v5e", "4x4")
+    plan = sr.serve("llama-3.1-70b", mesh, batch=8, context=8192, weights=weights, kv=kv)
+    hbm = 16 * 10**9
+    assert plan.memory["weights"] == sp.Integer(P70) * wb / 16
+    assert plan.memory["kv"] == sp.Rational(8 * 8192 * KV70 * kvb, 16)  # 16 <= G x B ways
+    assert plan.max_batch == int((16 * hbm - P70 * wb) // (8192 * KV70 * kvb))
+
+
+def test_smallest_v5e_topologies_for_llama3_70b_match_the_book():
+    # book ch. 8: bf16 4x4, int8 4x2, int4 2x2
+    got = [sr.smallest_slice("llama-3.1-70b", "tpu-v5e", weights=w)
+           for w in ("bf16", "int8", "int4")]
+    assert got == ["4x4", "2x4", "2x2"]
+
+
+def test_decode_step_collectives_two_allreduces_per_layer():
+    mesh = sr.mesh("tpu-v5e", "2x4")  # 8 chips = G: the KV cache splits over heads only
+    plan = sr.serve("llama-3.1-8b", mesh, batch=16, context=2048)
+    ar = sr.all_reduce(mesh, 16 * 4096 * 2, "XY")
+    assert plan.collectives["comm/attn_allreduce"].net_time == 32 * ar.net_time
+    assert set(plan.collectives) == {"comm/attn_allreduce", "comm/mlp_allreduce"}
+    wider = sr.serve("llama-3.1-8b", sr.mesh("tpu-v5e", "4x4"), batch=16, context=2048)
+    assert "comm/attn_alltoall" in wider.collectives  # 16 > G: queries to batch sharding
+
+
+def test_per_chip_flops_and_throughput():
+    one = sr.serve("llama-3.1-8b", sr.mesh("tpu-v5e", "1x1"), batch=4, context=1024)
+    four = sr.serve("llama-3.1-8b", sr.mesh("tpu-v5e", "2x2"), batch=4, context=1024)
+    assert four.rows["mlp/down"].flops * 4 == one.rows["mlp/down"].flops
+    assert four.tokens_per_s_per_chip == 4 / (four.time.lower * 4)
+    # the book's general form is never below the fully overlapped bound of one chip
+    assert one.book_time >= one.time.lower - one.time.t_net
+
+
+def test_does_not_fit_says_what_it_needs():
+    plan = sr.serve("llama-3.1-70b", sr.mesh("tpu-v5e", "2x2"), batch=1, context=1024)
+    assert plan.fits is False and plan.max_batch == 0
+    assert plan.min_chips == -(-P70 * 2 // (16 * 10**9))
+    assert "DOES NOT FIT: the weights alone need at least 9 chips" in str(plan)
+    with pytest.raises(ValueError, match="needs .* GB, more than the largest"):
+        sr.smallest_slice("llama-3.1-405b", "tpu-v5e", batch=10**4, context=10**6)
+
+
+def test_decode_never_turns_compute_bound_at_long_context_and_says_so():
+    from symroof.symbols import B
+    plan = sr.serve("llama-3.1-8b", sr.mesh("tpu-v5e", "2x2"), batch=B, context=4096)
+    with pytest.raises(ValueError, match="right side is larger for every positive B"):
+        plan.crossover("math", "mem", B)
+
+
+def test_latency_throughput_curve_matches_single_plans():
+    mesh = sr.mesh("tpu-v5e", "2x2")
+    batches, contexts = np.array([1, 8, 64])[:, None], np.array([1024, 4096])[None, :]
+    c = sr.latency_throughput("llama-3.1-8b", mesh, context=contexts, batches=batches)
+    for i, b in enumerate((1, 8, 64)):
+        for j, s in enumerate((1024, 4096)):
+            exact = float(sr.serve("llama-3.1-8b", mesh, batch=b, context=s).time.lower)
+            assert c["latency"][i, j] == pytest.approx(exact, rel=1e-12)
+    assert (np.diff(c["tokens_per_s_per_chip"][:, 0]) > 0).all()  # throughput grows with B
+    assert c["fits"][2, 1] == (64 <= c["max_batch"][0, 1])
+
+
+def test_sizing_formulas():
+    assert kv_evictions(32, 1000, 200) == 32 * 1200 // 200   # B (P + G) / G, ch. 8
+    assert prefill_decode_ratio(0.2, 0.02, batch=64, generated=512) == sp.Rational(5, 4)
+    assert moe_critical_batch("tpu-v5e", experts=8, top_k=2) == 4 * sr.critical_batch("tpu-v5e")
+    with pytest.raises(ValueError, match="top_k must be between 1 and experts"):
+        moe_critical_batch("tpu-v5e", experts=8, top_k=9)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"weights": "int3"}, "unknown weights dtype 'int3'"),
+    ({"kv": "q4"}, "unknown KV dtype 'q4'"),
+    ({"batch": 0}, "batch must be a positive integer"),
+])
+def test_bad_input(kwargs, message):
+    args = {"batch": 4, "context": 1024, **kwargs}
+    with pytest.raises(ValueError, match=message):
+        sr.serve("llama-3.1-8b", sr.mesh("tpu-v5e", "2x2"), **args)
+
+
+def test_cost_needs_a_source():
+    plan = sr.serve("llama-3.1-8b", sr.mesh("tpu-v5e", "2x2"), batch=64, context=2048)
+    with pytest.raises(ValueError, match="source"):
+        sr.cost_per_million_tokens(plan, 1.2, "")
+    per_m = sr.cost_per_million_tokens(plan, 1.2, "book ch. 8")
+    assert per_m == sp.Rational(12, 10) * 4 * plan.time.lower / (3600 * 64) * 10**6
