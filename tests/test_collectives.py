@@ -124,9 +124,10 @@ def test_h100_across_nodes_hierarchical():
     # a 128-GPU AllGather: V max_i (D_i - 1) / (D_i W_i), node W_GPU, leaf W_node per node
     whole = sr.all_gather(m, V, "XY").t_bw
     assert whole == sp.Max(V * 7 / (8 * W_GPU), V * 15 / (16 * W_node))
-    # AllToAll over M nodes is V (M - 1) / (M^2 W_node)
-    assert sr.all_to_all(m, V, "XY").t_bw == sp.Max(V * 7 / (64 * W_GPU),
-                                                    V * 15 / (256 * W_node))
+    # AllToAll over M = 16 nodes is V (M - 1) / (M^2 W_node); inside a node each GPU sends
+    # its 7 node-mates V/N^2 each over NVLink (N = 128)
+    assert sr.all_to_all(m, V, "XY").t_bw == sp.Max(V * 7 / (128**2 * W_GPU),
+                                                    V * 15 / (16**2 * W_node))
 
 
 # -- bad input -----------------------------------------------------------------------------

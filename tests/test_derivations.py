@@ -82,9 +82,28 @@ KEY_NUMBERS = {
         "03_throughput.png",
         "03_attention_share.png",
     ],
+    "04_sharding.py": [
+        "W_ring = 2*W_1",                    # a ring axis: both neighbours' links
+        "hosts = 2240",                      # v5p superpod 16x20x28
+        "T_AG = Max(T_min*X/2, V_b/(2*W_1))",  # AllGather on a ring, with its latency floor
+        "131072/5625  ~ 23.3017",            # ch3 Q2: AllGather_X on v4p 4x4x4, us
+        "262144/5625  ~ 46.6034",            # AllGather_XY, us
+        "65536/5625  ~ 11.6508",             # AllReduce_Z, us
+        "1048576/1875  ~ 559.241",           # pop quiz 2: v5e line of 4, us
+        "V^*_ring = T_min*W_1*X",            # latency knee
+        "V^*/X / B = 45000",                 # 45 kB a shard on v5e
+        "1835008/28125  ~ 65.2447",          # 8xH100 AllGather, us
+        "12800/31  ~ 412.903",               # scalable-unit AllGather bandwidth, GB/s
+        "D^*_bytes = 2*B",                   # reduce-after moves fewer bytes when D > 2B
+        "X^*_reduce = D*W_1/C",              # X < D / (2 alpha)
+        "78800/9  ~ 8755.56",                # ch1's 2-chip D* on v5e
+        "04_collectives.png",
+        "04_sharded_matmuls.png",
+    ],
 }
 SCRIPTS = sorted(DERIVATIONS.glob("[0-9][0-9]_*.py"))
-FIGURES = {"01_rooflines.py": ["01_rooflines_problem3.png"]}
+FIGURES = {"01_rooflines.py": ["01_rooflines_problem3.png"],
+           "04_sharding.py": ["04_collectives.png", "04_sharded_matmuls.png"]}
 
 
 def _env(out: Path) -> dict:

@@ -1,5 +1,6 @@
-"""The model plots: what they draw is checked against numbers computed here independently,
-they save as PNG and SVG, labels do not overlap, and matplotlib loads only when plotting."""
+"""The model and network plots: what they draw is checked against numbers computed here
+independently, they save as PNG and SVG, labels do not overlap, and matplotlib loads only when
+plotting."""
 
 import subprocess
 import sys
@@ -9,7 +10,13 @@ import numpy as np
 import pytest
 
 import symroof as sr
-from symroof.plots import attention_share_plot, ops_roofline_plot, throughput_plot
+from symroof.plots import (
+    attention_share_plot,
+    collective_plot,
+    ops_roofline_plot,
+    sharded_matmul_plot,
+    throughput_plot,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 LLAMA, H100 = sr.model("llama-3.1-8b"), sr.chip("h100")
@@ -106,3 +113,121 @@ def test_matplotlib_loads_only_when_plotting():
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, timeout=120)
     assert run.returncode == 0, run.stderr
+
+
+# -- network plots: collective time against V, sharded matmuls against B ------------------
+V5E, V4P, V5P = (sr.mesh("tpu-v5e", "16x16"), sr.mesh("tpu-v4p", "4x4x4"),
+                 sr.mesh("tpu-v5p", "4x4x4"))
+
+
+@pytest.fixture(scope="module")
+def coll_fig():
+    return collective_plot({"v5e X": (V5E, "X"), "v4p XYZ": (V4P, "XYZ")},
+                           kinds=("all-gather", "all-to-all"))
+
+
+def test_collective_plot_curves_and_knees(coll_fig, tmp_path):
+    ax = coll_fig.axes[0]
+    curves = [ln for ln in ax.get_lines() if len(ln.get_xdata()) > 1]
+    dots = [ln for ln in ax.get_lines() if len(ln.get_xdata()) == 1]
+    assert [ln.get_label() for ln in curves] == [
+        "v5e X: all-gather, V / 90 GB/s, knee 720 kB",
+        "v5e X: all-to-all, V / 360 GB/s, knee 2.88 MB",
+        "v4p XYZ: all-gather, V / 270 GB/s, knee 1.62 MB",
+        "v4p XYZ: all-to-all, V / 5.76 TB/s, knee 34.6 MB"]  # V max(X_i)/(4 N W_ici)
+    assert [ln.get_linestyle() for ln in curves] == ["-", ":", "-", ":"]
+    # by hand: a ring of 16 has 8 hops of 1 us; AllGather V / (2 x 4.5e10), AllToAll a quarter
+    v, t = curves[0].get_data()
+    assert t[-1] == pytest.approx(v[-1] / 9e10) and t[0] == pytest.approx(8e-6)
+    assert curves[1].get_ydata()[-1] == pytest.approx(v[-1] / (4 * 9e10))
+    # v4p 4x4x4 over three axes: 2 + 2 + 2 hops, bandwidths add (3 x 9e10)
+    knees = [(ln.get_xdata()[0], ln.get_ydata()[0]) for ln in dots]
+    assert knees[0] == (pytest.approx(16 * 4.5e10 * 1e-6), pytest.approx(8e-6))
+    assert knees[2] == (pytest.approx(6e-6 * 3 * 9e10), pytest.approx(6e-6))
+    assert knees[1][0] == pytest.approx(4 * knees[0][0])  # AllToAll: 4x later
+    coll_fig.savefig(tmp_path / "coll.png")
+    assert (tmp_path / "coll.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_collective_plot_legend_covers_no_curve(coll_fig):
+    ax = coll_fig.axes[0]
+    renderer = coll_fig.canvas.get_renderer()
+    box = ax.get_legend().get_window_extent(renderer)
+    for line in ax.get_lines():
+        for x, y in ax.transData.transform(line.get_xydata()):
+            assert not box.contains(x, y), line.get_label()
+
+
+@pytest.fixture(scope="module")
+def mm_fig():
+    text = "X[B, D] @ W[D_X, F] -> [B, F]"
+    return sharded_matmul_plot(V5P, {"gather": (text, "gather"), "reduce": (text, "reduce"),
+                                     "FSDP": "X[B_X, D] @ W[D_X, F] -> [B_X, F]",
+                                     "local": "X[B_X, D] @ W[D, F_Y] -> [B_X, F_Y]"},
+                               sizes={"D": 8192, "F": 32768})
+
+
+def test_sharded_matmul_plot_times_and_crossovers(mm_fig):
+    ax = mm_fig.axes[0]
+    D, F, C, W_ici = 8192, 32768, 459e12, 2 * 90e9
+    gather_math, gather_comms = ax.get_lines()[:2]
+    b = gather_math.get_xdata()
+    assert gather_math.get_ydata() == pytest.approx(2 * b * D * F / C)
+    assert gather_comms.get_ydata() == pytest.approx(np.full(b.shape, 2 * D * F / W_ici))
+    dots = [ln for ln in ax.get_lines() if len(ln.get_xdata()) == 1]
+    # gather: 2BDF/C = 2DF/W_ici at B = C/W_ici; FSDP: B/X = C/W_ici
+    assert [d.get_xdata()[0] for d in dots] == [pytest.approx(C / W_ici),
+                                                pytest.approx(4 * C / W_ici)]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["gather: AllGather_X, B* = 2,550",
+                      "reduce: AllReduce_X, comms-bound throughout",
+                      "FSDP: AllGather_X, B* = 10,200 (compute time as 'reduce')",
+                      "local: no communication",
+                      "solid: compute time per chip", "dashed: communication time"]
+
+
+def test_sharded_matmul_plot_against_d(tmp_path):
+    # the reduce plan turns compute-bound at D = 2 X C / W_ici (X < D / (2 alpha))
+    fig = sharded_matmul_plot(V5P, [("X[B, D] @ W[D_X, F] -> [B, F]", "reduce")], var="D",
+                              values=np.geomspace(1e3, 1e6, 50), sizes={"B": 4096, "F": 8192},
+                              path=tmp_path / "d.svg")
+    dot = [ln for ln in fig.axes[0].get_lines() if len(ln.get_xdata()) == 1][0]
+    assert dot.get_xdata()[0] == pytest.approx(2 * 4 * 459e12 / 180e9)
+    assert (tmp_path / "d.svg").read_text().lstrip().startswith(("<?xml", "<svg"))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: collective_plot([]), "at least one"),
+    (lambda: collective_plot([V5E]), "a \\(mesh, axes\\) pair"),
+    (lambda: collective_plot([(V5E, "X")], kinds=("broadcast",)), "unknown collective"),
+    (lambda: collective_plot([(V5E, "Q")]), "mesh axis 'Q' is not in this mesh"),
+    (lambda: collective_plot([(V5E, "X")], sizes=[0, 1]), "sizes must be positive"),
+    (lambda: collective_plot([(sr.mesh(sr.symbolic_chip(), "4"), "X")]), "symbolic in"),
+    (lambda: sharded_matmul_plot(V5P, []), "at least one matmul"),
+    (lambda: sharded_matmul_plot(V5P, "X[B, D] @ W[D_X, F] -> [B, F]"), "give sizes for D, F"),
+    (lambda: sharded_matmul_plot(V5P, "X[B, D] @ W[D_X, F] -> [B, F]", sizes={"B": 2}),
+     "leave it out of sizes"),
+    (lambda: sharded_matmul_plot(V5P, [("X[B, D] @ W[D_X, F] -> [B, F]", "fast")]),
+     "strategy of"),
+])
+def test_network_plots_name_bad_input(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_latency_throughput_plot_marks_each_hbm_cap(tmp_path):
+    import symroof as sr
+    from symroof.plots import latency_throughput_plot
+
+    meshes = [sr.mesh("tpu-v5e", "4x4"), sr.mesh("tpu-v5e", "2x2")]
+    path = tmp_path / "lt.png"
+    fig = latency_throughput_plot("llama-3.1-70b", meshes, context=8192, weights="int8",
+                                  path=path)
+    ax = fig.axes[0]
+    texts = [t.get_text() for t in ax.texts]
+    cap = int(sr.serve("llama-3.1-70b", meshes[0], batch=1, context=8192,
+                       weights="int8").max_batch)
+    assert f"HBM full at B={cap}" in texts            # 4x4 holds the int8 weights
+    assert any("do not fit" in t for t in texts)       # 2x2 (64 GB) does not hold 70.6 GB
+    assert [line.get_label() for line in ax.get_lines()][0].startswith("tpu-v5e 4x4")
+    assert path.stat().st_size > 10_000

@@ -18,9 +18,10 @@ Times (book ch. 3 and ch. 12; W_1 = one link one way, X = the axis size):
 - Latency: each hop costs at least T_min; a ring's farthest chip is X/2 hops away, a line's
   X-1; the time is max(T_min * hops, bandwidth term) (book ch. 3, "latency-bound").
 - GPU (NVSwitch node, fat tree above): per engaged level i with d_i children holding
-  m_i members each, AllGather = max_i V (d_i - 1) / (d_i m_i w_i); AllToAll = max_i
-  V (d_i - 1) / (d_i^2 m_i w_i); AllReduce twice the AllGather, or with in-network
-  reduction (``sharp=True``) max_i V / (m_i w_i). Latency: T_hop per ring step.
+  m_i members each, AllGather = max_i V (d_i - 1) / (d_i m_i w_i); AllToAll (n members,
+  V/n^2 to each) = max_i V (d_i - 1) m_i / (n^2 w_i); AllReduce twice the AllGather, or
+  with in-network reduction (``sharp=True``) max_i V / (m_i w_i). Latency: T_hop per ring
+  step (a flat ring of n - 1 steps; NCCL's trees cut this to about log n at scale).
 - DCN axes (slices): a ring of slices, each chip over its own DCN share: (X-1)/X V / W_dcn.
 
 >>> import symroof as sr
@@ -168,7 +169,9 @@ def _switched(kind: str, mesh: Mesh, names: tuple, V: sp.Expr, n: int, sharp: bo
     if not levels:
         return sp.Integer(0), sp.Integer(0)
     if kind == "all-to-all":
-        terms = [V * (lv.degree - 1) / (lv.degree**2 * lv.bw) for lv in levels]
+        # each member sends V/n^2 to every other member; what crosses level i from one
+        # child is its m members' pieces for the (d - 1) m members under the other children
+        terms = [V * (lv.degree - 1) * lv.members / (n**2 * lv.bw_per_gpu) for lv in levels]
     elif sharp:  # in-network reduction: each byte goes up once and comes back reduced
         terms = [V / lv.bw for lv in levels]
     else:

@@ -3,6 +3,9 @@
 - ``roofline``: roofline diagrams of chips with op points, and matmul time against batch.
 - ``model``: a model's per-op roofline, throughput against batch, the attention share.
 - ``measured``: this machine's measured roofline (``symroof measure``).
+- ``network``: collective time against buffer size; sharded matmuls' compute against
+  communication time.
+- ``serving``: step latency against tokens/s per chip as the batch grows, HBM cap marked.
 
 >>> import symroof as sr
 >>> callable(sr.plots.roofline_plot)
@@ -10,7 +13,10 @@ True
 """
 
 from .model import attention_share_plot, ops_roofline_plot, throughput_plot
+from .network import collective_plot, sharded_matmul_plot
 from .roofline import batch_plot, roofline_plot
+from .serving import latency_throughput_plot
 
 __all__ = ["roofline_plot", "batch_plot", "ops_roofline_plot", "throughput_plot",
-           "attention_share_plot"]
+           "attention_share_plot", "collective_plot", "sharded_matmul_plot",
+           "latency_throughput_plot"]

@@ -1,0 +1,68 @@
+"""Serving plots: step latency against tokens/s per chip as the batch grows, one curve per
+slice (or context), with each curve's HBM cap marked (matplotlib, imported when drawn).
+
+>>> import symroof as sr
+>>> fig = latency_throughput_plot("llama-3.1-8b", [sr.mesh("tpu-v5e", "2x2")], context=4096)
+>>> fig.axes[0].get_xlabel()
+'tokens/s per chip'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..parallel.sizing import latency_throughput
+from .model import _save
+from .roofline import _pyplot
+
+__all__ = ["latency_throughput_plot"]
+
+
+def latency_throughput_plot(model: Any, meshes: Sequence[Any], *, context: int = 4096,
+                            weights: str = "bf16", kv: str | None = None,
+                            batches: Any = None, path: Any = None, title: str | None = None):
+    """Per-token latency (ms) against throughput (tokens/s per chip) for batches 1, 2, 4, ...
+    on each mesh; the batch where weights + KV cache fill HBM ends the solid curve (beyond
+    it, dotted: the batch does not fit), with a marker and its batch written beside it."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    for i, mesh in enumerate(meshes):
+        colour = f"C{i}"
+        top = batches if batches is not None else 2 ** np.arange(0, 13)
+        c = latency_throughput(model, mesh, context=context, batches=top, weights=weights, kv=kv)
+        x, y, fits = c["tokens_per_s_per_chip"], c["latency"] * 1e3, c["fits"]
+        shape = "x".join(str(a.size) for a in mesh.axes)
+        label = f"{mesh.chip.name} {shape} ({mesh.n_chips} chips)"
+        ax.plot(x[fits], y[fits], "o-", color=colour, ms=3, label=label)
+        over = np.flatnonzero(~fits)[:2]  # two batches past the cap show where it heads
+        if over.size:
+            ax.plot(x[over], y[over], ":", color=colour, alpha=0.6)
+        cap = int(c["max_batch"])
+        if cap >= 1:
+            at = latency_throughput(model, mesh, context=context, batches=[cap],
+                                    weights=weights, kv=kv)
+            cx, cy = at["tokens_per_s_per_chip"][0], at["latency"][0] * 1e3
+            ax.plot([cx], [cy], "s", color=colour, ms=7, mfc="white")
+            ax.annotate(f"HBM full at B={cap}", (cx, cy), textcoords="offset points",
+                        xytext=(-8, 8 + 12 * i), ha="right", fontsize=8, color=colour,
+                        arrowprops={"arrowstyle": "-", "color": colour, "lw": 0.5})
+        else:
+            ax.text(0.02, 0.95 - 0.05 * i, f"{label}: the weights alone do not fit",
+                    transform=ax.transAxes, fontsize=8, color=colour)
+    ax.set(xscale="log", yscale="log", xlabel="tokens/s per chip",
+           ylabel="step latency (ms, per generated token)")
+    name = model if isinstance(model, str) else model.name
+    ax.set_title(title or f"{name} decode at context {context} (weights {weights}): "
+                 "batch 1, 2, 4, ... along each curve", fontsize=10)
+    from matplotlib import ticker
+
+    for axis in (ax.xaxis, ax.yaxis):  # 1, 2, 5, 10, 20: plain numbers, not 2 x 10^1
+        axis.set_major_locator(ticker.LogLocator(subs=(1, 2, 5)))
+        axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        axis.set_minor_formatter(ticker.NullFormatter())
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left")
+    return _save(fig, path)
