@@ -104,18 +104,22 @@ def sharded_matmul(b: Any, d: Any, f: Any, *, shards: Any = 2, x_bytes: Any = 2,
 
     Each chip multiplies its [b, d/n] x [d/n, f] slice, then the partial sums Z[b,f] are
     all-reduced over a ring: each chip sends 2(n-1)/n x bf elements (the book's 2-chip
-    example: 2BF bytes in bf16).
+    example: 2BF bytes in bf16). This is ``sr.shard_matmul(mesh, "X[B, D_X] @ W[D_X, F] ->
+    [B, F]")`` on a line of ``shards`` chips, without a mesh: the bytes come from the same
+    collective formula (:func:`symroof.hardware.collectives.bytes_sent`).
 
     >>> from symroof.symbols import B, D, F
     >>> c = sharded_matmul(B, D, F)
     >>> c.flops, c.net_bytes
     (B*D*F, 2*B*F)
     """
+    from .hardware.collectives import bytes_sent
+
     n = as_dimension(shards, "shards")
     local = matmul(b, as_dimension(d, "d") / n, f, x_bytes=x_bytes, w_bytes=w_bytes,
                    out_bytes=out_bytes)
     b, f = as_dimension(b, "b"), as_dimension(f, "f")
-    sent = 2 * (n - 1) / n * b * f * _width(out_bytes, "out_bytes")
+    sent = bytes_sent("all-reduce", b * f * _width(out_bytes, "out_bytes"), n)
     return Cost(flops=local.flops, weight_bytes=local.weight_bytes,
                 act_bytes=local.act_bytes, net_bytes=sent)
 

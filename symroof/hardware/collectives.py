@@ -46,7 +46,7 @@ from ..cost import Cost, as_exact
 from .mesh import Mesh
 
 __all__ = ["Collective", "all_gather", "reduce_scatter", "all_reduce", "all_to_all",
-           "collective", "KINDS"]
+           "collective", "bytes_sent", "KINDS"]
 
 #: the collective kinds, in the spelling of XLA's HLO (what the oracle reads back)
 KINDS = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all")
@@ -125,14 +125,14 @@ def collective(kind: str, mesh: Mesh, V: Any, axes: Any, *, sharp: bool = False)
     n = mesh.size(names)
     if key == "all-reduce" and not sharp:
         rs = collective("reduce-scatter", mesh, V, names)
-        return _make(key, mesh, names, V, n, 2 * rs.net_bytes, 2 * rs.t_bw, 2 * rs.t_lat)
+        return _make(key, mesh, names, V, n, bytes_sent(key, V, n), 2 * rs.t_bw, 2 * rs.t_lat)
     if any(mesh[a].kind in ("nvlink", "scale-out") for a in names):
         t_bw, t_lat = _switched(key, mesh, names, V, n, sharp)
     else:
         if sharp:
             raise ValueError("sharp=True (in-network reduction) needs a switched GPU network")
         t_bw, t_lat = _torus(key, mesh, names, V, n)
-    return _make(key, mesh, names, V, n, _sent(key, V, n), t_bw, t_lat)
+    return _make(key, mesh, names, V, n, bytes_sent(key, V, n), t_bw, t_lat)
 
 
 def _make(kind, mesh, names, V, n, sent, t_bw, t_lat) -> Collective:
@@ -141,12 +141,18 @@ def _make(kind, mesh, names, V, n, sent, t_bw, t_lat) -> Collective:
                       t_bw=t_bw, t_lat=t_lat, mesh=mesh)
 
 
-def _sent(kind: str, V: sp.Expr, n: Any) -> sp.Expr:
-    """Bytes one chip sends: a ring passes on n-1 of n shards; AllToAll sends n-1 of its
-    n pieces of V/n (AllReduce, twice ReduceScatter, is handled by the caller)."""
+def bytes_sent(kind: str, V: Any, n: Any) -> sp.Expr:
+    """Bytes one chip sends in a collective of ``V`` bytes over ``n`` chips: a ring passes
+    on n-1 of n shards (AllReduce: twice, ReduceScatter then AllGather); AllToAll sends n-1
+    of its n pieces of V/n.
+
+    >>> from symroof.symbols import N, V_b
+    >>> bytes_sent("all-reduce", V_b, N)
+    2*V_b*(N - 1)/N
+    """
     if kind == "all-to-all":
         return V * (n - 1) / n**2
-    return V * (n - 1) / n
+    return (2 if kind == "all-reduce" else 1) * V * (n - 1) / n
 
 
 def _torus(kind: str, mesh: Mesh, names: tuple, V: sp.Expr, n: Any) -> tuple:
