@@ -54,6 +54,47 @@ def _compile(jax, case: dict) -> dict:
     }
 
 
+def _compile_mlp_train(jax, case: dict) -> dict:
+    """One MLP layer's training step, the book's ch. 5 model: out = gelu(x @ w_in) @ w_out,
+    a squared loss, and the gradients of both weights (sharded like the weights)."""
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    names = tuple(name for name, _ in case["mesh"])
+    sizes = tuple(size for _, size in case["mesh"])
+    try:
+        from jax.sharding import AxisType
+
+        kw = {"axis_types": (AxisType.Auto,) * len(names)}
+    except ImportError:
+        kw = {}
+    mesh = Mesh(np.array(jax.devices()[: math.prod(sizes)]).reshape(sizes), names, **kw)
+
+    def sharding(spec):
+        dims = [None if not d else d[0] if len(d) == 1 else tuple(d) for d in spec]
+        return NamedSharding(mesh, P(*dims))
+
+    dtype = jnp.dtype(case["dtype"])
+    B, D, F = case["B"], case["D"], case["F"]
+    x = jax.ShapeDtypeStruct((B, D), dtype, sharding=sharding(case["x"]))
+    w_in = jax.ShapeDtypeStruct((D, F), dtype, sharding=sharding(case["w_in"]))
+    w_out = jax.ShapeDtypeStruct((F, D), dtype, sharding=sharding(case["w_out"]))
+
+    def loss(w_in, w_out, x):
+        return jnp.sum(jnp.square(jax.nn.gelu(x @ w_in) @ w_out).astype(jnp.float32))
+
+    step = jax.jit(jax.grad(loss, argnums=(0, 1)),
+                   out_shardings=(sharding(case["w_in"]), sharding(case["w_out"])))
+    compiled = step.lower(w_in, w_out, x).compile()
+    cost = compiled.cost_analysis()
+    cost = cost[0] if isinstance(cost, list) else cost
+    return {"hlo": compiled.as_text(), "flops": cost.get("flops"),
+            "bytes_accessed": cost.get("bytes accessed"),
+            "device_ids": [d.id for d in mesh.devices.flat]}
+
+
 def main() -> None:
     request = json.load(sys.stdin)
     flags = [
@@ -70,7 +111,8 @@ def main() -> None:
     results = []
     for case in request["cases"]:
         try:
-            results.append(_compile(jax, case))
+            compile_one = _compile_mlp_train if case.get("kind") == "mlp_train" else _compile
+            results.append(compile_one(jax, case))
         except Exception as e:  # reported per case; the parent names the case and raises
             results.append({"error": f"{type(e).__name__}: {e}"})
     json.dump({"jax": jax.__version__, "results": results}, out)

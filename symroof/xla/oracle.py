@@ -148,6 +148,17 @@ def compile_matmuls(cases: Iterable[MatmulCase | tuple], timeout: float = 600.0)
             for c in cases
         ],
     }
+    reply = run_worker(request, timeout)
+    errors = [f"{c.name}: {r['error']}" for c, r in zip(cases, reply["results"]) if "error" in r]
+    if errors:
+        raise RuntimeError("XLA could not compile:\n" + "\n".join(errors))
+    return [_result(c, r, reply["jax"]) for c, r in zip(cases, reply["results"])]
+
+
+def run_worker(request: dict, timeout: float = 600.0) -> dict:
+    """Run the JAX worker once on ``request`` (``{"devices": n, "cases": [...]}``)."""
+    if importlib.util.find_spec("jax") is None:
+        raise ImportError(_INSTALL)
     worker = Path(__file__).with_name("_worker.py")
     proc = subprocess.run(
         [sys.executable, str(worker)],
@@ -160,11 +171,7 @@ def compile_matmuls(cases: Iterable[MatmulCase | tuple], timeout: float = 600.0)
         raise RuntimeError(
             f"the JAX worker failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
         )
-    reply = json.loads(proc.stdout)
-    errors = [f"{c.name}: {r['error']}" for c, r in zip(cases, reply["results"]) if "error" in r]
-    if errors:
-        raise RuntimeError("XLA could not compile:\n" + "\n".join(errors))
-    return [_result(c, r, reply["jax"]) for c, r in zip(cases, reply["results"])]
+    return json.loads(proc.stdout)
 
 
 def _result(case: MatmulCase, r: dict, version: str) -> XlaMatmul:
