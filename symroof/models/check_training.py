@@ -1,0 +1,106 @@
+"""``check_training``: run one counted NumPy training step and compare it with
+:func:`~symroof.models.training.train_ops` and the kept activations with
+:func:`~symroof.models.training_memory.saved_activations`, exactly.
+
+The NumPy side (:mod:`symroof.numeric`: forward, loss, hand-written backward, remat, Adam)
+counts from the arrays it touches and never sees a formula. Kept activations appear as rows
+``saved/<key>`` whose activation bytes are compared (their other quantities are 0).
+
+>>> import symroof as sr
+>>> report = sr.check_training(sr.model("tiny"), batch=2, seq=4, remat="selective")
+>>> report.ok, report.rows[:2], report.rows[-1]
+(True, ['fwd/embed', 'fwd/attn_norm'], 'saved/loss')
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..cost import as_dimension
+from .check import QUANTITIES, CheckReport, Mismatch, _int, _numeric_config, _widths
+from .training_memory import REMAT_POLICIES
+from .transformer import Transformer
+
+__all__ = ["check_training"]
+
+
+def _float64_bytes(cfg: Any, B: int, S: int) -> int:
+    """Rough peak memory of the NumPy step in float64: parameters with their gradient, two
+    moments and a master copy; every layer's activations with the S x S matrices."""
+    params = cfg.L * (cfg.D * (cfg.H + 2 * cfg.G) * cfg.d_h + cfg.H * cfg.d_h * cfg.D
+                      + 3 * cfg.D * cfg.F) + 2 * cfg.V * cfg.D
+    per_layer = B * S * (6 * cfg.D + 3 * cfg.F + 3 * (cfg.H + cfg.G) * cfg.d_h)
+    acts = cfg.L * (per_layer + 3 * B * cfg.H * S * S) + 4 * B * S * (cfg.D + cfg.V)
+    return 8 * (5 * params + acts)
+
+
+def _width(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value <= 0:
+        raise ValueError(f"check_training counts whole bytes per element; {name} must be a "
+                         f"positive integer, got {value!r}")
+    return int(value)
+
+
+def check_training(model: Transformer, batch: int, seq: int, remat: str = "none", *,
+                   grad_bytes: int | None = None, moment_bytes: int = 4,
+                   master_bytes: int = 0, seed: int = 0,
+                   max_bytes: int = 2**31) -> CheckReport:
+    """Run one NumPy training step (``batch`` random sequences of ``seq`` tokens, random
+    targets, naive attention, Adam) and compare every row's five figures with
+    ``model.train_ops(batch, seq, remat, ...)``, and every kept activation with
+    ``saved_activations(model, batch, seq, remat)``, by exact integer equality.
+
+    ``grad_bytes`` defaults to the model's ``w_bytes``; ``master_bytes`` = 0 runs Adam
+    without a master copy. A run estimated to need more than ``max_bytes`` (float64) is
+    refused with the estimate.
+    """
+    from ..numeric import Adam, Counter, init_params, train_step
+    from .training_memory import saved_activations
+
+    B = int(as_dimension(batch, "batch"))
+    S = int(as_dimension(seq, "seq"))
+    if remat not in REMAT_POLICIES:
+        raise ValueError(f"unknown remat policy {remat!r}; known: {list(REMAT_POLICIES)}")
+    cfg = _numeric_config(model)
+    widths = _widths(model)
+    gb = widths["w_bytes"] if grad_bytes is None else _width(grad_bytes, "grad_bytes")
+    mb = _width(moment_bytes, "moment_bytes")
+    if isinstance(master_bytes, bool) or not isinstance(master_bytes, int) or master_bytes < 0:
+        raise ValueError(f"master_bytes must be 0 (no master copy) or a positive integer, "
+                         f"got {master_bytes!r}")
+    need = _float64_bytes(cfg, B, S)
+    if need > max_bytes:
+        raise ValueError(f"check_training({model.name}, batch={B}, seq={S}) would need about "
+                         f"{need / 2**30:.1f} GiB in float64 (limit {max_bytes / 2**30:.1f} "
+                         "GiB; raise it with max_bytes=...): use a smaller model or step")
+    params = init_params(cfg, seed=seed)
+    rng = np.random.default_rng(seed)
+    tokens, targets = rng.integers(0, cfg.V, size=(2, B, S))
+    counter = Counter(**widths, grad_bytes=gb, moment_bytes=mb, master_bytes=master_bytes or None)
+    opt = Adam(params, master=master_bytes > 0)
+    train_step(params, cfg, tokens, targets, opt, remat=remat, counter=counter)
+
+    rows = model.train_ops(B, S, remat, grad_bytes=gb, moment_bytes=mb,
+                           master_bytes=master_bytes)
+    symbolic = {op: {q: _int(getattr(cost, q), f"{op}.{q}") for q in QUANTITIES}
+                for op, cost in rows.items()}
+    counted = {op: {q: int(r[q]) for q in QUANTITIES} for op, r in counter.rows.items()}
+    zero = dict.fromkeys(QUANTITIES, 0)
+    for key, value in saved_activations(model, B, S, remat).items():
+        symbolic[f"saved/{key}"] = zero | {"act_bytes": _int(value, f"saved/{key}")}
+    for key, value in counter.saved.items():
+        counted[f"saved/{key}"] = zero | {"act_bytes": int(value)}
+    for side in (symbolic, counted):  # a tensor one side does not keep: 0 bytes there
+        for key in [k for k in [*symbolic, *counted] if k.startswith("saved/")]:
+            side.setdefault(key, zero)
+    mismatches = []
+    for op in dict.fromkeys([*symbolic, *counted]):
+        for q in QUANTITIES:
+            c, s = counted.get(op, {}).get(q), symbolic.get(op, {}).get(q)
+            if c != s:
+                mismatches.append(Mismatch(op, q, c, s))
+    label = (f"{model.name} training step: batch={B}, seq={S}, remat={remat}, "
+             f"grad_bytes={gb}, moment_bytes={mb}, master_bytes={master_bytes}")
+    return CheckReport(label=label, counted=counted, symbolic=symbolic, mismatches=mismatches)

@@ -1,0 +1,160 @@
+"""The NumPy twin trains: finite-difference gradients, remat executed for real, and every
+counted row of a training step equal to the symbolic one."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import symroof as sr
+from symroof.cost import Cost
+from symroof.numeric import (
+    BACKWARD_READS,
+    REMAT,
+    Adam,
+    Config,
+    init_params,
+    loss_and_grads,
+    train_step,
+)
+from symroof.numeric import train as numeric_train
+from symroof.numeric.optimizer import _get, _leaves
+
+TINY = sr.model("tiny")
+POLICIES = list(sr.REMAT_POLICIES)
+SMALL = Config(D=8, F=12, L=2, H=4, G=2, d_h=4, V=16)
+
+
+@pytest.mark.parametrize("remat", POLICIES)
+def test_tiny_every_policy(remat):
+    report = sr.check_training(TINY, 2, 6, remat)
+    assert report.ok, str(report)
+    assert {m.removeprefix("saved/") for m in report.rows if m.startswith("saved/")} == set(
+        sr.saved_activations(TINY, 2, 6, remat))
+
+
+@pytest.mark.parametrize("widths, state", [
+    (dict(w_bytes=1, act_bytes=1), dict(grad_bytes=1, moment_bytes=1)),
+    (dict(w_bytes=2, act_bytes=4), dict(master_bytes=4)),
+    (dict(w_bytes=4, act_bytes=2), dict(grad_bytes=4, moment_bytes=2, master_bytes=4)),
+    (dict(w_bytes=4, act_bytes=4), {}),
+])
+def test_byte_widths(widths, state):
+    for remat in ("none", "full"):
+        report = sr.check_training(TINY.replace(**widths), 1, 3, remat, **state)
+        assert report.ok, str(report)
+
+
+@st.composite
+def configs(draw):
+    G = draw(st.integers(1, 3))
+    return sr.Transformer(
+        D=draw(st.integers(1, 10)), F=draw(st.integers(1, 12)), L=draw(st.integers(1, 2)),
+        H=G * draw(st.integers(1, 3)), G=G, d_h=2 * draw(st.integers(1, 3)),
+        V=draw(st.integers(2, 16)), tied=draw(st.booleans()), qkv_bias=draw(st.booleans()),
+        w_bytes=draw(st.sampled_from([1, 2, 4])), act_bytes=draw(st.sampled_from([1, 2, 4])),
+        name="random")
+
+
+@settings(max_examples=60, deadline=None)
+@given(model=configs(), batch=st.integers(1, 3), seq=st.integers(1, 5),
+       remat=st.sampled_from(POLICIES), master=st.sampled_from([0, 4]))
+def test_random_configs(model, batch, seq, remat, master):
+    report = sr.check_training(model, batch, seq, remat, master_bytes=master)
+    assert report.ok, str(report)
+
+
+def _batch(cfg, B=2, T=5, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, cfg.V, (B, T)), rng.integers(0, cfg.V, (B, T))
+
+
+@pytest.mark.parametrize("cfg", [SMALL, SMALL.replace(tied=True, qkv_bias=True, G=4)])
+def test_gradients_match_finite_differences(cfg):
+    params = init_params(cfg, seed=1)
+    tokens, targets = _batch(cfg)
+    _, grads = loss_and_grads(params, cfg, tokens, targets)
+    rng, h = np.random.default_rng(2), 1e-6
+    for path, array in _leaves(params):
+        for _ in range(2):
+            i = tuple(int(rng.integers(n)) for n in array.shape)
+            old = array[i]
+            array[i] = old + h
+            up, _ = loss_and_grads(params, cfg, tokens, targets)
+            array[i] = old - h
+            down, _ = loss_and_grads(params, cfg, tokens, targets)
+            array[i] = old
+            fd = (up - down) / (2 * h)
+            assert abs(fd - _get(grads, path)[i]) < 1e-7 + 1e-6 * abs(fd), (path, i)
+
+
+def test_every_policy_gives_the_same_gradients():
+    cfg = SMALL.replace(qkv_bias=True)
+    params = init_params(cfg)
+    tokens, targets = _batch(cfg)
+    loss, ref = loss_and_grads(params, cfg, tokens, targets)
+    for remat in POLICIES[1:]:
+        other_loss, grads = loss_and_grads(params, cfg, tokens, targets, remat)
+        assert other_loss == loss
+        for path, g in _leaves(ref):
+            np.testing.assert_allclose(_get(grads, path), g, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("tensor", BACKWARD_READS)
+def test_the_backward_reads_every_tensor_none_keeps(tensor, monkeypatch):
+    """The backward reads only what the policy kept or recomputed: keeping one tensor too
+    few fails (so "none" keeps nothing the backward does not read)."""
+    monkeypatch.setitem(REMAT, "none", tuple(t for t in BACKWARD_READS if t != tensor))
+    monkeypatch.setattr(numeric_train, "_rerun_plan", lambda remat: [])  # recompute nothing
+    with pytest.raises(KeyError, match=tensor):
+        loss_and_grads(init_params(SMALL), SMALL, *_batch(SMALL))
+
+
+def test_a_planted_backward_flop_is_caught_and_named(monkeypatch):
+    train_ops = sr.Transformer.train_ops
+
+    def off_by_one(self, *args, **kwargs):
+        rows = train_ops(self, *args, **kwargs)
+        rows["bwd/attn/softmax"] = rows["bwd/attn/softmax"] + Cost(flops=1)
+        return rows
+
+    monkeypatch.setattr(sr.Transformer, "train_ops", off_by_one)
+    report = sr.check_training(TINY, 1, 3, "selective")
+    assert [(m.op, m.quantity) for m in report.mismatches] == [
+        ("bwd/attn/softmax", "flops"), ("bwd/attn/softmax", "useful_flops")]
+    assert "MISMATCH" in str(report)
+
+
+def test_a_kept_tensor_too_many_is_caught(monkeypatch):
+    plan = numeric_train._rerun_plan("selective")
+    monkeypatch.setitem(numeric_train.REMAT, "selective", BACKWARD_READS)
+    monkeypatch.setattr(numeric_train, "_rerun_plan", lambda remat: plan)
+    report = sr.check_training(TINY, 1, 3, "selective")
+    assert [(m.op, m.quantity) for m in report.mismatches] == [
+        ("saved/attn/softmax", "act_bytes")]
+
+
+def test_adam_lowers_the_loss():
+    params = init_params(SMALL)
+    tokens, targets = _batch(SMALL)
+    opt = Adam(params, lr=1e-2, master=True)
+    losses = [train_step(params, SMALL, tokens, targets, opt, remat="full") for _ in range(5)]
+    assert losses == sorted(losses, reverse=True)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: sr.check_training(TINY, 1, 2, "half"), "unknown remat policy 'half'; known:"),
+    (lambda: sr.check_training(TINY, 1, 0), "seq must be a positive integer"),
+    (lambda: sr.check_training(TINY, -1, 2), "batch must be a positive integer"),
+    (lambda: sr.check_training(TINY, 1, 2, grad_bytes=1.5), "grad_bytes must be a positive"),
+    (lambda: sr.check_training(TINY, 1, 2, master_bytes=-4), "master_bytes must be 0"),
+    (lambda: sr.check_training(sr.Transformer(), 1, 2), "needs numbers for every dimension"),
+    (lambda: sr.check_training(TINY, 64, 4096), "would need about"),
+    (lambda: loss_and_grads(init_params(SMALL), SMALL, [[1]], [[1]], "x"),
+     "unknown remat policy 'x'"),
+    (lambda: loss_and_grads(init_params(SMALL), SMALL, [[1, 2]], [[1]]),
+     "targets must have the tokens' shape"),
+])
+def test_bad_input_is_named(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
