@@ -1,8 +1,12 @@
-"""The bridge: symroof's sharded-matmul plans against what XLA's partitioner emits.
+"""The bridge: symroof's sharded-matmul and training plans against what XLA's partitioner
+emits.
 
 This is the one module of ``symroof.xla`` that imports the rest of symroof, and only to read
 a :class:`~symroof.parallel.matmul.ShardedMatmul` (its mesh, notation, sizes and predicted
 collectives). The oracle itself (``hlo``, ``oracle``, ``compare``) never sees a formula.
+
+``check_train_layers(plans)`` does the same for the per-layer collectives of training plans
+(DP, FSDP, TP, FSDP + TP) against one layer's compiled training step.
 
 ``check_matmuls(plans)`` compiles every plan's matmul in one JAX process and compares XLA's
 collectives with the plan symroof chose. Where they differ but XLA's collectives are those
@@ -23,11 +27,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 
+from ..hardware.collectives import Collective
 from ..parallel.matmul import ShardedMatmul
 from .compare import OracleReport, compare
 from .oracle import MatmulCase, compile_matmuls
+from .training import MlpTrainCase, compile_mlp_train
 
-__all__ = ["check_matmuls", "matmul_case_of"]
+__all__ = ["check_matmuls", "matmul_case_of", "check_train_layers", "layer_case_of",
+           "layer_predicted"]
 
 _DTYPES = {2: "bf16", 4: "f32"}
 
@@ -74,3 +81,49 @@ def _report(plan: ShardedMatmul, result, predicted: list | None) -> OracleReport
                     f"where symroof's plan is {plan.strategy!r} ({mine} bytes per chip)")
             return replace(alt, notes=alt.notes + (note,))
     return report
+
+
+def layer_case_of(plan) -> MlpTrainCase:
+    """The oracle's MLP training step for a :class:`~symroof.parallel.strategies.TrainPlan`:
+    the book's layer ``In[B_X, D_Y] W_in[D_X, F_Y] W_out[F_Y, D_X]`` with X the data axes
+    (dp and fsdp: In's batch), the fsdp axes on the weights' D and the tp axes on F."""
+    axes = plan.axes
+    if axes.get("pp") or plan.zero in (1, 2):
+        raise ValueError(f"{plan.strategy}: the oracle's one-layer step has no pipeline and "
+                         "no optimizer step (ZeRO-1/2 gather the updated weights there)")
+    data, fsdp, tp = axes["dp"] + axes["fsdp"], axes["fsdp"], axes["tp"]
+    m = plan.model
+    dims = [plan.batch_tokens, m.D, m.F]
+    if not all(getattr(d, "is_Integer", False) for d in dims):
+        raise ValueError("the XLA oracle compiles numbers: give the plan a numeric batch and "
+                         "model")
+    width = int(m.w_bytes)
+    if int(m.act_bytes) != width or width not in _DTYPES:
+        raise ValueError("the oracle compiles one dtype (2 or 4 bytes) for all arrays")
+    return MlpTrainCase(dict(plan.mesh.shape), (data, tp), (fsdp, tp), (tp, fsdp),
+                        *map(int, dims), _DTYPES[width])
+
+
+def layer_predicted(plan) -> list[dict]:
+    """The per-layer collectives of ``plan`` (its ``layer`` rows), as the oracle compares
+    them: kind, mesh axes, per-device elements in and out."""
+    width = plan.model.w_bytes
+    out = []
+    for key, row in plan.layer.items():
+        if isinstance(row, Collective):
+            e_in, e_out = row.elements(width)
+            out.append({"kind": row.kind, "axes": row.axes, "elements_in": int(e_in),
+                        "elements_out": int(e_out), "row": key})
+    return out
+
+
+def check_train_layers(plans: Iterable, predictions: Iterable[list] | None = None,
+                       ) -> list[OracleReport]:
+    """Compile one layer's training step for every plan (one JAX process) and compare XLA's
+    collectives with the plan's per-layer rows; ``predictions`` overrides them (tests)."""
+    plans = list(plans)
+    results = compile_mlp_train([layer_case_of(p) for p in plans])
+    predictions = [None] * len(plans) if predictions is None else list(predictions)
+    return [compare(layer_predicted(p) if pred is None else pred, r,
+                    case=f"{p.strategy} on {p.mesh!r} ({r.name})")
+            for p, r, pred in zip(plans, results, predictions)]

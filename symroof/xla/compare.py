@@ -11,6 +11,11 @@ Rules, in the order they are applied:
 2. Dtype: element counts are compared, never bytes, because the CPU backend may upcast bf16
    to f32 before a reduction or a gather (a bf16 matmul gives an `f32[64,256] all-reduce`).
 3. Valid alternatives become notes, not disagreements:
+   - One all-reduce where the prediction has a reduce-scatter then an all-gather of the
+     same array over the same axes (an all-reduce is exactly that pair).
+   - One collective of a tuple of pieces (XLA's combiner) where the prediction has as many
+     collectives of that kind (or reduce-scatters, for an all-reduce) over the same axes
+     whose element counts add up.
    - XLA's all-reduce (full result) where the prediction has a reduce-scatter over the same
      axes from the same input: XLA then slices its copy; the minimum was the reduce-scatter.
    - One collective over several axes against a chain of the same kind over disjoint axes
@@ -18,6 +23,8 @@ Rules, in the order they are applied:
      either order, for one all-gather over (X, Y); likewise reduce-scatter and all-reduce), in
      either direction. The data that arrive are the same; the cost differs (a chain runs one
      axis at a time), so a note, not a silent match.
+   - A predicted all-gather identical to one already matched (a weight re-gathered in the
+     backward pass, ZeRO-3): one compiled program may keep the first gather's result.
 4. What is left is a disagreement: same kind and axes with other counts ("wrong element
    count"), a prediction with no partner ("missing"), an XLA collective with none
    ("unexpected"). Each line names the case.
@@ -32,6 +39,7 @@ C[M, N_X]: OK (0 of 1 predicted collectives matched exactly, 1 note)
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,6 +79,7 @@ class _Rec:
     elements_in: int
     elements_out: int
     shown: str = field(compare=False)  # axes as given, for messages
+    pieces: int = field(default=1, compare=False)  # operands of a tuple collective
 
     def __str__(self) -> str:
         return f"{self.kind} over {self.shown} ({self.elements_in} -> {self.elements_out} elements)"
@@ -96,7 +105,30 @@ def _rec(item: Any, side: str) -> _Rec:
         int(_get(item, "elements_in")),
         int(_get(item, "elements_out")),
         shown,
+        len(_get(item, "operand_shapes", None) or (1,)),
     )
+
+
+def _fused_all_reduce(o: _Rec, preds: list[_Rec]) -> tuple[_Rec, _Rec] | None:
+    """A predicted reduce-scatter and all-gather that together are the all-reduce ``o``."""
+    for rs in preds:
+        if rs.kind == "reduce-scatter" and rs.axes == o.axes and rs.elements_in == o.elements_in:
+            for ag in preds:
+                if (ag.kind == "all-gather" and ag.axes == o.axes
+                        and ag.elements_in == rs.elements_out
+                        and ag.elements_out == o.elements_out):
+                    return rs, ag
+    return None
+
+
+def _combined(o: _Rec, preds: list[_Rec]) -> list[_Rec] | None:
+    """``o.pieces`` predictions over o's axes whose inputs add up to o's (XLA's combiner)."""
+    kinds = {o.kind} | ({"reduce-scatter"} if o.kind == "all-reduce" else set())
+    pool = [p for p in preds if p.kind in kinds and p.axes == o.axes]
+    for group in itertools.combinations(pool, o.pieces):
+        if sum(p.elements_in for p in group) == o.elements_in:
+            return list(group)
+    return None
 
 
 def _chain(whole: _Rec, pool: list[_Rec]) -> list[_Rec] | None:
@@ -135,11 +167,29 @@ def compare(predicted: Iterable[Any], observed: Any, case: str | None = None) ->
     obs = [_rec(o, "observed") for o in observed]
     n_pred, disagreements, notes, matched = len(preds), [], [], 0
 
+    exact = []
     for p in list(preds):  # 1. exact matches
         if p in obs:
             preds.remove(p)
             obs.remove(p)
+            exact.append(p)
             matched += 1
+    for o in list(obs):  # 3. an all-reduce for a reduce-scatter + all-gather pair
+        if o.kind == "all-reduce" and (pair := _fused_all_reduce(o, preds)):
+            notes.append(f"{case}: XLA did the predicted {pair[0]} then {pair[1]} as one "
+                         f"all-reduce ({o.elements_in} elements)")
+            obs.remove(o)
+            preds.remove(pair[0])
+            preds.remove(pair[1])
+    for o in list(obs):  # 3. one tuple collective for several predicted ones
+        if o.pieces > 1 and (group := _combined(o, preds)):
+            minimum = ("; the minimum is reduce-scatter" if o.kind == "all-reduce"
+                       and any(p.kind == "reduce-scatter" for p in group) else "")
+            notes.append(f"{case}: XLA combined the predicted {', '.join(map(str, group))} "
+                         f"into one {o.kind} of {o.pieces} pieces over {o.shown}{minimum}")
+            obs.remove(o)
+            for p in group:
+                preds.remove(p)
     for p in list(preds):  # 3a. all-reduce for reduce-scatter
         for o in obs:
             if (
@@ -168,6 +218,11 @@ def compare(predicted: Iterable[Any], observed: Any, case: str | None = None) ->
                 wholes.remove(w)
                 for step in steps:
                     parts.remove(step)
+    for p in list(preds):  # 3. a repeated gather that one program need not repeat
+        if p.kind == "all-gather" and p in exact:
+            notes.append(f"{case}: XLA reused the result of the earlier {p} (one compiled "
+                         "program keeps the gathered array for the backward pass)")
+            preds.remove(p)
     for p in list(preds):  # 4. same kind and axes, other counts
         for o in obs:
             if o.kind == p.kind and o.axes == p.axes:

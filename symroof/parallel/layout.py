@@ -1,0 +1,143 @@
+"""Training strategies as roles on mesh axes (book ch. 5), and what each role's axes cost.
+
+A strategy names the roles it uses, joined by ``+``: ``dp`` (pure data parallelism:
+weights replicated, gradients AllReduced), ``zero1``/``zero2``/``zero3`` (ZeRO sharding of
+the optimizer state / + gradients / + weights; ``fsdp`` is ``zero3``), ``tp`` (Megatron
+tensor parallelism) and ``pp`` (pipeline stages). Each role runs over some mesh axes (the
+book's X for data/FSDP, Y for tensor, Z for stages); every mesh axis serves exactly one
+role, so the chips are N = X Y Z. ZeRO roles take their axes from ``fsdp=``.
+
+A role's collectives are priced by :func:`symroof.hardware.collectives.all_gather` on its
+axes, so a TPU torus, a line without wraparound, an NVLink node, the scale-out fat tree and
+DCN between slices all come from the mesh. Each role is summarised by two numbers: ``k``,
+seconds per byte of an AllGather (= a ReduceScatter; an AllReduce is twice both terms), and
+``lat``, its latency floor; a pipeline hop is one point-to-point send along the ``pp`` axes.
+
+>>> import symroof as sr
+>>> roles, zero = parse_strategy("fsdp+tp")
+>>> roles, zero
+(('fsdp', 'tp'), 3)
+>>> m = sr.mesh("tpu-v5p", "4x4x4")
+>>> axes = assign_axes(m, roles, {"tp": "Z"})
+>>> axes
+{'dp': (), 'fsdp': ('X', 'Y'), 'tp': ('Z',), 'pp': ()}
+>>> role_links(m, axes)["fsdp"]                     # k = 1/(2 W_ici): two axes; 4 hops of 1 us
+(1/360000000000, 1/250000)
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+import sympy as sp
+
+from ..hardware.collectives import all_gather
+from ..hardware.mesh import Mesh
+
+__all__ = ["ROLES", "PARTS", "parse_strategy", "assign_axes", "role_links", "SYM"]
+
+#: the roles, in the order a plan prints them
+ROLES = ("dp", "fsdp", "tp", "pp")
+#: strategy parts -> (role, ZeRO level); ``fsdp`` is ZeRO-3
+PARTS = {"dp": ("dp", 0), "zero1": ("fsdp", 1), "zero2": ("fsdp", 2), "zero3": ("fsdp", 3),
+         "fsdp": ("fsdp", 3), "tp": ("tp", 0), "pp": ("pp", 0)}
+
+
+def _sym(name: str, **assumptions: Any) -> sp.Symbol:
+    return sp.Symbol(name, **assumptions)
+
+
+#: Template symbols (internal: a plan substitutes them; the search evaluates them over
+#: arrays of splits). n_<role>: degree; k_<role>: seconds per byte; lat_<role>: latency
+#: floor; n_mb: microbatches; z1, z2, z3: 1 where ZeRO shards the optimizer state, the
+#: gradients, the weights (0 elsewhere).
+SYM: dict[str, sp.Symbol] = {
+    **{f"n_{r}": _sym(f"n_{r}", positive=True, integer=True) for r in ROLES},
+    **{f"k_{r}": _sym(f"k_{r}", nonnegative=True) for r in ROLES},
+    **{f"lat_{r}": _sym(f"lat_{r}", nonnegative=True) for r in ROLES},
+    "n_mb": _sym("n_mb", positive=True, integer=True),
+    **{f"z{i}": _sym(f"z{i}", nonnegative=True) for i in (1, 2, 3)},
+}
+
+
+def parse_strategy(strategy: str) -> tuple[tuple[str, ...], int]:
+    """``"zero1+tp+pp"`` -> (roles in ``ROLES`` order, ZeRO level); unknown or repeated
+    parts fail naming them."""
+    if not isinstance(strategy, str) or not strategy.strip():
+        raise ValueError(f"strategy must be a name such as 'fsdp+tp', got {strategy!r}")
+    parts = [p.strip().lower() for p in strategy.split("+")]
+    roles, zero = [], 0
+    for part in parts:
+        if part not in PARTS:
+            raise ValueError(f"unknown strategy part {part!r} in {strategy!r}; known parts: "
+                             f"{', '.join(PARTS)} (joined by '+')")
+        role, level = PARTS[part]
+        if role in roles:
+            raise ValueError(f"strategy {strategy!r} names the {role} role twice")
+        roles.append(role)
+        zero = max(zero, level)
+    return tuple(r for r in ROLES if r in roles), zero
+
+
+def assign_axes(mesh: Mesh, roles: tuple[str, ...],
+                given: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """Mesh axes per role. ``given`` maps roles to axes ("X", ("X", "Y") or "XY"); a single
+    role left out gets every axis the others do not use. Every axis serves one role."""
+    for role, axes in given.items():
+        if axes is not None and role not in roles:
+            raise ValueError(f"axes given for {role}={axes!r}, but the strategy's roles are "
+                             f"{', '.join(roles)}")
+    out = {r: () for r in ROLES}
+    for role in roles:
+        if given.get(role) is not None:
+            out[role] = mesh.axis_names(given[role])  # fails naming an unknown axis
+    used = [a for r in roles for a in out[r]]
+    twice = sorted({a for a in used if used.count(a) > 1})
+    if twice:
+        raise ValueError(f"mesh axis {', '.join(twice)} is given to two roles: {out}")
+    missing = [r for r in roles if not out[r]]
+    rest = tuple(a for a in mesh.names if a not in used)
+    if len(missing) == 1 and rest:
+        out[missing[0]] = rest
+    elif missing:
+        names = ", ".join(f"{r}=(...)" for r in missing)
+        raise ValueError(f"the strategy needs axes for {', '.join(missing)}: pass {names} "
+                         f"(mesh axes: {', '.join(mesh.names)})")
+    left = [a for a in mesh.names if a not in {x for r in roles for x in out[r]}]
+    if left:
+        raise ValueError(f"mesh axis {', '.join(left)} serves no role; give it to one of "
+                         f"{', '.join(roles)}")
+    return out
+
+
+@functools.lru_cache(maxsize=512)
+def _link(mesh: Mesh, axes: tuple[str, ...], role: str) -> tuple[sp.Expr, sp.Expr]:
+    """(seconds per byte, latency floor) of one role's collectives on ``axes``."""
+    if mesh.size(axes) == 1:
+        return sp.Integer(0), sp.Integer(0)
+    if role != "pp":
+        v = sp.Symbol("v_link", positive=True)
+        ag = all_gather(mesh, v, axes)
+        return sp.cancel(ag.t_bw / v), ag.t_lat
+    # a pipeline hop is a send to the next stage over one link, one way; the slowest axis
+    # of the stage axes sets it (a GPU across nodes: its own NIC's share)
+    ks, lats = [], []
+    for name in axes:
+        axis = mesh[name]
+        if axis.kind == "scale-out":
+            bw = min(lv.bw_per_gpu for lv in mesh.levels((name,)))
+        else:
+            bw = axis.link_bw
+        ks.append(1 / bw)
+        lats.append(axis.hop_latency)
+    return sp.Max(*ks), sp.Max(*lats)
+
+
+def role_links(mesh: Mesh, axes: Mapping[str, tuple[str, ...]]) -> dict[str, tuple]:
+    """Per role, (k, lat) on ``mesh``: k = AllGather seconds per byte (an AllGather of V
+    bytes takes max(lat, V k)); for ``pp`` one hop's seconds per byte. A role without
+    axes gets (0, 0)."""
+    return {r: _link(mesh, tuple(axes.get(r, ())), r) if axes.get(r) else
+            (sp.Integer(0), sp.Integer(0)) for r in ROLES}

@@ -1,0 +1,182 @@
+"""Whole training runs (book ch. 6 "Training LLaMA 3 on TPUs", ch. 12): total FLOPs and wall
+time at a given MFU, and the smallest slice whose HBM holds a run's state.
+
+- FLOPs = 6 x params x tokens (the book's count: every parameter, the embedding table
+  included, as if it were a matmul); attention's 12 L H d_h seq x tokens (full seq x seq
+  scores) is reported beside it, not in it.
+- Wall time = FLOPs / (chips x C x MFU), C the chip's dense peak for ``dtype``.
+- Memory: :func:`symroof.models.training_memory.train_memory` of the whole model (params,
+  grads, master, moments, activations at the batch), over HBM per chip, rounded up to a
+  slice that exists (:func:`training_slices`: the power-of-two slices of
+  :func:`symroof.parallel.sizing.slices`, then the whole pod).
+
+>>> import symroof as sr
+>>> run = sr.training_run("llama-3.1-70b", 15 * 10**12, sr.mesh("tpu-v5p", "16x20x28"),
+...                       mfu=0.4)
+>>> print(run)
+llama-3.1-70b, 15 T tokens: 6.35e+24 FLOPs (attention: 4.83e+23 more at seq 4096)
+  on 8960 tpu-v5p at 40% MFU: 44.7 days
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import sympy as sp
+
+from ..cost import as_dimension, as_exact
+from ..hardware.chip import as_chip
+from ..hardware.mesh import Mesh
+from ..models.training_memory import train_memory
+from ..models.transformer import Transformer
+from ..render import fmt_si
+from .sizing import slices
+
+__all__ = ["TrainingRun", "training_run", "MinSlice", "min_training_slice", "training_slices"]
+
+_DAY = 86400
+
+
+def training_slices(chip: Any) -> list[tuple[int, str]]:
+    """(chips, shape) of the slices of ``chip``, smallest first: ``sizing.slices`` and,
+    for a TPU, its whole pod (16x20x28 on v5p, which is not a power of two).
+
+    >>> training_slices("tpu-v5p")[-2:]
+    [(4096, '16x16x16'), (8960, '16x20x28')]
+    """
+    chip = as_chip(chip)
+    out = [(math.prod(int(s) for s in shape.split("x")), shape) for shape in slices(chip)]
+    pod = getattr(chip.network, "pod", None)
+    if pod and math.prod(pod) > out[-1][0]:
+        out.append((math.prod(pod), "x".join(map(str, pod))))
+    return out
+
+
+def _model(model: Any) -> Any:
+    from ..models import model as by_name
+
+    return by_name(model) if isinstance(model, str) else model
+
+
+@dataclass(frozen=True)
+class TrainingRun:
+    """A run's FLOPs (6 P tokens), attention FLOPs beside them, and its wall time."""
+
+    model: Any
+    tokens: sp.Expr
+    chip: Any
+    chips: Any
+    mfu: sp.Expr
+    seq: Any
+    dtype: str = "bf16"
+
+    @property
+    def flops(self) -> sp.Expr:
+        return 6 * self.model.params * self.tokens
+
+    @property
+    def attention_flops(self) -> sp.Expr:
+        m = self.model
+        return 12 * m.L * m.H * m.d_h * self.seq * self.tokens
+
+    @property
+    def seconds(self) -> sp.Expr:
+        """Wall time of 6 P tokens at this MFU, seconds (exact)."""
+        return self.flops / (self.chips * self.chip.peak(self.dtype) * self.mfu)
+
+    @property
+    def days(self) -> sp.Expr:
+        return self.seconds / _DAY
+
+    def __str__(self) -> str:
+        return (f"{self.model.name}, {fmt_si(self.tokens)} tokens: {float(self.flops):.3g} "
+                f"FLOPs (attention: {float(self.attention_flops):.3g} more at seq {self.seq})"
+                f"\n  on {self.chips} {self.chip.name} at {float(self.mfu):.0%} MFU: "
+                f"{float(self.days):.3g} days")
+
+
+def training_run(model: Transformer | str, tokens: Any, mesh: Mesh | Any, *, mfu: Any,
+                 chips: int | None = None, seq: int = 4096,
+                 dtype: str = "bf16") -> TrainingRun:
+    """A training run of ``tokens`` on ``mesh`` (or on ``chips`` of a chip) at ``mfu``.
+
+    >>> import symroof as sr
+    >>> run = sr.training_run("llama-3.1-70b", 15 * 10**12, "h100", chips=4096, mfu=0.45)
+    >>> round(float(run.days), 1)
+    40.3
+    """
+    if isinstance(mesh, Mesh):
+        if chips is not None:
+            raise ValueError("give a mesh or chips=, not both")
+        chip, chips = mesh.chip, mesh.n_chips
+    else:
+        chip = as_chip(mesh)
+        if chips is None:
+            raise ValueError(f"training_run() on a chip ({chip.name}) needs chips=")
+        chips = as_dimension(chips, "chips")
+    mfu = as_exact(mfu, "mfu")
+    if mfu.is_number and not 0 < mfu <= 1:
+        raise ValueError(f"mfu must be in (0, 1], got {mfu}")
+    return TrainingRun(_model(model), as_dimension(tokens, "tokens"), chip, chips, mfu,
+                       as_dimension(seq, "seq"), dtype)
+
+
+@dataclass(frozen=True)
+class MinSlice:
+    """The bytes a run holds (whole model), the chips they need, and the slice that has them."""
+
+    bytes: dict[str, sp.Expr]
+    chip: Any
+    chips: int
+    slice: str
+    slice_chips: int
+
+    @property
+    def total(self) -> sp.Expr:
+        return sum(self.bytes.values())
+
+    def per_chip(self, n_chips: int) -> sp.Expr:
+        """Bytes per chip when everything is sharded over ``n_chips``."""
+        return self.total / n_chips
+
+    def __str__(self) -> str:
+        return (f"{fmt_si(self.total, 'B')} needs {self.chips} {self.chip.name} "
+                f"({fmt_si(self.chip.hbm_bytes, 'B')} each): slice {self.slice} "
+                f"({self.slice_chips} chips)")
+
+
+def min_training_slice(model: Transformer | str, chip: Any, *, batch_tokens: Any = 0,
+                       seq: int = 4096, remat: Any = "full",
+                       widths: Mapping[str, Any] | None = None) -> MinSlice:
+    """The smallest slice of ``chip`` whose HBM holds params, grads, master and moments
+    (and the activations of ``batch_tokens`` under ``remat``, a policy name or n
+    checkpoints of width D per layer), everything sharded; a clear error where no slice
+    on record holds it.
+
+    >>> import symroof as sr
+    >>> print(sr.min_training_slice("llama-3.1-70b", "h100", widths={"grad_bytes": 0}))
+    706 GB needs 9 h100 (80 GB each): slice 16 (16 chips)
+    """
+    m, chip = _model(model), as_chip(chip)
+    widths = dict(widths or {})
+    if batch_tokens:
+        B, s = as_dimension(batch_tokens, "batch_tokens"), as_dimension(seq, "seq")
+        policy = "full" if isinstance(remat, int) else remat
+        mem = train_memory(m, B / s, s, policy, **widths)
+        if isinstance(remat, int):
+            mem["activations"] = m.act_bytes * m.D * B * remat * m.L
+    else:
+        mem = train_memory(m, 1, 1, "full", **widths)
+        mem["activations"] = sp.Integer(0)
+    total = sum(mem.values())
+    need = max(1, math.ceil(total / chip.hbm_bytes))
+    shapes = training_slices(chip)
+    for n, shape in shapes:
+        if n >= need:
+            return MinSlice(mem, chip, need, shape, n)
+    raise ValueError(f"does not fit: {m.name} needs {float(total) / 1e12:.3g} TB, at least "
+                     f"{need} {chip.name} chips, more than the largest slice on record "
+                     f"({shapes[-1][1]})")

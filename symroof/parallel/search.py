@@ -1,0 +1,264 @@
+"""Search strategies and splits: the fastest (strategy, split of the mesh axes into roles)
+for a model at each global batch, among those that fit in HBM and divide the batch (with
+TP no wider than the query heads and no more stages than layers).
+
+One symbolic template of the whole step (:mod:`symroof.parallel.rows`, with each role's
+degree, seconds per byte and latency left as symbols) is compiled once by ``sr.evaluate``
+and evaluated over a (batch x candidate) grid in NumPy: no Python loop over
+configurations. A candidate is a strategy with every mesh axis given to one of its roles;
+its numbers (degrees, links from ``sr.all_gather`` on the mesh, ZeRO flags, microbatches)
+are the template's arguments, so the answer equals ``train_plan`` of the same split.
+
+>>> import symroof as sr
+>>> res = strategy_search("llama-3.1-70b", sr.mesh("tpu-v5p", "4x4x4"),
+...                       batch_tokens=[2**20, 2**22])
+>>> print(res)
+llama-3.1-70b on tpu-v5p 4x4x4, 42 splits x 2 batches:
+  1.05 M tokens: zero3 on 4x4x4 (fsdp: X,Y,Z): 21.7 s .. 22.6 s (compute-bound)
+  4.19 M tokens: does not fit: needs 7.56 TB = 79 chips; the smallest slice with them is 4x4x8
+>>> print(strategy_search("llama-3.1-405b", sr.mesh("tpu-v5e", "2x2"), batch_tokens=4096))
+llama-3.1-405b on tpu-v5e 2x2, 14 splits x 1 batches:
+  4.1 k tokens: does not fit: needs 4.89 TB = 306 chips; no slice on record has them
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import sympy as sp
+
+from ..evaluate import evaluate, free_symbols
+from ..hardware.mesh import Mesh
+from ..models.transformer import Transformer
+from ..render import fmt_si
+from ..symbols import B as _B
+from .layout import ROLES, SYM, parse_strategy, role_links
+from .rows import pass_times, step_rows, template_make
+from .runs import training_slices
+from .strategies import _check_remat, plan_memory, train_plan
+
+__all__ = ["STRATEGIES", "Candidate", "SearchResult", "strategy_search", "candidates",
+           "template", "BOUNDS"]
+
+#: the strategies searched by default
+STRATEGIES = ("dp", "zero1", "zero2", "zero3", "tp", "fsdp+tp", "zero1+tp", "pp", "zero1+pp",
+              "zero1+tp+pp", "dp+fsdp", "dp+fsdp+tp")
+BOUNDS = ("compute", "memory", "network")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A strategy with each mesh axis given to one of its roles."""
+
+    mesh: Mesh
+    strategy: str
+    axes: dict
+    zero: int
+    microbatches: int
+
+    @property
+    def degrees(self) -> dict[str, int]:
+        return {r: self.mesh.size(self.axes[r]) if self.axes[r] else 1 for r in ROLES}
+
+    def args(self) -> dict[str, float]:
+        """The template's arguments for this candidate."""
+        links = role_links(self.mesh, self.axes)
+        out = {f"n_{r}": float(d) for r, d in self.degrees.items()}
+        out.update({f"k_{r}": float(links[r][0]) for r in ROLES})
+        out.update({f"lat_{r}": float(links[r][1]) for r in ROLES})
+        out.update({f"z{i}": float(self.zero >= i) for i in (1, 2, 3)})
+        out["n_mb"] = float(self.microbatches)
+        return out
+
+    def __str__(self) -> str:
+        shape = "x".join(str(a.size) for a in self.mesh.axes)
+        axes = "; ".join(f"{r}: {','.join(self.axes[r])}" for r in ROLES if self.axes[r])
+        return f"{self.strategy} on {shape} ({axes})"
+
+
+def candidates(mesh: Mesh, strategies: Sequence[str] = STRATEGIES,
+               microbatches: int | None = None) -> list[Candidate]:
+    """Every way to give each axis of ``mesh`` to one role of each strategy (every role
+    gets at least one axis, and no role mixes DCN with ICI axes: ``sr.all_gather`` would
+    add their bandwidths, where a real group waits on DCN); pipelines run ``microbatches``
+    (default 4 x stages)."""
+    out = []
+    for strategy in strategies:
+        roles, zero = parse_strategy(strategy)
+        for owner in itertools.product(roles, repeat=len(mesh.axes)):
+            if set(owner) != set(roles):
+                continue
+            axes = {r: tuple(a for a, o in zip(mesh.names, owner) if o == r) for r in ROLES}
+            if any(_mixes_dcn(mesh, axes[r]) for r in roles):
+                continue  # one collective over DCN and ICI axes is not priced faithfully
+            Z = mesh.size(axes["pp"]) if axes["pp"] else 1
+            m = (microbatches or 4 * Z) if "pp" in roles else 1
+            out.append(Candidate(mesh, strategy, axes, zero, m))
+    return out
+
+
+def _mixes_dcn(mesh: Mesh, axes: tuple[str, ...]) -> bool:
+    kinds = {mesh[a].kind == "dcn" for a in axes}
+    return len(kinds) > 1
+
+
+@functools.lru_cache(maxsize=32)
+def template(model: Any, chip: Any, seq: int, remat: Any, widths: tuple, dtype: str,
+             overlap_axes: bool) -> dict[str, sp.Expr]:
+    """The step's per-pass terms and per-chip memory as expressions of B (tokens) and the
+    template symbols: ``{f,b}_{math,mem,net}`` (net: the slowest role's collectives),
+    ``{f,b}_serial`` (all collectives added), ``memory`` (per chip) and ``whole`` (every
+    byte of the run, unsharded)."""
+    n = {r: SYM[f"n_{r}"] for r in ROLES}
+    m, z = SYM["n_mb"], (SYM["z1"], SYM["z2"], SYM["z3"])
+    rows = step_rows(model, _B, seq, remat, n, m, z, template_make)
+    times = pass_times(rows, chip, dtype, bubble=(m + n["pp"] - 1) / m,
+                       overlap_axes=overlap_axes)
+    out = {}
+    for p, t in times.items():
+        out.update({f"{p[0]}_math": t.t_math, f"{p[0]}_mem": t.t_mem, f"{p[0]}_net": t.t_net,
+                    f"{p[0]}_serial": t.cost.net_time})  # every collective one after another
+    out["memory"] = sum(plan_memory(model, _B, seq, remat, n, z, dict(widths)).values())
+    one = {r: 1 for r in ROLES}
+    out["whole"] = sum(plan_memory(model, _B, seq, remat, one, (0, 0, 0), dict(widths)).values())
+    return out
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Per batch (rows) and candidate (columns): ``lower``/``upper`` step seconds (inf where
+    the split does not fit or does not divide the batch), ``memory`` per chip, ``bound``
+    codes into ``BOUNDS``; ``best`` the chosen column per batch (-1: none), ``why`` the
+    answer where none is chosen."""
+
+    model: Any
+    batch: np.ndarray
+    candidates: tuple[Candidate, ...]
+    lower: np.ndarray
+    upper: np.ndarray
+    memory: np.ndarray
+    bound: np.ndarray
+    best: np.ndarray
+    why: tuple[str, ...]
+
+    @property
+    def points(self) -> int:
+        return self.lower.size
+
+    def choice(self, i: int) -> dict[str, Any]:
+        """Row ``i``'s answer: candidate, lower, upper, bound (or the reason none fits)."""
+        j = int(self.best[i])
+        if j < 0:
+            return {"batch": int(self.batch[i]), "candidate": None, "why": self.why[i]}
+        return {"batch": int(self.batch[i]), "candidate": self.candidates[j],
+                "lower": float(self.lower[i, j]), "upper": float(self.upper[i, j]),
+                "bound": BOUNDS[self.bound[i, j]], "memory": float(self.memory[i, j])}
+
+    def __str__(self) -> str:
+        meshes = {"x".join(str(a.size) for a in c.mesh.axes) for c in self.candidates}
+        chip = self.candidates[0].mesh.chip.name
+        lines = [f"{self.model.name} on {chip} {', '.join(sorted(meshes))}, "
+                 f"{len(self.candidates)} splits x {len(self.batch)} batches:"]
+        for i in range(len(self.batch)):
+            c = self.choice(i)
+            head = f"  {fmt_si(c['batch'])} tokens: "
+            if c["candidate"] is None:
+                lines.append(head + c["why"])
+            else:
+                lines.append(head + f"{c['candidate']}: {fmt_si(c['lower'], 's')} .. "
+                             f"{fmt_si(c['upper'], 's')} ({c['bound']}-bound)")
+        return "\n".join(lines)
+
+
+def strategy_search(model: Transformer | str, meshes: Mesh | Sequence[Mesh], *, batch_tokens: Any,
+                    seq: int = 4096, strategies: Sequence[str] = STRATEGIES,
+                    remat: Any = "full", widths: Mapping[str, Any] | None = None,
+                    microbatches: int | None = None, dtype: str = "bf16",
+                    overlap_axes: bool = True) -> SearchResult:
+    """The fastest fitting split per batch (module docstring); arguments as ``train_plan``.
+    ``batch_tokens``: one batch or an array of them, each a whole number of sequences."""
+    from ..models import model as _model
+
+    model = _model(model) if isinstance(model, str) else model
+    meshes = [meshes] if isinstance(meshes, Mesh) else list(meshes)
+    if not meshes or not all(isinstance(m, Mesh) for m in meshes):
+        raise TypeError(f"strategy_search() needs a Mesh or a list of them, got {meshes!r}")
+    chip = meshes[0].chip
+    if any(m.chip != chip for m in meshes):
+        raise ValueError("strategy_search(): every mesh must be of the same chip")
+    batch = np.atleast_1d(np.asarray(batch_tokens, dtype=np.int64))
+    if batch.ndim != 1 or not (batch > 0).all() or (batch % seq).any():
+        bad = batch[(batch <= 0) | (batch % seq != 0)]
+        raise ValueError(f"batch_tokens must be positive whole numbers of sequences of "
+                         f"seq = {seq} tokens; got {bad[:3].tolist()}")
+    remat = _check_remat(remat)
+    cands, args = _table(tuple(meshes), tuple(strategies), microbatches)
+    exprs = template(model, chip, seq, remat, tuple(sorted((widths or {}).items())), dtype,
+                     overlap_axes)
+    names = {s.name for s in free_symbols(exprs)}
+    values = {k: v[None, :] for k, v in args.items() if k in names}
+    out = evaluate(exprs, B=batch[:, None].astype(float), **values)
+    return _choose(model, chip, batch, cands, out, args)
+
+
+@functools.lru_cache(maxsize=64)
+def _table(meshes: tuple, strategies: tuple, microbatches: Any) -> tuple[tuple, dict]:
+    """The candidates of ``meshes`` and their template arguments, one array per symbol."""
+    cands = tuple(c for m in meshes for c in candidates(m, strategies, microbatches))
+    rows = [c.args() for c in cands]
+    return cands, {k: np.array([r[k] for r in rows]) for k in rows[0]}
+
+
+def _choose(model: Any, chip: Any, batch: np.ndarray, cands: tuple, out: dict,
+            args: dict) -> SearchResult:
+    f = np.stack([out["f_math"], out["f_mem"], out["f_net"]])
+    b = np.stack([out["b_math"], out["b_mem"], out["b_net"]])
+    lower = f.max(0) + b.max(0)
+    upper = f[0] + f[1] + out["f_serial"] + b[0] + b[1] + out["b_serial"]
+    bound = np.where(b.max(0) >= f.max(0), b.argmax(0), f.argmax(0))
+    fits = out["memory"] <= float(chip.hbm_bytes)
+    width = (args["n_dp"] * args["n_fsdp"] * args["n_mb"]).astype(np.int64)
+    shape_ok = (args["n_tp"] <= float(model.H)) & (args["n_pp"] <= float(model.L))
+    ok = fits & (batch[:, None] % width[None, :] == 0) & shape_ok[None, :]
+    timed = np.where(ok, lower, np.inf)
+    fastest = timed.min(1, keepdims=True)
+    near = ok & (timed <= fastest * (1 + 1e-9))  # ties (ZeRO-1 vs 2): the smaller memory
+    best = np.where(ok.any(1), np.where(near, out["memory"], np.inf).argmin(1), -1)
+    whole = np.broadcast_to(out["whole"], lower.shape)[:, 0]  # the same for every split
+    why = [""] * len(batch)
+    for i in np.flatnonzero(~ok.any(1)):  # the batches that get no split, not the splits
+        why[i] = _why(chip, bool((fits[i] & shape_ok).any()), float(whole[i]))
+    return SearchResult(model, batch, cands, np.where(ok, lower, np.inf),
+                        np.where(ok, upper, np.inf), out["memory"], bound, best, tuple(why))
+
+
+@functools.lru_cache(maxsize=64)
+def _slices(chip: Any) -> tuple[tuple[int, str], ...]:
+    return tuple(training_slices(chip))
+
+
+def _why(chip: Any, some_fit: bool, total: float) -> str:
+    """Why no split is chosen: none divides the batch, or none fits (and what would)."""
+    if some_fit:
+        return "no split that fits divides the batch by its data degree (x microbatches)"
+    need = math.ceil(total / float(chip.hbm_bytes))
+    shape = next((s for n, s in _slices(chip) if n >= need), None)
+    where = f"the smallest slice with them is {shape}" if shape else "no slice on record has them"
+    return f"does not fit: needs {fmt_si(total, 'B')} = {need} chips; {where}"
+
+
+def plan_of(result: SearchResult, i: int, **kwargs: Any) -> Any:
+    """The ``train_plan`` of row ``i``'s choice (for a closer look)."""
+    j = int(result.best[i])
+    if j < 0:
+        raise ValueError(result.why[i])
+    c = result.candidates[j]
+    return train_plan(result.model, c.mesh, c.strategy, batch_tokens=int(result.batch[i]),
+                      microbatches=c.microbatches if c.axes["pp"] else None,
+                      **{r: c.axes[r] or None for r in ROLES}, **kwargs)

@@ -1,0 +1,290 @@
+"""Training plans: a model, a mesh and a parallelism strategy mapped onto named mesh axes
+(book ch. 5 "How to Parallelize a Transformer for Training", ch. 6, ch. 12 "Rooflines for
+LLM Scaling on GPUs").
+
+``train_plan(model, mesh, strategy="fsdp+tp", batch_tokens=..., fsdp=("X", "Y"), tp="Z")``
+works out, **per chip**: the compute and collectives of one layer (the book's MLP
+accounting, from which every condition is solved) and of the whole step (the model's
+6 x params x tokens plus attention), the memory (:func:`symroof.models.training_memory.
+train_memory`, each part divided by the degrees that shard it), the step-time bounds and
+which bound binds, and the conditions (:mod:`symroof.parallel.conditions`). Roles and
+strategies: :mod:`symroof.parallel.layout`; counting conventions: :mod:`symroof.parallel.rows`.
+
+>>> import symroof as sr
+>>> plan = sr.train_plan("llama-3.1-70b", sr.mesh("tpu-v5p", "16x16x16"), strategy="fsdp+tp",
+...                      batch_tokens=4 * 2**20, seq=4096, fsdp=("Y", "Z"), tp="X")
+>>> plan.degrees, plan.fits
+({'dp': 1, 'fsdp': 256, 'tp': 16, 'pp': 1}, True)
+>>> print(plan)
+llama-3.1-70b on tpu-v5p 16x16x16 (4096 chips): fsdp+tp (fsdp: Y,Z; tp: X)
+  batch 4.19 M tokens, seq 4096, remat full
+  memory per chip 1.85 GB of 96 GB (weights and optimizer 207 MB, activations 1.64 GB)
+  step 1.49 s .. 2.87 s (compute-bound); forward network-bound, backward compute-bound
+>>> print(plan.conditions["tp"])                  # 16-way TP on one axis: comms-bound
+tp: Y < 11.24 (plan: 16): does not hold
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy as sp
+
+from ..analysis import TimeBound
+from ..cost import Cost, as_dimension
+from ..hardware.collectives import collective
+from ..hardware.mesh import Mesh
+from ..models.training_memory import REMAT_POLICIES, train_memory
+from ..models.transformer import Transformer
+from ..render import fmt_si
+from .conditions import derive
+from .layout import ROLES, assign_axes, parse_strategy, role_links
+from .rows import layer_rows, pass_times, step_rows
+
+__all__ = ["TrainPlan", "train_plan", "plan_memory"]
+
+
+def plan_memory(model: Any, B: Any, seq: Any, remat: Any, n: dict, z: tuple,
+                widths: Mapping[str, Any]) -> dict[str, sp.Expr]:
+    """Per-chip bytes: :func:`train_memory` of the whole model, params / (Y Z X_fsdp^z3),
+    grads / (Y Z X_fsdp^z2), master and moments / (Y Z X_fsdp^z1), activations / (X Y Z);
+    ``remat`` an int n keeps n checkpoints of width D per layer (book ch. 6: 2 D B n L)."""
+    policy = "full" if isinstance(remat, int) else remat
+    mem = train_memory(model, B / seq, seq, policy, **widths)
+    if isinstance(remat, int):
+        mem["activations"] = model.act_bytes * model.D * B * remat * model.L
+    X, Y, Z, f = n["dp"] * n["fsdp"], n["tp"], n["pp"], n["fsdp"]
+    z1, z2, z3 = z
+    return {"params": mem["params"] / (Y * Z * f**z3), "grads": mem["grads"] / (Y * Z * f**z2),
+            "master": mem["master"] / (Y * Z * f**z1), "moments": mem["moments"] / (Y * Z * f**z1),
+            "activations": mem["activations"] / (X * Y * Z)}
+
+
+def _check_remat(remat: Any) -> Any:
+    if isinstance(remat, bool) or not (remat in REMAT_POLICIES or
+                                       (isinstance(remat, int) and remat >= 1)):
+        raise ValueError(f"remat must be a policy ({', '.join(REMAT_POLICIES)}) or a number "
+                         f"of checkpoints per layer (book ch. 6), got {remat!r}")
+    return remat
+
+
+@dataclass(frozen=True)
+class TrainPlan:
+    """One training step of ``model`` on ``mesh`` under ``strategy``, per chip.
+
+    ``layer``: the book's MLP layer (forward and backward rows); ``step``: the whole model;
+    ``memory``: bytes per chip; ``time``: per pass ``TimeBound`` (its t_net the slowest
+    role's collectives); ``lower``/``upper``: the step's bounds, perfect overlap (the sum
+    of the passes' max terms) and none at all (compute plus every collective, one after
+    another); ``conditions``: the solved thresholds.
+    """
+
+    model: Any
+    mesh: Mesh
+    strategy: str
+    axes: dict[str, tuple[str, ...]]
+    zero: int
+    batch_tokens: Any
+    seq: Any
+    microbatches: Any
+    remat: Any
+    layer: dict[str, Cost]
+    step: dict[str, Cost]
+    memory: dict[str, sp.Expr]
+    dtype: str = "bf16"
+    overlap_axes: bool = True
+    widths: dict = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def degrees(self) -> dict[str, Any]:
+        return {r: self.mesh.size(self.axes[r]) if self.axes[r] else 1 for r in ROLES}
+
+    @property
+    def n_chips(self) -> Any:
+        return self.mesh.n_chips
+
+    @property
+    def bubble(self) -> sp.Expr:
+        """GPipe's idle fraction (Z - 1)/(N_mb + Z - 1) (not in the book; 0 without stages)."""
+        Z = self.degrees["pp"]
+        return sp.sympify(Z - 1) / (self.microbatches + Z - 1)
+
+    @functools.cached_property
+    def time(self) -> dict[str, TimeBound]:
+        """Per pass ("forward", "backward"): the step's time bounds on the mesh."""
+        stretch = 1 / (1 - self.bubble)
+        return pass_times(self.step, self.mesh.chip, self.dtype, bubble=stretch,
+                          overlap_axes=self.overlap_axes)
+
+    @functools.cached_property
+    def layer_time(self) -> dict[str, TimeBound]:
+        """Per pass: one layer of the book's MLP (no pipeline stretch)."""
+        return pass_times(self.layer, self.mesh.chip, self.dtype,
+                          overlap_axes=self.overlap_axes)
+
+    @property
+    def lower(self) -> sp.Expr:
+        """Step time with perfect overlap inside each pass, seconds."""
+        return sum(t.lower for t in self.time.values())
+
+    @property
+    def upper(self) -> sp.Expr:
+        """Step time with no overlap at all (every collective after the compute and after
+        each other), seconds."""
+        return sum(t.t_math + t.t_mem + t.cost.net_time for t in self.time.values())
+
+    @property
+    def bound(self) -> str:
+        """What binds the pass that takes longest: 'compute', 'memory' or 'network'."""
+        if not self.lower.is_number:
+            return "undetermined"
+        return max(self.time.values(), key=lambda t: float(t.lower)).bound
+
+    @property
+    def flops(self) -> sp.Expr:
+        """FLOPs per chip per step (both passes, recompute included)."""
+        return sum(c.flops for k, c in self.step.items() if k.endswith("/compute"))
+
+    @property
+    def memory_total(self) -> sp.Expr:
+        return sum(self.memory.values())
+
+    @property
+    def fits(self) -> bool | None:
+        """Whether the per-chip memory fits in HBM (None while symbolic)."""
+        ok = sp.sympify(self.memory_total <= self.mesh.chip.hbm_bytes)
+        return bool(ok) if ok in (sp.true, sp.false) else None
+
+    @functools.cached_property
+    def conditions(self) -> dict[str, Any]:
+        """The strategy's thresholds, solved with ``sr.crossover``: name -> Condition."""
+        return derive(self)
+
+    def __str__(self) -> str:
+        axes = "; ".join(f"{r}: {','.join(self.axes[r])}" for r in ROLES if self.axes[r])
+        shape = "x".join(str(a.size) for a in self.mesh.axes)
+        head = [f"{self.model.name} on {self.mesh.chip.name} {shape} ({self.n_chips} chips): "
+                f"{self.strategy} ({axes})",
+                f"  batch {_num(self.batch_tokens)} tokens, seq {self.seq}, remat "
+                f"{self.remat}" + (f", {self.microbatches} microbatches, bubble "
+                                   f"{_num(self.bubble * 100)}%" if self.axes["pp"] else "")]
+        if not self.lower.is_number:
+            return "\n".join(head + ["  (symbolic)"])
+        state = self.memory_total - self.memory["activations"]
+        mem = (f"  memory per chip {fmt_si(self.memory_total, 'B')} of "
+               f"{fmt_si(self.mesh.chip.hbm_bytes, 'B')} (weights and optimizer "
+               f"{fmt_si(state, 'B')}, activations {fmt_si(self.memory['activations'], 'B')})"
+               + ("" if self.fits else ": does not fit"))
+        passes = ", ".join(f"{p} {t.bound}-bound" for p, t in self.time.items())
+        step = (f"  step {fmt_si(self.lower, 's')} .. {fmt_si(self.upper, 's')} "
+                f"({self.bound}-bound); {passes}")
+        return "\n".join([*head, mem, step, *(f"  note: {n}" for n in self.notes)])
+
+
+def _num(x: Any) -> str:
+    return fmt_si(x) if sp.sympify(x).is_number else str(x)
+
+
+def _batch(value: Any) -> sp.Expr:
+    return as_dimension(int(value) if isinstance(value, float) and value.is_integer()
+                        else value, "batch_tokens")
+
+
+def train_plan(model: Transformer | str, mesh: Mesh, strategy: str = "fsdp", *, batch_tokens: Any,
+               seq: int = 4096, dp: Any = None, fsdp: Any = None, tp: Any = None,
+               pp: Any = None, microbatches: int | None = None, remat: Any = "full",
+               widths: Mapping[str, Any] | None = None, dtype: str = "bf16",
+               overlap_axes: bool = True) -> TrainPlan:
+    """Plan one training step; see the module docstring and :class:`TrainPlan`.
+
+    ``strategy``: roles joined by '+' (``dp``, ``zero1``, ``zero2``, ``zero3``/``fsdp``,
+    ``tp``, ``pp``); ``dp=``, ``fsdp=``, ``tp=``, ``pp=`` give each role's mesh axes (one role
+    left out takes the rest). ``batch_tokens``: global batch in tokens (a number, or a
+    symbol for formulas), whole sequences of ``seq`` tokens, divisible by the data degree
+    (and by it times ``microbatches``, default 4 x stages, under a pipeline). ``remat``: a
+    :data:`REMAT_POLICIES` name or n checkpoints per layer. ``widths``: byte widths for
+    :func:`train_memory` (``grad_bytes=0`` is the book's 10 bytes per parameter).
+    ``overlap_axes``: collectives on different roles' axes overlap each other (the book's
+    current ch. 5); False adds them (its earlier revision).
+
+    >>> import symroof as sr
+    >>> sr.train_plan("llama-3.1-8b", sr.mesh("tpu-v5p", "4x4x4"), "dp", batch_tokens=10**6)
+    Traceback (most recent call last):
+    ...
+    ValueError: batch_tokens = 1000000 is not a whole number of sequences of seq = 4096 tokens
+    """
+    from ..models import model as _model
+
+    model = _model(model) if isinstance(model, str) else model
+    if not isinstance(mesh, Mesh):
+        raise TypeError(f"train_plan() needs a Mesh (sr.mesh(chip, '4x4x4')), got {mesh!r}")
+    roles, zero = parse_strategy(strategy)
+    try:
+        axes = assign_axes(mesh, roles, {"dp": dp, "fsdp": fsdp, "tp": tp, "pp": pp})
+    except ValueError as err:
+        raise ValueError(f"strategy {strategy!r} on {mesh!r}: {err}") from None
+    n = {r: mesh.size(axes[r]) if axes[r] else 1 for r in ROLES}
+    _check_degrees(model, n)
+    B, seq, remat = _batch(batch_tokens), as_dimension(seq, "seq"), _check_remat(remat)
+    if microbatches is None:
+        microbatches = 4 * n["pp"] if "pp" in roles else 1
+    elif "pp" not in roles and microbatches != 1:
+        raise ValueError(f"microbatches={microbatches!r} needs a pipeline (a 'pp' role)")
+    m = as_dimension(microbatches, "microbatches")
+    X = n["dp"] * n["fsdp"]
+    notes = _check_batch(B, seq, X, m) + tuple(
+        f"{r} mixes DCN and ICI axes ({','.join(axes[r])}): its collectives add the "
+        "bandwidths (optimistic: the DCN share of the group waits on DCN)"
+        for r in roles if len({mesh[a].kind == "dcn" for a in axes[r]}) > 1)
+    z = tuple(int(zero >= level) for level in (1, 2, 3))
+    links = role_links(mesh, axes)
+
+    def make(kind: str, role: str, V: Any, count: Any) -> Any:
+        if not axes[role] or count == 0 or n[role] == 1:
+            return None
+        if kind == "send":
+            k, lat = links[role]
+            return Cost(net_bytes=count * V, net_time=count * sp.Max(lat, V * k))
+        c = collective(kind, mesh, V, axes[role])
+        return c if count == 1 else count * c
+
+    widths = dict(widths or {})
+    return TrainPlan(model=model, mesh=mesh, strategy=strategy, axes=axes, zero=zero,
+                     batch_tokens=B, seq=seq, microbatches=m, remat=remat,
+                     layer=layer_rows(model, B, n, z, make),
+                     step=step_rows(model, B, seq, remat, n, m, z, make),
+                     memory=plan_memory(model, B, seq, remat, n, z, widths), dtype=dtype,
+                     overlap_axes=overlap_axes, widths=widths, notes=notes)
+
+
+def _check_degrees(model: Any, n: dict) -> None:
+    """TP splits query heads (Y <= H); a pipeline stage holds at least one layer (Z <= L)."""
+    for role, limit, what in (("tp", model.H, "query heads (Megatron splits heads)"),
+                              ("pp", model.L, "layers (a stage holds at least one)")):
+        over = sp.sympify(n[role] > limit)
+        if over == sp.true:
+            raise ValueError(f"{role} degree {n[role]} exceeds {model.name}'s {limit} {what}")
+
+
+def _check_batch(B: sp.Expr, seq: sp.Expr, X: Any, m: Any) -> tuple[str, ...]:
+    """Whole sequences, divisible by the data degree (times microbatches); a note where the
+    data degree exceeds the sequences (the plan then also shards sequences)."""
+    if not (B.is_number and sp.sympify(X).is_number):
+        return ()
+    if B % seq:
+        raise ValueError(f"batch_tokens = {B} is not a whole number of sequences of "
+                         f"seq = {seq} tokens")
+    if B % (X * m):
+        raise ValueError(f"batch_tokens = {B} is not divisible by the data-parallel width "
+                         f"X = {X}" + (f" times microbatches = {m}" if m != 1 else ""))
+    sequences = B // seq
+    if X > sequences:
+        return (f"data degree {X} > {sequences} sequences: each sequence is split "
+                f"{math.ceil(X / sequences)} ways (sequence/context parallelism, book ch. 5); "
+                "attention then needs ring attention or KV gathers, not modelled",)
+    return ()

@@ -1,0 +1,81 @@
+"""Training strategies' per-layer collectives against XLA: one MLP layer's training step
+(the book's ch. 5 layer) compiled under DP, FSDP, TP and FSDP + TP on a virtual CPU mesh,
+all in one JAX process. Every predicted collective must be matched, exactly or through a
+named valid alternative; planted wrong predictions must be caught."""
+
+import importlib.util
+import os
+
+import pytest
+
+import symroof as sr
+
+TOY = sr.Transformer(D=128, F=512, L=2, H=8, G=8, d_h=16, V=256, name="toy")
+B, SEQ = 4096, 16
+
+
+def need_jax() -> None:
+    """Skip without JAX, except on CI (CI=true), where a missing JAX is a failure."""
+    if importlib.util.find_spec("jax") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail('CI=true but jax is not installed: pip install -e ".[jax]"')
+        pytest.skip('jax is not installed: pip install -e ".[jax]"')
+
+
+def plans():
+    x8, y8, xy = (sr.mesh("tpu-v5e", s) for s in ({"X": 8}, {"Y": 8}, "4x2"))
+    return {
+        "dp": sr.train_plan(TOY, x8, "dp", batch_tokens=B, seq=SEQ),
+        "fsdp": sr.train_plan(TOY, x8, "fsdp", batch_tokens=B, seq=SEQ),
+        "tp": sr.train_plan(TOY, y8, "tp", batch_tokens=B, seq=SEQ),
+        "fsdp+tp": sr.train_plan(TOY, xy, "fsdp+tp", batch_tokens=B, seq=SEQ, fsdp=("X",),
+                                 tp=("Y",)),
+        "dp+tp": sr.train_plan(TOY, xy, "dp+tp", batch_tokens=B, seq=SEQ, dp=("X",),
+                               tp=("Y",)),
+    }
+
+
+@pytest.fixture(scope="module")
+def reports():
+    need_jax()
+    from symroof.xla.check import check_train_layers
+
+    ps = plans()
+    return dict(zip(ps, check_train_layers(ps.values())))
+
+
+@pytest.mark.parametrize("name", ["dp", "fsdp", "tp", "fsdp+tp", "dp+tp"])
+def test_strategy_layer_agrees_with_xla(reports, name):
+    report = reports[name]
+    assert report.ok, str(report)
+    assert report.predicted >= (2 if name != "tp" else 4)
+
+
+def test_what_xla_does_differently_is_named(reports):
+    fsdp = "\n".join(reports["fsdp"].notes)
+    assert "reused the result of the earlier all-gather" in fsdp     # no ZeRO-3 re-gather
+    assert "the minimum is reduce-scatter" in fsdp                    # grads: one tuple AR
+    assert "as one all-reduce" in "\n".join(reports["tp"].notes)      # RS Out + AG dOut
+
+
+def test_planted_wrong_layer_predictions_are_caught():
+    need_jax()
+    from symroof.xla.check import check_train_layers, layer_predicted
+
+    p = plans()["fsdp"]
+    right = layer_predicted(p)
+    wrong_axis = [{**c, "axes": ("Y",)} if i == 0 else c for i, c in enumerate(right)]
+    wrong_count = [{**c, "elements_out": c["elements_out"] * 2} if i == 0 else c
+                   for i, c in enumerate(right)]
+    extra = right + [{"kind": "all-to-all", "axes": ("X",), "elements_in": 8,
+                      "elements_out": 8}]
+    reports = check_train_layers([p] * 3, [wrong_axis, wrong_count, extra])
+    assert [r.ok for r in reports] == [False, False, False]
+
+
+def test_pipelines_and_zero12_are_refused_with_a_reason():
+    from symroof.xla.check import layer_case_of
+
+    z1 = sr.train_plan(TOY, sr.mesh("tpu-v5e", {"X": 8}), "zero1", batch_tokens=B, seq=SEQ)
+    with pytest.raises(ValueError, match="ZeRO-1/2 gather the updated weights"):
+        layer_case_of(z1)
