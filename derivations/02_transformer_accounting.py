@@ -34,8 +34,10 @@ LLAMA = ("llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b")
 llama8, h100 = sr.model("llama-3.1-8b"), sr.chip("h100")
 tiny, sym = sr.model("tiny"), sr.Transformer()  # a small model that runs; every dim a symbol
 
-# Row keys of the matmuls (weights x activations) and of the naive attention core.
-MATMULS = sr.OP_GROUPS["attention projections"] + sr.OP_GROUPS["MLP"] + ["lm_head"]
+# Row keys of a Llama model's matmuls (weights x activations; the groups also name other
+# families' rows) and of the naive attention core.
+MATMULS = [k for k in sr.OP_GROUPS["attention projections"] + sr.OP_GROUPS["MLP"] + ["lm_head"]
+           if k in sym.ops(B, T)]
 QK_AV = ["attn/scores", "attn/av"]
 
 

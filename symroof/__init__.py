@@ -44,8 +44,22 @@ from .hardware import (
     reduce_scatter,
     symbolic_chip,
 )
-from .models import MODELS, OP_GROUPS, Transformer, from_hf_config, group, model
+from .models import (
+    MLA,
+    MODELS,
+    OP_GROUPS,
+    REMAT_POLICIES,
+    MoE,
+    Transformer,
+    from_hf_config,
+    group,
+    model,
+    saved_activations,
+    train_memory,
+    train_ops,
+)
 from .models.check import CheckReport, check
+from .models.check_training import check_training
 from .models.inference import StepTime, ctx_star, kv_crossover, op_times, step_time
 from .models.sweep import sweep_step_time
 from .models.table import RooflineTable, roofline_table
@@ -65,13 +79,22 @@ from .ops import (
     swiglu,
 )
 from .parallel import (
+    Condition,
+    MinSlice,
+    SearchResult,
     ServePlan,
     ShardedMatmul,
+    TrainingRun,
+    TrainPlan,
     cost_per_million_tokens,
     latency_throughput,
+    min_training_slice,
     serve,
     shard_matmul,
     smallest_slice,
+    strategy_search,
+    train_plan,
+    training_run,
 )
 from .render import document, latex
 
@@ -94,9 +117,14 @@ __all__ = [
     "TimeBound", "time", "limit", "leading", "crossover", "critical_batch",
     "evaluate", "sweep_step_time",
     # transformers
-    "Transformer", "OP_GROUPS", "group", "model", "MODELS", "from_hf_config",
+    "Transformer", "MoE", "MLA", "OP_GROUPS", "group", "model", "MODELS", "from_hf_config",
     "ctx_star", "kv_crossover", "step_time", "StepTime", "op_times",
     "check", "CheckReport",
+    # training
+    "train_ops", "train_memory", "saved_activations", "REMAT_POLICIES", "check_training",
+    # training on a mesh: strategies, conditions, whole runs, search
+    "train_plan", "TrainPlan", "Condition", "training_run", "TrainingRun",
+    "min_training_slice", "MinSlice", "strategy_search", "SearchResult",
     # tables, documents, plots
     "roofline_table", "RooflineTable", "Derivation", "latex", "document", "plot", "plots",
 ]

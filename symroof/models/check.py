@@ -19,6 +19,7 @@ import numpy as np
 import sympy as sp
 
 from ..cost import as_dimension
+from .attention_rows import CORE_MODES
 from .transformer import Transformer
 
 __all__ = ["check", "CheckReport", "Mismatch"]
@@ -114,17 +115,48 @@ def _int(value: sp.Expr, what: str) -> int:
     return int(value)
 
 
-def _numeric_config(model: Transformer):
-    from ..numeric import Config
+def _int_dim(value: Any, name: str) -> int:
+    value = sp.sympify(value)
+    if not value.is_Integer:
+        raise ValueError(f"check() needs numbers for every dimension; {name} = {value} "
+                         "(use model.subs(...) or a preset)")
+    return int(value)
 
-    dims = {}
-    for name in ("D", "F", "L", "H", "G", "d_h", "V"):
-        value = getattr(model, name)
-        if not value.is_Integer:
-            raise ValueError(f"check() needs numbers for every dimension; {name} = {value} "
-                             "(use model.subs(...) or a preset)")
-        dims[name] = int(value)
-    return Config(**dims, tied=model.tied, qkv_bias=model.qkv_bias, name=model.name)
+
+_SWITCHES = ("tied", "qkv_bias", "norm", "act", "gated", "fused_qkv", "fused_gate_up",
+             "o_bias", "mlp_bias", "positions", "parallel_residual", "post_norms",
+             "embed_scale", "window_pattern")
+
+
+def _numeric_config(model: Transformer):
+    """The NumPy twin's Config for ``model``: the same shape and switches, as plain
+    numbers (the twin never sees a formula)."""
+    from ..numeric import Config, MLASpec, MoESpec
+
+    dims = {name: _int_dim(getattr(model, name), name)
+            for name in ("D", "F", "L", "H", "G", "d_h", "V")}
+    opt = {name: None if getattr(model, name) is None else _int_dim(getattr(model, name), name)
+           for name in ("rotary_dim", "max_position", "window")}
+    caps = {name: None if getattr(model, name) is None else float(getattr(model, name))
+            for name in ("attn_softcap", "final_softcap")}
+    moe = mla = None
+    if model.moe is not None:
+        m = model.moe
+        moe = MoESpec(E=_int_dim(m.E, "MoE E"), k=_int_dim(m.k, "MoE k"),
+                      F=_int_dim(m.F, "MoE F"),
+                      shared_F=0 if m.shared_F == 0 else _int_dim(m.shared_F, "MoE shared_F"),
+                      shared_gate=m.shared_gate, router=m.router, router_bias=m.router_bias,
+                      norm_topk=m.norm_topk, scale=float(m.scale), groups=m.groups,
+                      topk_groups=m.topk_groups, dense_layers=m.dense_layers)
+    if model.mla is not None:
+        a = model.mla
+        mla = MLASpec(**{k: _int_dim(getattr(a, k), f"MLA {k}")
+                         for k in ("kv_rank", "d_nope", "d_rope", "d_v")},
+                      q_rank=None if a.q_rank is None else _int_dim(a.q_rank, "MLA q_rank"),
+                      absorb=a.absorb)
+    return Config(**dims, **opt, **caps, **{k: getattr(model, k) for k in _SWITCHES},
+                  attn_block=_int_dim(model.attn_block, "attn_block"), moe=moe, mla=mla,
+                  name=model.name)
 
 
 def _widths(model: Transformer) -> dict[str, int]:
@@ -137,51 +169,59 @@ def _widths(model: Transformer) -> dict[str, int]:
     return out
 
 
-def _float64_bytes(cfg: Any, B: int, T: int, S: int) -> int:
-    """Rough peak memory of the NumPy run in float64: weights, the KV cache, the score
-    matrix and its softmax temporaries, and the widest activations."""
-    params = cfg.L * (cfg.D * (cfg.H + 2 * cfg.G) * cfg.d_h + cfg.H * cfg.d_h * cfg.D
-                      + 3 * cfg.D * cfg.F) + 2 * cfg.V * cfg.D
-    kv = 2 * cfg.L * B * S * cfg.G * cfg.d_h
-    scores = 3 * B * cfg.H * T * S
-    acts = 4 * B * T * (cfg.D + cfg.F + cfg.V)
-    return 8 * (params + kv + scores + acts)
+def _float64_bytes(model: Transformer, B: int, T: int, S: int) -> int:
+    """Rough peak memory of the NumPy run in float64: the parameters, the KV cache, the
+    score matrix and its softmax temporaries, and the widest activations."""
+    H, D, V = int(model.H), int(model.D), int(model.V)
+    F = max(int(model.F), int(model.moe.F) if model.moe is not None else 0)
+    kv = B * S * int(model.kv_bytes_per_token / model.kv_bytes)
+    scores = 3 * B * H * T * S
+    acts = 4 * B * T * (D + F + V + H * int(model.d_h))
+    return 8 * (int(model.params) + kv + scores + acts)
 
 
 def check(model: Transformer, batch: int, new_tokens: int, cached: int = 0, *,
-          last_only: bool = False, seed: int = 0, max_bytes: int = 2**31) -> CheckReport:
+          last_only: bool = False, attention: str = "naive", seed: int = 0,
+          max_bytes: int = 2**31) -> CheckReport:
     """Run the NumPy model (``cached`` tokens uncounted into the KV cache, then
     ``new_tokens`` counted) and compare each op's five counted figures with
-    ``model.ops(batch, new_tokens, cached, last_only)``, exactly.
+    ``model.ops(batch, new_tokens, cached, last_only, attention, tokens_per_expert)``,
+    exactly; an MoE model's rows are evaluated at the twin's own routing (the tokens each
+    expert got in each MoE layer).
+
+    ``attention``: "naive" (the twin's naive core), "flash" (its blockwise online-softmax
+    kernel) or "fused": the fused row against the twin's counts, its FLOPs those the naive
+    core spends on allowed entries (useful FLOPs of scores, softmax and attention x V),
+    its bytes those of the blockwise kernel (which reads q, K, V once and writes o).
 
     The NumPy model holds everything in float64; a run estimated to need more than
     ``max_bytes`` (default 2 GiB) is refused with the estimate, not started.
     """
-    from ..numeric import Counter, KVCache, forward, init_params
-
     B = int(as_dimension(batch, "batch"))
     T = int(as_dimension(new_tokens, "new_tokens"))
     if isinstance(cached, bool) or not isinstance(cached, (int, np.integer)) or cached < 0:
         raise ValueError(f"cached must be a non-negative integer, got {cached!r}")
+    if attention not in CORE_MODES:
+        raise ValueError(f"attention must be one of {CORE_MODES}, got {attention!r}")
     cfg = _numeric_config(model)
-    need = _float64_bytes(cfg, B, T, int(cached) + T)
+    need = _float64_bytes(model, B, T, int(cached) + T)
     if need > max_bytes:
         raise ValueError(f"check({model.name}, batch={B}, new_tokens={T}, cached={cached}) "
                          f"would need about {need / 2**30:.1f} GiB in float64 (limit "
                          f"{max_bytes / 2**30:.1f} GiB; raise it with max_bytes=...): use a "
                          "smaller model or step; the formulas themselves hold at any size")
-    params = init_params(cfg, seed=seed)
-    rng = np.random.default_rng(seed)
-    cache = KVCache(cfg, B)
-    if cached:
-        forward(params, cfg, rng.integers(0, cfg.V, size=(B, int(cached))), cache=cache)
-    counter = Counter(**_widths(model))
-    forward(params, cfg, rng.integers(0, cfg.V, size=(B, T)), cache=cache, counter=counter,
-            last_only=last_only)
-    rows = model.ops(B, T, int(cached), last_only=last_only, attention="naive")
+    run = "flash" if attention == "fused" else attention
+    counted, trace = _run(model, cfg, B, T, int(cached), last_only, run, seed)
+    if attention == "fused":  # FLOPs of the fused row: the naive core's useful ones
+        naive, _ = _run(model, cfg, B, T, int(cached), last_only, "naive", seed)
+        useful = sum(naive[k]["useful_flops"] for k in ("attn/scores", "attn/softmax",
+                                                          "attn/av"))
+        counted["attn/core"] |= {"flops": useful, "useful_flops": useful}
+    routing = trace if model.moe is not None else None
+    rows = model.ops(B, T, int(cached), last_only=last_only, attention=attention,
+                     tokens_per_expert=routing)
     symbolic = {op: {q: _int(getattr(cost, q), f"{op}.{q}") for q in QUANTITIES}
                 for op, cost in rows.items()}
-    counted = {op: {q: int(r[q]) for q in QUANTITIES} for op, r in counter.rows.items()}
     mismatches = []
     for op in dict.fromkeys([*symbolic, *counted]):
         for q in QUANTITIES:
@@ -189,5 +229,25 @@ def check(model: Transformer, batch: int, new_tokens: int, cached: int = 0, *,
             if c != s:
                 mismatches.append(Mismatch(op, q, c, s))
     label = (f"{model.name}: batch={B}, new_tokens={T}, cached={cached}, "
-             f"last_only={last_only}")
+             f"last_only={last_only}" + ("" if attention == "naive" else
+                                         f", attention={attention}"))
     return CheckReport(label=label, counted=counted, symbolic=symbolic, mismatches=mismatches)
+
+
+def _run(model: Transformer, cfg: Any, B: int, T: int, cached: int, last_only: bool,
+         attention: str, seed: int) -> tuple[dict, list]:
+    """The twin's counted rows for one step (after ``cached`` uncounted tokens) and its
+    routing trace (tokens per expert, per MoE layer, of the counted step)."""
+    from ..numeric import Counter, KVCache, forward, init_params
+
+    params = init_params(cfg, seed=seed)
+    rng = np.random.default_rng(seed)
+    cache = KVCache(cfg, B)
+    if cached:
+        forward(params, cfg, rng.integers(0, cfg.V, size=(B, cached)), cache=cache,
+                attention=attention)
+    counter, trace = Counter(**_widths(model)), []
+    forward(params, cfg, rng.integers(0, cfg.V, size=(B, T)), cache=cache, counter=counter,
+            last_only=last_only, attention=attention, trace=trace)
+    counted = {op: {q: int(r[q]) for q in QUANTITIES} for op, r in counter.rows.items()}
+    return counted, [[int(t) for t in layer] for layer in trace]

@@ -11,8 +11,13 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+import sympy as sp
+
+from . import hf
+from .family_presets import FAMILY_PRESETS
 from .transformer import Transformer
 
 __all__ = ["MODELS", "model", "from_hf_config"]
@@ -21,6 +26,7 @@ _HF = "https://huggingface.co/{}/blob/main/config.json"
 
 
 def _preset(name: str, repo: str, **dims: Any) -> Transformer:
+    # max_position: the config's max_position_embeddings, from the same source
     return Transformer(name=name, source=_HF.format(repo), **dims)
 
 
@@ -35,17 +41,20 @@ def _tiny() -> Transformer:
 MODELS: dict[str, Transformer] = {
     m.name: m for m in (
         _preset("llama-3.1-8b", "meta-llama/Llama-3.1-8B",
-                D=4096, F=14336, L=32, H=32, G=8, d_h=128, V=128256),
+                D=4096, F=14336, L=32, H=32, G=8, d_h=128, V=128256, max_position=131072),
         _preset("llama-3.1-70b", "meta-llama/Llama-3.1-70B",
-                D=8192, F=28672, L=80, H=64, G=8, d_h=128, V=128256),
+                D=8192, F=28672, L=80, H=64, G=8, d_h=128, V=128256, max_position=131072),
         _preset("llama-3.1-405b", "meta-llama/Llama-3.1-405B",
-                D=16384, F=53248, L=126, H=128, G=8, d_h=128, V=128256),
+                D=16384, F=53248, L=126, H=128, G=8, d_h=128, V=128256,
+                max_position=131072),
         _preset("llama-2-7b", "meta-llama/Llama-2-7b-hf",
-                D=4096, F=11008, L=32, H=32, G=32, d_h=128, V=32000),
+                D=4096, F=11008, L=32, H=32, G=32, d_h=128, V=32000, max_position=4096),
         _preset("llama-2-13b", "meta-llama/Llama-2-13b-hf",
-                D=5120, F=13824, L=40, H=40, G=40, d_h=128, V=32000),
+                D=5120, F=13824, L=40, H=40, G=40, d_h=128, V=32000, max_position=4096),
         _preset("mistral-7b", "mistralai/Mistral-7B-v0.1",
-                D=4096, F=14336, L=32, H=32, G=8, d_h=128, V=32000, window=4096),
+                D=4096, F=14336, L=32, H=32, G=8, d_h=128, V=32000, window=4096,
+                max_position=32768),  # positions up to 32768, attention within the window
+        *FAMILY_PRESETS,  # MoE, MLA, Gemma, GPT-2, GPT-NeoX, Phi-3 (family_presets.py)
         _tiny(),
     )
 }
@@ -69,24 +78,32 @@ def model(name: str) -> Transformer:
                      "(or a path to a Hugging Face config.json)")
 
 
-_SUPPORTED = {"llama", "mistral", "qwen2"}
+_SUPPORTED = {"llama", "mistral", "qwen2", *hf.FAMILIES}  # hf.py reads the other families
 _REQUIRED = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
              "vocab_size")
 
 
 def from_hf_config(config: str | os.PathLike | Mapping[str, Any]) -> Transformer:
-    """Read a Llama-style Hugging Face config (a path to ``config.json`` or its dict).
+    """Read a Hugging Face config (a path to ``config.json`` or its dict).
 
-    Reads hidden_size, intermediate_size, num_hidden_layers, num_attention_heads,
-    num_key_value_heads (default: MHA), head_dim (default hidden_size / heads), vocab_size,
-    tie_word_embeddings, attention_bias (Qwen2 always has q/k/v biases) and sliding_window
-    (unless use_sliding_window is false). Other architectures and features (mixture of
-    experts, MLP biases) and malformed fields fail naming the field.
+    For llama, mistral and qwen2 it reads hidden_size, intermediate_size,
+    num_hidden_layers, num_attention_heads, num_key_value_heads (default: MHA), head_dim
+    (default hidden_size / heads), vocab_size, tie_word_embeddings, attention_bias (Qwen2
+    always has q/k/v biases), sliding_window (unless use_sliding_window is false) and
+    max_position_embeddings; mixtral, qwen2_moe, deepseek_v3, gemma, gemma2, gpt2, gpt_neox
+    and phi3 are read by :mod:`symroof.models.hf`. Another model_type, features these do not
+    have (MLP biases in a llama config), a missing or malformed field fail, naming it.
+
+    ``torch_dtype`` sets the element widths (float32: 4 bytes) and ``quantization_config``
+    the weights' (its bits over 8); what cannot be honoured, and a missing ``model_type``
+    (read as llama), is said in the model's ``notes``. The name is ``_name_or_path``, else
+    the folder of a ``config.json`` (``org/name`` in a Hugging Face cache), else the file's.
 
     >>> cfg = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11008,
     ...        "num_hidden_layers": 32, "num_attention_heads": 32, "vocab_size": 32000}
-    >>> from_hf_config(cfg).params
-    6738415616
+    >>> m = from_hf_config(cfg | {"quantization_config": {"quant_method": "gptq", "bits": 4}})
+    >>> m.params, m.w_bytes, m.notes[0]
+    (6738415616, 1/2, 'quantization_config (gptq): 4-bit weights, w_bytes = 1/2 (scales and ...)')
     """
     source = "config"
     if not isinstance(config, Mapping):
@@ -113,13 +130,17 @@ def from_hf_config(config: str | os.PathLike | Mapping[str, Any]) -> Transformer
 
 def _transformer(config: Mapping[str, Any], source: str) -> Transformer:
     kind = config.get("model_type", "llama")
+    notes = [] if "model_type" in config else ["config has no model_type: read as a "
+                                                 "Llama-style decoder (llama)"]
     if kind not in _SUPPORTED:
         raise ValueError(f"model_type {kind!r} is not supported (supported: "
                          f"{', '.join(sorted(_SUPPORTED))})")
+    if kind in hf.FAMILIES:
+        return hf.read(config, source)
     for field in ("num_local_experts", "num_experts", "n_routed_experts"):
         if config.get(field):
-            raise ValueError(f"field {field!r} = {config[field]!r}: mixture-of-experts "
-                             "models are not supported")
+            raise ValueError(f"field {field!r} = {config[field]!r}: experts are read from "
+                             "model_type mixtral, qwen2_moe or deepseek_v3, not " + repr(kind))
     if config.get("mlp_bias"):
         raise ValueError("field 'mlp_bias' = true: MLP biases are not supported")
     if config.get("hidden_act", "silu") != "silu":
@@ -144,10 +165,75 @@ def _transformer(config: Mapping[str, Any], source: str) -> Transformer:
         window = _positive_int(config, "sliding_window", default=None)
     tied = _flag(config, "tie_word_embeddings", False)
     qkv_bias = _flag(config, "attention_bias", kind == "qwen2")
+    widths, read = _widths(config)
     return Transformer(
         D=dims["hidden_size"], F=dims["intermediate_size"], L=dims["num_hidden_layers"],
         H=H, G=G, d_h=head_dim, V=dims["vocab_size"], tied=tied, qkv_bias=qkv_bias,
-        window=window, name=str(config.get("_name_or_path") or kind), source=source)
+        window=window, name=_name(config, source, kind), source=source,
+        max_position=_positive_int(config, "max_position_embeddings", default=None),
+        notes=tuple(notes + read), **widths)
+
+
+def _name(config: Mapping[str, Any], source: str, kind: str) -> str:
+    """``_name_or_path``; else the folder of a config.json (``org/name`` for a Hugging Face
+    cache snapshot), else the file's name; else the model_type."""
+    given = config.get("_name_or_path")
+    if isinstance(given, str) and given.strip():
+        return given.strip()
+    if source == "config":  # a dict, no file
+        return str(kind)
+    path = Path(os.path.abspath(source))
+    if path.name != "config.json":
+        return path.name.removesuffix(".json").removesuffix(".config") or str(kind)
+    snapshot = path.parent.parent
+    if snapshot.name == "snapshots" and snapshot.parent.name.startswith("models--"):
+        return snapshot.parent.name.removeprefix("models--").replace("--", "/")
+    return path.parent.name or str(kind)
+
+
+#: torch_dtype (``dtype`` in newer configs) -> bytes per element
+_TORCH_WIDTHS = {"bfloat16": 2, "float16": 2, "float32": 4}
+
+
+def _widths(config: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The element widths a config states (torch_dtype, quantization_config), and notes
+    on what it changed or what could not be honoured."""
+    widths: dict[str, Any] = {}
+    notes = []
+    dtype = config.get("torch_dtype", config.get("dtype"))
+    if dtype is not None:
+        width = _TORCH_WIDTHS.get(str(dtype).removeprefix("torch."))
+        if width is None:
+            notes.append(f"torch_dtype {dtype!r} is not a width symroof reads: weights, "
+                         "activations and KV cache at 2 bytes (set --w-bytes, --act-bytes, "
+                         "--kv-bytes)")
+        elif width != 2:
+            widths = dict.fromkeys(("w_bytes", "act_bytes", "kv_bytes"), width)
+            notes.append(f"torch_dtype {dtype}: weights, activations and KV cache at "
+                         f"{width} bytes")
+    if config.get("quantization_config") is not None:
+        bits, method = _quant_bits(config["quantization_config"])
+        if bits:
+            widths["w_bytes"] = sp.Rational(bits, 8)
+            notes.append(f"quantization_config ({method}): {bits}-bit weights, w_bytes = "
+                         f"{widths['w_bytes']} (scales and zero points not counted)")
+        else:
+            notes.append(f"quantization_config ({method}) is not modelled: weights at "
+                         f"w_bytes = {widths.get('w_bytes', 2)} (set --w-bytes)")
+    return widths, notes
+
+
+def _quant_bits(quant: Any) -> tuple[int | None, str]:
+    """Bits per weight of a quantization_config (GPTQ/AWQ ``bits``, bitsandbytes, fp8)."""
+    if not isinstance(quant, Mapping):
+        return None, repr(quant)
+    method = str(quant.get("quant_method", "no quant_method"))
+    for key in ("bits", "w_bit", "weight_bits"):
+        if type(quant.get(key)) is int and 1 <= quant[key] <= 16:
+            return quant[key], method
+    if quant.get("load_in_4bit") is True or quant.get("load_in_8bit") is True:
+        return (4 if quant.get("load_in_4bit") is True else 8), method
+    return (8, method) if "fp8" in method.lower() else (None, method)
 
 
 def _positive_int(config: Mapping[str, Any], field: str, default: Any = ...) -> Any:

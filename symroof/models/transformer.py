@@ -1,5 +1,6 @@
-"""A Llama-family decoder as symbolic costs: parameters, per-op costs of a forward step,
-and the whole-model summaries of lecture 1.
+"""A decoder-only transformer as symbolic costs: parameters, per-op costs of a forward step,
+and the whole-model summaries of lecture 1. Llama by default; its fields describe the other
+families (MoE, MLA, sliding windows, GPT-2, GPT-NeoX, Gemma, Phi-3).
 
 Every op of one forward step is a row of an ordered ``dict[str, Cost]`` with a path key
 (``"attn/q_proj"``, ``"mlp/down"``); per-layer rows hold all L layers. The conventions,
@@ -24,20 +25,44 @@ import sympy as sp
 from .. import ops as op
 from ..cost import Cost, as_dimension, as_exact
 from ..symbols import D, F, G, H, L, V, d_h
+from . import attention_rows as ar
+from . import rows as rw
+from .attention_rows import CORE_MODES
+from .moe_rows import moe_rows
+from .sizes import Sizes, _nonneg
+from .spec import MLA, MoE
 
-__all__ = ["Transformer", "OP_GROUPS", "group", "ATTENTION_MODES"]
+__all__ = ["Transformer", "OP_GROUPS", "group", "ATTENTION_MODES", "CORE_MODES"]
 
+#: attention cores a training step and a report take (a forward step also takes "flash")
 ATTENTION_MODES = ("naive", "fused")
+POSITIONS = ("rope", "learned")
+_FLAGS = ("tied", "qkv_bias", "gated", "fused_qkv", "fused_gate_up", "o_bias", "mlp_bias",
+          "parallel_residual", "post_norms", "embed_scale")
+#: the Llama family's values of the family fields (``Transformer.features``)
+_FAMILY_DEFAULTS = {"norm": "rms", "act": "silu", "gated": True, "fused_qkv": False,
+                    "fused_gate_up": False, "o_bias": False, "mlp_bias": False,
+                    "positions": "rope", "rotary_dim": None, "parallel_residual": False,
+                    "post_norms": False, "embed_scale": False, "attn_softcap": None,
+                    "final_softcap": None}
 
 #: Op groups: group name -> the row keys it merges (docs/accounting.md).
 OP_GROUPS: dict[str, list[str]] = {
-    "embedding": ["embed"],
-    "norms": ["attn_norm", "mlp_norm", "final_norm"],
-    "attention projections": ["attn/q_proj", "attn/k_proj", "attn/v_proj", "attn/o_proj"],
+    "embedding": ["embed", "pos_embed"],
+    "norms": ["attn_norm", "mlp_norm", "final_norm", "attn/q_a_norm", "attn/kv_a_norm",
+              "attn/post_norm", "mlp/post_norm"],
+    "attention projections": ["attn/q_proj", "attn/k_proj", "attn/v_proj", "attn/o_proj",
+                              "attn/qkv_proj", "attn/q_a_proj", "attn/q_b_proj",
+                              "attn/kv_a_proj", "attn/kv_b_proj", "attn/q_absorb",
+                              "attn/o_absorb"],
     "attention core": ["attn/scores", "attn/softmax", "attn/av", "attn/core"],
     "KV write": ["attn/kv_write"],
-    "MLP": ["mlp/gate", "mlp/up", "mlp/down"],
-    "elementwise": ["attn/rope", "mlp/swiglu", "attn/residual", "mlp/residual"],
+    "MLP": ["mlp/gate", "mlp/up", "mlp/down", "mlp/gate_up", "moe/gate", "moe/up",
+            "moe/down", "moe/shared/gate", "moe/shared/up", "moe/shared/down"],
+    "MoE routing": ["moe/router", "moe/route", "moe/combine", "moe/shared/scale"],
+    "elementwise": ["attn/rope", "mlp/swiglu", "attn/residual", "mlp/residual", "mlp/geglu",
+                    "mlp/gelu", "mlp/silu", "moe/swiglu", "moe/geglu", "moe/shared/swiglu",
+                    "moe/shared/geglu", "logit_softcap"],
     "lm_head": ["lm_head"],
 }
 
@@ -53,21 +78,29 @@ def group(rows: dict[str, Cost], groups: dict[str, list[str]] | None = None) -> 
             for name, keys in groups.items() if any(k in rows for k in keys)}
 
 
-def _nonneg(value: Any, name: str) -> sp.Expr:
-    if isinstance(value, (int, sp.Integer)) and not isinstance(value, bool) and value == 0:
-        return sp.Integer(0)
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
-    return as_dimension(value, name)
-
-
 @dataclass(frozen=True)
-class Transformer:
-    """A Llama-style decoder: RMSNorm, RoPE, GQA attention, SwiGLU MLP, (un)tied embeddings.
+class Transformer(Sizes):
+    """A decoder-only transformer: Llama by default (RMSNorm, RoPE, GQA attention, SwiGLU
+    MLP, no biases), and by its fields the other families people run.
 
-    Dimensions default to the table's symbols; byte widths default to 2 (bf16). ``window``
-    is a sliding-window length (Mistral-7B-v0.1: 4096): the formulas hold for contexts up to
-    it, and a step whose context exceeds it is refused rather than mis-counted.
+    Dimensions default to the table's symbols; byte widths default to 2 (bf16).
+    ``window`` is a sliding-window length, used by the layers ``window_pattern`` marks
+    (repeated over the layers; Mistral: every layer, Gemma-2: ``(True, False)``).
+    ``max_position`` is the longest context the release supports (``None``: not known); a
+    report past it warns; learned positions (GPT-2) have that many rows. ``notes`` say what
+    reading a config assumed or could not honour. The family fields:
+
+    - ``norm``: "rms" or "layer" (LayerNorm with a bias); ``post_norms``: Gemma-2's norms
+      on the attention and MLP outputs;
+    - ``act``: "silu", "gelu_tanh" or "gelu"; ``gated``: act(x W_gate) * x W_up (SwiGLU,
+      GeGLU) or act(x W_up); ``fused_gate_up``, ``fused_qkv``: one matmul for both, or all
+      three (Phi-3, GPT-2, GPT-NeoX); ``qkv_bias``, ``o_bias``, ``mlp_bias``: biases;
+    - ``positions``: "rope" (on the first ``rotary_dim`` dims of a head, default d_h) or
+      "learned" (GPT-2); ``parallel_residual``: GPT-NeoX's x + attn(ln1 x) + mlp(ln2 x);
+    - ``embed_scale``: Gemma's sqrt(D) on the embedding; ``attn_softcap``,
+      ``final_softcap``: Gemma-2's cap * tanh(x / cap) on scores and logits;
+    - ``moe``: a :class:`~symroof.models.MoE` MLP; ``mla``: :class:`~symroof.models.MLA`
+      attention; ``attn_block``: the KV block of the flash attention core.
 
     >>> m = Transformer(D=4096, F=14336, L=32, H=32, G=8, d_h=128, V=128256)
     >>> m.params
@@ -89,30 +122,80 @@ class Transformer:
     kv_bytes: Any = 2
     name: str = "custom"
     source: str = ""
+    max_position: Any = None
+    notes: tuple[str, ...] = ()
+    norm: str = "rms"
+    act: str = "silu"
+    gated: bool = True
+    fused_qkv: bool = False
+    fused_gate_up: bool = False
+    o_bias: bool = False
+    mlp_bias: bool = False
+    positions: str = "rope"
+    rotary_dim: Any = None
+    parallel_residual: bool = False
+    post_norms: bool = False
+    embed_scale: bool = False
+    attn_softcap: Any = None
+    final_softcap: Any = None
+    window_pattern: tuple[bool, ...] = (True,)
+    attn_block: Any = 128
+    moe: MoE | None = None
+    mla: MLA | None = None
 
     def __post_init__(self) -> None:
-        for dim in ("D", "F", "L", "H", "G", "d_h", "V"):
+        for dim in ("D", "F", "L", "H", "G", "d_h", "V", "attn_block"):
             object.__setattr__(self, dim, as_dimension(getattr(self, dim), dim))
-        for flag in ("tied", "qkv_bias"):
+        for flag in _FLAGS:
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"{flag} must be True or False, got {getattr(self, flag)!r}")
-        if self.window is not None:
-            object.__setattr__(self, "window", as_dimension(self.window, "window"))
+        for field, known in (("norm", rw.NORMS), ("act", tuple(rw.ACTIVATIONS)),
+                             ("positions", POSITIONS)):
+            if getattr(self, field) not in known:
+                raise ValueError(f"{field} must be one of {known}, got {getattr(self, field)!r}")
+        for length in ("window", "max_position", "rotary_dim"):
+            if getattr(self, length) is not None:
+                object.__setattr__(self, length, as_dimension(getattr(self, length), length))
+        for cap in ("attn_softcap", "final_softcap"):
+            if getattr(self, cap) is not None and not as_exact(getattr(self, cap), cap) > 0:
+                raise ValueError(f"{cap} must be a positive number or None, got "
+                                 f"{getattr(self, cap)!r}")
+        pattern = self.window_pattern
+        if (not isinstance(pattern, tuple) or not pattern
+                or not all(isinstance(p, bool) for p in pattern)):
+            raise ValueError(f"window_pattern must be a non-empty tuple of True/False, got "
+                             f"{pattern!r}")
+        notes = (self.notes,) if isinstance(self.notes, str) else tuple(self.notes)
+        object.__setattr__(self, "notes", notes)
         for width in ("w_bytes", "act_bytes", "kv_bytes"):
             value = as_exact(getattr(self, width), width)
             if value.is_positive is not True:
                 raise ValueError(f"{width} must be a positive number of bytes, got "
                                  f"{getattr(self, width)!r}")
             object.__setattr__(self, width, value)
+        self._check_shapes()
+
+    def _check_shapes(self) -> None:
         ratio = self.H / self.G
         if self.H.is_number and self.G.is_number and not ratio.is_integer:
             raise ValueError(f"H ({self.H}) must be divisible by G ({self.G}): each KV head "
                              "serves H/G query heads")
+        if self.rotary_dim is not None and (self.rotary_dim - self.d_h).is_positive:
+            raise ValueError(f"rotary_dim ({self.rotary_dim}) must not exceed d_h ({self.d_h})")
+        if self.positions == "learned" and self.max_position is None:
+            raise ValueError("learned positions need max_position (the table's rows)")
+        if self.moe is not None and not isinstance(self.moe, MoE):
+            raise ValueError(f"moe must be a MoE record or None, got {self.moe!r}")
+        if self.mla is not None and not isinstance(self.mla, MLA):
+            raise ValueError(f"mla must be an MLA record or None, got {self.mla!r}")
+        if self.mla is not None and (self.fused_qkv or self.qkv_bias):
+            raise ValueError("MLA has its own q and kv projections: no fused_qkv or qkv_bias")
+        if self.moe is not None and self.L.is_number and self.moe.dense_layers > self.L:
+            raise ValueError(f"moe.dense_layers ({self.moe.dense_layers}) exceeds L ({self.L})")
 
     def _context(self, S: sp.Expr) -> sp.Expr:
-        if self.window is not None and S.is_number and self.window.is_number and S > self.window:
-            raise ValueError(f"context {S} (cached + new_tokens) exceeds {self.name}'s sliding "
-                             f"window of {self.window} tokens, which symroof does not model")
+        """The context of a step (kept for callers: a sliding window is modelled, not
+        refused; see :func:`symroof.models.attention_rows.context`)."""
         return S
 
     def replace(self, **changes: Any) -> Transformer:
@@ -126,148 +209,88 @@ class Transformer:
         values = _check_substitution({**(mapping or {}), **kwargs})
         dims = {k: sp.sympify(getattr(self, k)).subs(values)
                 for k in ("D", "F", "L", "H", "G", "d_h", "V")}
-        return replace(self, **dims)
-
-    # -- parameters ----------------------------------------------------------------------
-    @property
-    def attn_params_per_layer(self) -> sp.Expr:
-        """Wq + Wk + Wv + Wo: D.H.d_h + 2.D.G.d_h + H.d_h.D (+ q/k/v biases)."""
-        D, H, G, d_h = self.D, self.H, self.G, self.d_h
-        bias = (H + 2 * G) * d_h if self.qkv_bias else 0
-        return D * H * d_h + 2 * D * G * d_h + H * d_h * D + bias
+        specs = {k: getattr(self, k).subs(values) for k in ("moe", "mla")
+                 if getattr(self, k) is not None}
+        return replace(self, **dims, **specs)
 
     @property
-    def mlp_params_per_layer(self) -> sp.Expr:
-        """W_gate + W_up + W_down: 3.D.F."""
-        return 3 * self.D * self.F
+    def features(self) -> tuple[str, ...]:
+        """What this model has beyond the Llama family's rows (empty for Llama, Mistral,
+        Qwen2); training rows cover the Llama family only.
 
-    def param_breakdown(self) -> dict[str, sp.Expr]:
-        """Parameters by part; ``params`` is their sum."""
-        return {
-            "embedding": self.V * self.D,
-            "attention": self.L * self.attn_params_per_layer,
-            "mlp": self.L * self.mlp_params_per_layer,
-            "norms": (2 * self.L + 1) * self.D,
-            "lm_head": sp.Integer(0) if self.tied else self.V * self.D,
-        }
-
-    @property
-    def params(self) -> sp.Expr:
-        return sum(self.param_breakdown().values())
-
-    @property
-    def matmul_params(self) -> sp.Expr:
-        """Parameters a token multiplies by: every layer's matrices and the lm_head (tied or
-        not); not the embedding gather, norms or biases."""
-        D, H, G, d_h = self.D, self.H, self.G, self.d_h
-        per_layer = D * H * d_h + 2 * D * G * d_h + H * d_h * D + self.mlp_params_per_layer
-        return self.L * per_layer + self.V * self.D
-
-    @property
-    def kv_bytes_per_token(self) -> sp.Expr:
-        """K and V of one token in every layer: 2.L.G.d_h x kv_bytes."""
-        return 2 * self.L * self.G * self.d_h * self.kv_bytes
+        >>> Transformer(norm="layer", gated=False, act="gelu").features
+        ('norm=layer', 'act=gelu', 'gated=False')
+        """
+        out = [f"{k}={getattr(self, k)}" for k, default in _FAMILY_DEFAULTS.items()
+               if getattr(self, k) != default]
+        return tuple(out + [k for k in ("moe", "mla") if getattr(self, k) is not None])
 
     # -- one forward step, op by op -----------------------------------------------------
     def ops(self, batch: Any, new_tokens: Any, cached: Any = 0, last_only: bool = False,
-            attention: str = "naive") -> dict[str, Cost]:
+            attention: str = "naive", tokens_per_expert: Any = None) -> dict[str, Cost]:
         """Costs of every op of one forward step over ``batch`` sequences, each adding
         ``new_tokens`` to ``cached`` ones (S = cached + new_tokens), as ``dict[str, Cost]``.
+
+        ``attention``: "naive", "fused" or "flash" (attention_rows.core);
+        ``tokens_per_expert``: the MoE routing, "balanced" (default), "worst" or counts
+        (moe_rows.loads).
 
         >>> from symroof.symbols import B, T
         >>> rows = Transformer().ops(B, T, 0)
         >>> rows["mlp/down"].flops
         2*B*D*F*L*T
         """
-        if attention not in ATTENTION_MODES:
-            raise ValueError(f"attention must be one of {ATTENTION_MODES}, got {attention!r}")
+        if attention not in CORE_MODES:
+            raise ValueError(f"attention must be one of {CORE_MODES}, got {attention!r}")
         B = as_dimension(batch, "batch")
         T = as_dimension(new_tokens, "new_tokens")
         c = _nonneg(cached, "cached")
-        S = self._context(c + T)
-        D, F, L, H, G, d_h, V = self.D, self.F, self.L, self.H, self.G, self.d_h, self.V
-        wb, ab, kvb = self.w_bytes, self.act_bytes, self.kv_bytes
+        D, L, V, ab, wb = self.D, self.L, self.V, self.act_bytes, self.w_bytes
         n = B * T
-        pairs = T * c + T * (T + 1) / 2  # allowed (query, key) pairs, causal
-
-        def proj(d_in: Any, d_out: Any, bias: bool = False) -> Cost:
-            mm = op.matmul(n, d_in, d_out, x_bytes=ab, w_bytes=wb, out_bytes=ab)
-            if not bias:
-                return mm
-            return mm + Cost(flops=n * d_out, weight_bytes=d_out * wb)
-
-        layer = {
-            "attn_norm": op.rmsnorm(n, D, x_bytes=ab, w_bytes=wb),
-            "attn/q_proj": proj(D, H * d_h, self.qkv_bias),
-            "attn/k_proj": proj(D, G * d_h, self.qkv_bias),
-            "attn/v_proj": proj(D, G * d_h, self.qkv_bias),
-            "attn/rope": op.rope(n * (H + G) * d_h, table=T * d_h, x_bytes=ab),
-            "attn/kv_write": Cost(kv_bytes=2 * n * G * d_h * kvb, act_bytes=2 * n * G * d_h * ab),
-        }
-        qk = 2 * B * H * T * S * d_h
-        useful_qk = 2 * B * H * pairs * d_h
-        if attention == "naive":
-            layer["attn/scores"] = Cost(flops=qk, useful_flops=useful_qk,
-                                        kv_bytes=B * S * G * d_h * kvb,
-                                        act_bytes=(n * H * d_h + B * H * T * S) * ab)
-            layer["attn/softmax"] = op.softmax(B * H * T, S, useful_elements=B * H * pairs,
-                                               x_bytes=ab)
-            layer["attn/av"] = Cost(flops=qk, useful_flops=useful_qk,
-                                    kv_bytes=B * S * G * d_h * kvb,
-                                    act_bytes=(B * H * T * S + n * H * d_h) * ab)
-        else:
-            useful = 2 * useful_qk + 6 * B * H * pairs - 2 * B * H * T
-            layer["attn/core"] = Cost(flops=useful, kv_bytes=2 * B * S * G * d_h * kvb,
-                                      act_bytes=2 * n * H * d_h * ab)
-        layer |= {
-            "attn/o_proj": proj(H * d_h, D),
-            "attn/residual": op.add(n * D, x_bytes=ab),
-            "mlp_norm": op.rmsnorm(n, D, x_bytes=ab, w_bytes=wb),
-            "mlp/gate": proj(D, F),
-            "mlp/up": proj(D, F),
-            "mlp/swiglu": op.swiglu(n * F, x_bytes=ab),
-            "mlp/down": proj(F, D),
-            "mlp/residual": op.add(n * D, x_bytes=ab),
-        }
+        rows = {"embed": rw.embed(n, D, ab=ab, wb=wb, scaled=self.embed_scale)}
+        if self.positions == "learned":
+            rows["pos_embed"] = rw.pos_embed(n, T, D, ab=ab, wb=wb)
+        before = ar.mla(self, n, T) if self.mla else ar.standard(self, n, T)
+        rows |= {key: L * cost for key, cost in before.items()}
+        rows |= ar.core_rows(self, attention, B, T, c)
+        d_o = self.H * (self.mla.d_v if self.mla else self.d_h)
+        after = {**(ar.mla_after(self, n) if self.mla else {}),
+                 "attn/o_proj": rw.linear(n, d_o, D, ab=ab, wb=wb, bias=self.o_bias)}
+        if self.post_norms:
+            after["attn/post_norm"] = rw.norm(self.norm, n, D, ab=ab, wb=wb)
+        after |= {"attn/residual": op.add(n * D, x_bytes=ab),
+                  "mlp_norm": rw.norm(self.norm, n, D, ab=ab, wb=wb)}
+        rows |= {key: L * cost for key, cost in after.items()}
+        if self.dense_layers != 0:
+            rows |= {k: self.dense_layers * c_ for k, c_ in rw.mlp_rows(self, n).items()}
+        if self.moe is not None:
+            rows |= moe_rows(self, n, self.moe_layers, tokens_per_expert)
+        tail = {"mlp/post_norm": rw.norm(self.norm, n, D, ab=ab, wb=wb)} if self.post_norms \
+            else {}
+        rows |= {k: L * c_ for k, c_ in (tail | {"mlp/residual": op.add(n * D, x_bytes=ab)}
+                                          ).items()}
         n_out = B if last_only else n
-        return {
-            "embed": Cost(weight_bytes=n * D * wb, act_bytes=n * D * ab),
-            **{key: L * cost for key, cost in layer.items()},
-            "final_norm": op.rmsnorm(n_out, D, x_bytes=ab, w_bytes=wb),
-            "lm_head": op.matmul(n_out, D, V, x_bytes=ab, w_bytes=wb, out_bytes=ab),
-        }
+        rows["final_norm"] = rw.norm(self.norm, n_out, D, ab=ab, wb=wb)
+        rows["lm_head"] = op.matmul(n_out, D, V, x_bytes=ab, w_bytes=wb, out_bytes=ab)
+        if self.final_softcap is not None:
+            rows["logit_softcap"] = rw.softcap(n_out * V, ab=ab)
+        return rows
 
-    # -- lecture 1's whole-model summaries ----------------------------------------------
-    def attn_flops_per_token(self, S: Any) -> sp.Expr:
-        """Attention-core FLOPs of one token attending to S positions: 4.L.H.d_h.S."""
-        return 4 * self.L * self.H * self.d_h * sp.sympify(S)
-
-    def flops_per_token(self, S: Any) -> sp.Expr:
-        """2 x matmul parameters + attention over a context of S."""
-        return 2 * self.matmul_params + self.attn_flops_per_token(S)
-
-    def whole(self, batch: Any, new_tokens: Any, cached: Any = 0) -> Cost:
-        """One whole-model roofline cost of a step (lecture 1): useful FLOPs of the matmuls
-        (lm_head on every new token) and the causal attention core; bytes of the matmul
-        weights and of the KV cache read; activations ignored.
+    def train_ops(self, batch: Any, seq: Any, remat: str = "none", **options: Any
+                  ) -> dict[str, Cost]:
+        """The rows of one training step; see :func:`symroof.models.training.train_ops`.
 
         >>> from symroof.symbols import B, S
-        >>> Transformer().whole(B, 1, S - 1).kv_bytes
-        4*B*G*L*S*d_h
+        >>> Transformer().train_ops(B, S)["bwd/mlp/up/dx"].flops
+        2*B*D*F*L*S
         """
-        B = as_dimension(batch, "batch")
-        T = as_dimension(new_tokens, "new_tokens")
-        c = _nonneg(cached, "cached")
-        self._context(c + T)
-        pairs = T * c + T * (T + 1) / 2
-        flops = B * (T * 2 * self.matmul_params
-                     + self.attn_flops_per_token(1) * pairs)
-        return Cost(flops=flops, weight_bytes=self.matmul_params * self.w_bytes,
-                    kv_bytes=B * (c + T) * self.kv_bytes_per_token)
+        from .training import train_ops
+
+        return train_ops(self, batch, seq, remat, **options)
 
     @classmethod
     def from_hf_config(cls, config: Any) -> Transformer:
-        """Read a Llama-style Hugging Face ``config.json`` (path or dict); see
+        """Read a Hugging Face ``config.json`` (path or dict); see
         :func:`symroof.models.from_hf_config`."""
         from .presets import from_hf_config
 

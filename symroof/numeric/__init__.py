@@ -1,6 +1,8 @@
-"""symroof.numeric: a counted NumPy Llama-family transformer (depends on NumPy only).
+"""symroof.numeric: a counted NumPy transformer (depends on NumPy only): Llama by default,
+and the GPT-2, GPT-NeoX, Gemma, Phi-3, mixture-of-experts and latent-attention blocks.
 
-It runs a real forward pass and records, per op, exact integer FLOPs (executed and useful)
+It runs a real forward pass (and a training step: loss, hand-written backward, remat,
+Adam) and records, per op, exact integer FLOPs (executed and useful)
 and bytes by kind, from the arrays each op touches at run time. The conventions are those of
 docs/accounting.md; ``symroof.check`` compares the counts with the symbolic formulas.
 
@@ -12,12 +14,16 @@ docs/accounting.md; ``symroof.check`` compares the counts with the symbolic form
 ['embed', 'attn_norm', 'attn/q_proj', 'attn/k_proj']
 """
 
-from .config import TINY, Config, count_params, init_params
+from .config import TINY, Config, MLASpec, MoESpec, count_params, init_params
 from .counter import QUANTITIES, Counter
 from .model import OP_GROUPS, OP_KEYS, KVCache, forward
+from .optimizer import Adam, train_step
+from .train import BACKWARD_READS, REMAT, loss_and_grads
 
 __all__ = [
     "Config",
+    "MoESpec",
+    "MLASpec",
     "TINY",
     "init_params",
     "count_params",
@@ -27,4 +33,9 @@ __all__ = [
     "QUANTITIES",
     "OP_KEYS",
     "OP_GROUPS",
+    "loss_and_grads",
+    "train_step",
+    "Adam",
+    "REMAT",
+    "BACKWARD_READS",
 ]

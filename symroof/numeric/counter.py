@@ -13,15 +13,21 @@ import numpy as np
 from .primitives import _CountedOp
 
 QUANTITIES = ("flops", "useful_flops", "weight_bytes", "kv_bytes", "act_bytes")
-_KINDS = {"weight": "weight_bytes", "kv": "kv_bytes", "act": "act_bytes"}
+#: byte kind -> the field it adds to. Parameter-shaped arrays (weights, their gradients,
+#: Adam's moments, master copies) are weight bytes, each kind at its own width.
+_KINDS = {"weight": "weight_bytes", "kv": "kv_bytes", "act": "act_bytes",
+          "grad": "weight_bytes", "moment": "weight_bytes", "master": "weight_bytes"}
 
 
 class Counter:
     """A ledger of exact FLOPs and bytes per op key, filled by counted primitives.
 
     ``w_bytes``, ``act_bytes``, ``kv_bytes`` are the accounting widths per element (2 = bf16);
-    ``None`` takes each array's own ``itemsize``. ``rows`` maps op key -> the five
-    quantities in ``QUANTITIES``, in order of first appearance.
+    ``None`` takes each array's own ``itemsize``. Training adds the widths of weight
+    gradients (``grad_bytes``), optimizer moments (``moment_bytes``) and master weights
+    (``master_bytes``). ``rows`` maps op key -> the five quantities in ``QUANTITIES``, in
+    order of first appearance; ``saved`` maps a kept activation's key -> its bytes (what a
+    training forward keeps for the backward, see ``keep``).
 
     >>> import numpy as np
     >>> c = Counter()
@@ -35,13 +41,28 @@ class Counter:
     """
 
     def __init__(self, w_bytes: int | None = 2, act_bytes: int | None = 2,
-                 kv_bytes: int | None = 2):
-        widths = {"weight": w_bytes, "act": act_bytes, "kv": kv_bytes}
-        for name, w in zip(("w_bytes", "act_bytes", "kv_bytes"), widths.values(), strict=True):
+                 kv_bytes: int | None = 2, *, grad_bytes: int | None = 2,
+                 moment_bytes: int | None = 4, master_bytes: int | None = 4):
+        widths = {"weight": w_bytes, "act": act_bytes, "kv": kv_bytes, "grad": grad_bytes,
+                  "moment": moment_bytes, "master": master_bytes}
+        names = ("w_bytes", "act_bytes", "kv_bytes", "grad_bytes", "moment_bytes",
+                 "master_bytes")
+        for name, w in zip(names, widths.values(), strict=True):
             if w is not None and (isinstance(w, bool) or not isinstance(w, int) or w <= 0):
                 raise ValueError(f"{name} must be a positive integer or None, got {w!r}")
         self._widths = widths
         self.rows: dict[str, dict[str, int]] = {}
+        self.saved: dict[str, int] = {}
+
+    def keep(self, key: str, x: np.ndarray) -> None:
+        """Record activation ``x`` as kept for the backward pass under ``key`` (act width).
+
+        >>> c = Counter(act_bytes=2)
+        >>> c.keep("attn_norm", np.ones((3, 4)))
+        >>> c.saved
+        {'attn_norm': 24}
+        """
+        self.saved[key] = self.saved.get(key, 0) + self._bytes(x, "act")
 
     def _field(self, kind: str) -> str:
         if kind not in _KINDS:

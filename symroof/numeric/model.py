@@ -1,9 +1,12 @@
-"""A Llama-family decoder in NumPy whose every op goes through a counter.
+"""A decoder in NumPy whose every op goes through a counter.
 
-token embedding -> L x [RMSNorm, attention (RoPE, GQA, KV cache), residual, RMSNorm,
-SwiGLU MLP, residual] -> final RMSNorm -> lm_head. float64 by default, so that cached
-decoding equals full recomputation to rounding error. The op keys are the rows of the table
-in docs/accounting.md; per-layer ops accumulate into one key.
+token embedding (+ learned positions) -> L x [norm, attention (GQA with RoPE, or latent
+attention; a KV cache; a sliding window on the layers that have one), residual, norm, MLP
+(dense, or a mixture of experts), residual] -> final norm -> lm_head. Llama by default; the
+config's switches give GPT-2, GPT-NeoX, Gemma, Gemma-2, Phi-3, Mixtral, Qwen2-MoE and
+DeepSeek-V3 blocks. float64 by default, so that cached decoding equals full recomputation to
+rounding error. The op keys are the rows of the table in docs/accounting.md; per-layer ops
+accumulate into one key.
 """
 
 from __future__ import annotations
@@ -13,10 +16,16 @@ from typing import Any
 import numpy as np
 
 from . import layers
-from .config import Config, check_params
+from .attention import standard
+from .config import Config
 from .counter import Counter
+from .mla import mla
+from .mlp import dense, moe
+from .params import check_params
 from .primitives import PLAIN
 
+#: the rows of a Llama step with the naive core (other families add and rename rows:
+#: docs/accounting.md, "Model families")
 OP_KEYS = ("embed", "attn_norm", "attn/q_proj", "attn/k_proj", "attn/v_proj", "attn/rope",
            "attn/kv_write", "attn/scores", "attn/softmax", "attn/av", "attn/o_proj",
            "attn/residual", "mlp_norm", "mlp/gate", "mlp/up", "mlp/swiglu", "mlp/down",
@@ -56,9 +65,10 @@ class KVCache:
             raise ValueError(f"max_len must be a non-negative integer or None, got {max_len!r}")
         self.cfg, self.batch, self.length = cfg, batch, 0
         S_max = 16 if max_len is None else max_len
-        shape = (batch, S_max, cfg.G, cfg.d_h)  # (B, S_max, G, d_h)
-        self.k = [np.zeros(shape, dtype) for _ in range(cfg.L)]
-        self.v = [np.zeros(shape, dtype) for _ in range(cfg.L)]
+        (Gk, dk), v_dims = cfg.cache_dims  # MLA's absorbed latent has no separate V
+        self.k = [np.zeros((batch, S_max, Gk, dk), dtype) for _ in range(cfg.L)]
+        self.v = [] if v_dims is None else [np.zeros((batch, S_max, *v_dims), dtype)
+                                            for _ in range(cfg.L)]
 
     @property
     def capacity(self) -> int:
@@ -72,7 +82,7 @@ class KVCache:
         S_max = max(S, 2 * self.capacity)
         for arrays in (self.k, self.v):
             for l, old in enumerate(arrays):
-                new = np.zeros((self.batch, S_max) + old.shape[2:], old.dtype)  # (B, S_max, G, d_h)
+                new = np.zeros((self.batch, S_max) + old.shape[2:], old.dtype)  # (B, S_max, ..)
                 new[:, : self.length] = old[:, : self.length]
                 arrays[l] = new
 
@@ -102,53 +112,63 @@ def _check_cache(cache: Any, cfg: Config, B: int) -> None:
         raise ValueError(f"cache batch ({cache.batch}) must equal the tokens' batch B ({B})")
 
 
-def _attention_block(scope, p, cfg: Config, x, cache: KVCache, l: int, c: int, cos, sin, keep):
-    B, T, D = x.shape
-    H, G, d_h, S = cfg.H, cfg.G, cfg.d_h, c + T
+def _layer(scope, p, cfg: Config, x, cache: KVCache, l: int, c: int, tables, mode: str,
+           trace: list | None):
+    """One decoder layer: attention and MLP blocks with their norms and residuals
+    (GPT-NeoX's parallel residual: the MLP reads the layer input, not x + attention)."""
     with scope("attn_norm") as ops:
-        h = layers.rmsnorm(ops, x, p["attn_norm"], cfg.eps)  # (B, T, D)
-    with scope("attn/q_proj") as ops:
-        q = layers.linear(ops, h, p["wq"], p.get("bq"))  # (B, T, H*d_h)
-    with scope("attn/k_proj") as ops:
-        k = layers.linear(ops, h, p["wk"], p.get("bk"))  # (B, T, G*d_h)
-    with scope("attn/v_proj") as ops:
-        v = layers.linear(ops, h, p["wv"], p.get("bv"))  # (B, T, G*d_h)
-    q = q.reshape(B, T, H, d_h)  # (B, T, H, d_h)
-    k = k.reshape(B, T, G, d_h)  # (B, T, G, d_h)
-    v = v.reshape(B, T, G, d_h)  # (B, T, G, d_h)
-    with scope("attn/rope") as ops:
-        q, k = layers.rope(ops, q, k, cos, sin)
-    with scope("attn/kv_write") as ops:
-        layers.kv_write(ops, cache.k[l], cache.v[l], c, k, v)
-    o = layers.attention_core(scope, q, cache.k[l][:, :S], cache.v[l][:, :S], keep)
+        h = layers.norm(ops, p, "attn_norm", x, cfg.eps)  # (B, T, D)
+    attend = mla if cfg.mla is not None else standard
+    o = attend(scope, p, cfg, h, cache, l, c, tables, mode)  # (B, T, H d_v)
     with scope("attn/o_proj") as ops:
-        o = layers.linear(ops, o, p["wo"])  # (B, T, D)
+        a = layers.linear(ops, o, p["wo"], p.get("bo"))  # (B, T, D)
+    if cfg.post_norms:
+        with scope("attn/post_norm") as ops:
+            a = layers.norm(ops, p, "attn_post_norm", a, cfg.eps)
     with scope("attn/residual") as ops:
-        return layers.residual(ops, x, o)
-
-
-def _mlp_block(scope, p, cfg: Config, x):
+        x1 = layers.residual(ops, x, a)
     with scope("mlp_norm") as ops:
-        h = layers.rmsnorm(ops, x, p["mlp_norm"], cfg.eps)  # (B, T, D)
-    with scope("mlp/gate") as ops:
-        g = layers.linear(ops, h, p["w_gate"])  # (B, T, F)
-    with scope("mlp/up") as ops:
-        u = layers.linear(ops, h, p["w_up"])  # (B, T, F)
-    with scope("mlp/swiglu") as ops:
-        a = layers.swiglu(ops, g, u)  # (B, T, F)
-    with scope("mlp/down") as ops:
-        y = layers.linear(ops, a, p["w_down"])  # (B, T, D)
+        h = layers.norm(ops, p, "mlp_norm", x if cfg.parallel_residual else x1, cfg.eps)
+    y = moe(scope, p, cfg, h, trace) if cfg.is_moe(l) else dense(scope, p, cfg, h)
+    if cfg.post_norms:
+        with scope("mlp/post_norm") as ops:
+            y = layers.norm(ops, p, "mlp_post_norm", y, cfg.eps)
     with scope("mlp/residual") as ops:
-        return layers.residual(ops, x, y)
+        return layers.residual(ops, x1, y)
+
+
+def _embed(scope, params, cfg: Config, tokens, c: int):
+    B, T = tokens.shape
+    with scope("embed") as ops:
+        x = params["embed"][tokens]  # (B, T, D): a gather, 0 FLOPs
+        ops.read(x, "weight")
+        if cfg.embed_scale:
+            x = ops.mul(x, float(np.sqrt(cfg.D)))  # Gemma: sqrt(D)
+        ops.write(x, "act")
+    if cfg.positions == "learned":
+        if c + T > cfg.max_position:
+            raise ValueError(f"positions {c} .. {c + T - 1} exceed the {cfg.max_position} "
+                             "learned positions")
+        with scope("pos_embed") as ops:
+            pos = params["pos_embed"][c:c + T]  # (T, D): read once, shared by the batch
+            ops.read(pos, "weight")
+            ops.read(x, "act")
+            x = ops.add(x, pos)
+            ops.write(x, "act")
+    return x
 
 
 def forward(params: dict[str, Any], cfg: Config, tokens: Any, cache: KVCache | None = None,
-            counter: Counter | None = None, last_only: bool = False) -> np.ndarray:
+            counter: Counter | None = None, last_only: bool = False, *,
+            attention: str = "naive", trace: list | None = None) -> np.ndarray:
     """Logits (B, T', V) for new tokens (B, T); T' = 1 with ``last_only``, else T.
 
     With a ``cache`` holding c positions, the new tokens sit at positions c .. c+T-1, their K
-    and V are written into it, and token i attends to positions 0 .. c+i (S = c + T). With a
-    ``counter``, every op adds its FLOPs and bytes to ``counter.rows``.
+    and V are written into it, and token i attends to positions 0 .. c+i (S = c + T), or
+    the last ``window`` of them in a windowed layer. With a ``counter``, every op adds its
+    FLOPs and bytes to ``counter.rows``. ``attention``: "naive" (scores through memory) or
+    "flash" (blockwise, online softmax). ``trace``: a list that gets, per MoE layer, the
+    number of tokens each expert was routed.
 
     >>> from symroof.numeric import TINY, Counter, init_params
     >>> params, counter = init_params(TINY), Counter()
@@ -157,6 +177,8 @@ def forward(params: dict[str, Any], cfg: Config, tokens: Any, cache: KVCache | N
     >>> counter.rows["attn/q_proj"]["flops"] == TINY.L * 2 * 2*5 * TINY.D * TINY.H*TINY.d_h
     True
     """
+    if attention not in ("naive", "flash"):
+        raise ValueError(f"attention must be 'naive' or 'flash', got {attention!r}")
     check_params(params, cfg)
     tokens = _check_tokens(tokens, cfg)
     B, T = tokens.shape
@@ -165,23 +187,23 @@ def forward(params: dict[str, Any], cfg: Config, tokens: Any, cache: KVCache | N
         cache = KVCache(cfg, B, max_len=T, dtype=dtype)
     _check_cache(cache, cfg, B)
     c = cache.length
-    S = c + T
-    cache.reserve(S)
-    cos, sin = layers.rope_tables(cfg.d_h, cfg.rope_theta, c, T, dtype)  # (T, d_h/2) each
-    keep = np.arange(S)[None, :] <= np.arange(c, S)[:, None]  # (T, S): token i sees 0..c+i
+    cache.reserve(c + T)
+    tables = layers.rope_tables(cfg.rotary, cfg.rope_theta, c, T, dtype)  # (T, r/2) each
     scope = (lambda key: PLAIN) if counter is None else counter.op
-    with scope("embed") as ops:
-        x = params["embed"][tokens]  # (B, T, D): a gather, 0 FLOPs
-        ops.read(x, "weight")
-        ops.write(x, "act")
+    x = _embed(scope, params, cfg, tokens, c)
     for l, p in enumerate(params["layers"]):
-        x = _attention_block(scope, p, cfg, x, cache, l, c, cos, sin, keep)
-        x = _mlp_block(scope, p, cfg, x)
-    cache.length = S
+        x = _layer(scope, p, cfg, x, cache, l, c, tables, attention, trace)
+    cache.length = c + T
     if last_only:
         x = x[:, -1:]  # (B, 1, D)
     with scope("final_norm") as ops:
-        x = layers.rmsnorm(ops, x, params["final_norm"], cfg.eps)  # (B, T', D)
+        x = layers.norm(ops, params, "final_norm", x, cfg.eps)  # (B, T', D)
     W = params["embed"].T if cfg.tied else params["lm_head"]  # (D, V)
     with scope("lm_head") as ops:
-        return layers.linear(ops, x, W)  # (B, T', V)
+        logits = layers.linear(ops, x, W)  # (B, T', V)
+    if cfg.final_softcap is not None:
+        with scope("logit_softcap") as ops:
+            ops.read(logits, "act")
+            logits = layers.softcap(ops, logits, cfg.final_softcap)
+            ops.write(logits, "act")
+    return logits

@@ -5,8 +5,9 @@ Counting conventions (docs/accounting.md), applied here and nowhere else:
 - A contraction costs 2 FLOPs per multiply-accumulate: ``matmul`` counts
   ``2 * out.size * K``, ``einsum`` counts ``2 * prod(every distinct dimension)``.
 - Every other arithmetic primitive costs 1 FLOP per *output* element (add, sub, mul, div,
-  neg, exp, sqrt, recip). A reduction over n elements (sum, max) costs n - 1 per output
-  element. Selection (``where``, slicing, gather, copy) costs 0.
+  neg, exp, log, sqrt, recip, tanh, erf, maximum); ``scatter_add`` costs 1 per added
+  element. A reduction over n elements (sum, max) costs n - 1 per output element.
+  Selection (``where``, slicing, gather, copy, top-k) costs 0.
 - Useful FLOPs equal executed FLOPs unless a primitive gets a boolean ``valid`` mask: then
   only valid entries count (n_valid - 1 per row for a reduction; for ``einsum`` the mask
   labels some of its letters via ``valid_dims`` and a point of the iteration space is
@@ -75,6 +76,15 @@ def _einsum_dims(spec: str, operands: tuple[np.ndarray, ...]) -> dict[str, int]:
     return dims
 
 
+_erf_scalar = np.frompyfunc(math.erf, 1, 1)
+
+
+def _erf(a) -> np.ndarray:
+    """The error function elementwise (NumPy has none; ``math.erf`` per element)."""
+    a = np.asarray(a)
+    return _erf_scalar(a).astype(a.dtype if a.dtype.kind == "f" else np.float64)
+
+
 class _PlainOp:
     """The primitives without bookkeeping: each method is one NumPy call."""
 
@@ -119,6 +129,22 @@ class _PlainOp:
 
     def recip(self, a, valid=None):
         return np.reciprocal(a)
+
+    def log(self, a, valid=None):
+        return np.log(a)
+
+    def tanh(self, a, valid=None):
+        return np.tanh(a)
+
+    def erf(self, a, valid=None):
+        return _erf(a)
+
+    def maximum(self, a, b, valid=None):
+        return np.maximum(a, b)
+
+    def scatter_add(self, target, index, values):
+        """``target[index[i]] += values[i]`` in place (rows may repeat)."""
+        np.add.at(target, index, values)
 
     def sum(self, a, axis=-1, valid=None):
         return np.sum(a, axis=axis, keepdims=True)
@@ -203,6 +229,24 @@ class _CountedOp(_PlainOp):
 
     def recip(self, a, valid=None):
         return self._ew(np.reciprocal(a), valid)
+
+    def log(self, a, valid=None):
+        return self._ew(np.log(a), valid)
+
+    def tanh(self, a, valid=None):
+        return self._ew(np.tanh(a), valid)
+
+    def erf(self, a, valid=None):
+        return self._ew(_erf(a), valid)
+
+    def maximum(self, a, b, valid=None):
+        return self._ew(np.maximum(a, b), valid)
+
+    def scatter_add(self, target, index, values):
+        """One add per element of ``values`` (each lands on a row of ``target``)."""
+        np.add.at(target, index, values)
+        n = int(np.size(values))
+        self._tally(n, n)
 
     def sum(self, a, axis=-1, valid=None):
         return self._reduce(np.sum(a, axis=axis, keepdims=True), a, axis, valid)

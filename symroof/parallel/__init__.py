@@ -1,4 +1,6 @@
-"""Parallelism: the book's sharding notation and sharded ops on a mesh.
+"""Parallelism: the book's sharding notation and sharded ops on a mesh; serving plans;
+training strategies on named mesh axes (``train_plan``), their solved conditions, whole
+runs and the vectorised strategy search.
 
 >>> import symroof as sr
 >>> mm = sr.shard_matmul(sr.mesh("tpu-v5e", "16x16"), "X[B_X, D] @ W[D, F_Y] -> [B_X, F_Y]",
@@ -7,7 +9,10 @@
 ((), True)
 """
 
+from .conditions import Condition
 from .matmul import STRATEGIES, ShardedMatmul, Step, shard_matmul
+from .runs import MinSlice, TrainingRun, min_training_slice, training_run
+from .search import SearchResult, strategy_search
 from .serving import ServePlan, serve
 from .sharding import ArraySpec, parse_array, parse_matmul
 from .sizing import (
@@ -19,8 +24,11 @@ from .sizing import (
     slices,
     smallest_slice,
 )
+from .strategies import TrainPlan, train_plan
 
 __all__ = ["shard_matmul", "ShardedMatmul", "Step", "STRATEGIES", "ArraySpec", "parse_array",
            "parse_matmul", "serve", "ServePlan", "smallest_slice", "slices",
            "latency_throughput", "kv_evictions", "prefill_decode_ratio",
-           "cost_per_million_tokens", "moe_critical_batch"]
+           "cost_per_million_tokens", "moe_critical_batch",
+           "train_plan", "TrainPlan", "Condition", "training_run", "TrainingRun",
+           "min_training_slice", "MinSlice", "strategy_search", "SearchResult"]

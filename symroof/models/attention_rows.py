@@ -1,0 +1,210 @@
+"""Attention rows: what a step reads under a sliding window, the attention core in its
+three forms (naive, fused, flash), and the per-layer rows of standard (GQA) attention and
+of multi-head latent attention.
+
+A step adds T tokens to c cached ones. New token i (position p = c + i) attends to the
+positions in (p - W, p] with a window W, else to 0 .. p. So a step reads the keys of
+positions max(0, c - W + 1) .. c + T - 1: ``span`` K = T + min(c, W - 1) per sequence; and
+the allowed (query, key) pairs per sequence and head are
+P = sum_i min(c + i + 1, W) = m c + m (m + 1)/2 + (T - m) W with m = min(T, max(0, W - c)).
+Without a window K = S = c + T and P = T c + T (T + 1)/2.
+
+>>> from symroof.symbols import T
+>>> context(1, 4095, None)                      # decode at S = 4096
+(4096, 4096)
+>>> context(1, 10_000, 4096)                    # the window clips it
+(4096, 4096)
+>>> context(T, 0, 4096)[1].subs(T, 8192)        # prefill 8192: 4096 rows full, 4096 growing
+25167872
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import sympy as sp
+
+from .. import ops as op
+from ..cost import Cost
+from . import rows as rw
+
+__all__ = ["Heads", "context", "blocks", "core", "core_rows", "CORE_MODES"]
+
+#: forms of the attention core a forward step can take (training takes naive and fused)
+CORE_MODES = ("naive", "fused", "flash")
+
+
+class Heads(NamedTuple):
+    """What the core multiplies: H query heads of width d_k, outputs of width d_v; per
+    cached position, ``k_elems`` key and ``v_elems`` value elements (every KV head);
+    ``shared``: the values are part of the keys (MLA's latent), read once by a fused core."""
+
+    H: Any
+    d_k: Any
+    d_v: Any
+    k_elems: Any
+    v_elems: Any
+    shared: bool = False
+
+
+def context(T: Any, c: Any, window: Any) -> tuple[sp.Expr, sp.Expr]:
+    """(K, P): keys read per sequence, allowed (query, key) pairs per sequence and head."""
+    T, c = sp.sympify(T), sp.sympify(c)
+    if window is None:
+        return c + T, T * c + T * (T + 1) / 2
+    W = window
+    m = sp.Min(T, sp.Max(0, W - c))
+    return T + sp.Min(c, W - 1), m * c + m * (m + 1) / 2 + (T - m) * W
+
+
+def _below(N: Any, b: Any) -> sp.Expr:
+    """sum over p = 0 .. N-1 of floor(p / b), in closed form."""
+    q = sp.floor(N / b)
+    return b * q * (q - 1) / 2 + (N - b * q) * q
+
+
+def blocks(T: Any, c: Any, window: Any, b: Any) -> sp.Expr:
+    """Sum over the step's query rows of J, the KV blocks (of b positions, aligned to 0) that
+    hold at least one key the row may see: row p spans blocks floor(lo/b) .. floor(p/b).
+
+    >>> blocks(1, 2047, None, 128), blocks(4, 0, None, 2), blocks(1, 9, 4, 4)
+    (16, 6, 2)
+    """
+    T, c, b = sp.sympify(T), sp.sympify(c), sp.sympify(b)
+    J = _below(c + T, b) - _below(c, b) + T
+    if window is not None:
+        J -= _below(sp.Max(0, c + T - window + 1), b) - _below(sp.Max(0, c - window + 1), b)
+    return J
+
+
+def core(mode: str, B: Any, T: Any, c: Any, h: Heads, *, window: Any, ab: Any, kvb: Any,
+         softcap: bool = False, block: Any = 128) -> dict[str, Cost]:
+    """The attention core's rows for one layer: naive (scores, softmax, av, the score matrix
+    through memory), fused (one row: useful FLOPs of the three, K and V read once) or flash
+    (one row: the FLOPs of the blockwise online-softmax kernel the NumPy twin runs).
+
+    >>> from symroof.symbols import B, S, d_h, H
+    >>> h = Heads(H, d_h, d_h, d_h, d_h)
+    >>> core("fused", B, 1, S - 1, h, window=None, ab=2, kvb=2)["attn/core"].kv_bytes
+    4*B*S*d_h
+    """
+    K, P = context(T, c, window)
+    H, d_k, d_v = h.H, h.d_k, h.d_v
+    n, cap = B * T, (3 if softcap else 0)
+    if mode == "naive":
+        soft = op.softmax(B * H * T, K, useful_elements=B * H * P, x_bytes=ab)
+        return {
+            "attn/scores": Cost(flops=2 * B * H * T * K * d_k, useful_flops=2 * B * H * P * d_k,
+                                kv_bytes=B * K * h.k_elems * kvb,
+                                act_bytes=(n * H * d_k + B * H * T * K) * ab),
+            "attn/softmax": soft + Cost(flops=cap * B * H * T * K, useful_flops=cap * B * H * P),
+            "attn/av": Cost(flops=2 * B * H * T * K * d_v, useful_flops=2 * B * H * P * d_v,
+                            kv_bytes=B * K * h.v_elems * kvb,
+                            act_bytes=(B * H * T * K + n * H * d_v) * ab),
+        }
+    matmuls = 2 * B * H * P * (d_k + d_v)
+    if mode == "fused":
+        flops = matmuls + (6 + cap) * B * H * P - 2 * B * H * T
+    else:  # per row: 5n - 2, 3 per extra block (new max, its exp, rescale l), o: d_v (2J - 1)
+        J = blocks(T, c, window, block)
+        flops = matmuls + B * H * ((5 + cap) * P - 2 * T + 3 * (J - T) + d_v * (2 * J - T))
+    reads = h.k_elems + (0 if h.shared else h.v_elems)
+    return {"attn/core": Cost(flops=flops, kv_bytes=B * K * reads * kvb,
+                              act_bytes=n * H * (d_k + d_v) * ab)}
+
+
+def core_rows(m: Any, mode: str, B: Any, T: Any, c: Any) -> dict[str, Cost]:
+    """The core rows of model ``m``'s L layers: its windowed layers' and its global ones'.
+
+    >>> from symroof.models import model
+    >>> rows = core_rows(model("gemma-2-9b"), "fused", 1, 1, 8191)   # 21 local, 21 global
+    >>> rows["attn/core"].kv_bytes == 21 * (4096 + 8192) * 2 * 8 * 256 * 2
+    True
+    """
+    heads = mla_heads(m) if m.mla is not None else standard_heads(m)
+    kw = dict(ab=m.act_bytes, kvb=m.kv_bytes, softcap=m.attn_softcap is not None,
+              block=m.attn_block)
+    local = m.local_layers
+    out: dict[str, Cost] = {}
+    for layers, window in ((m.L - local, None), (local, m.window)):
+        if layers != 0:
+            for key, cost in core(mode, B, T, c, heads, window=window, **kw).items():
+                out[key] = out.get(key, Cost()) + layers * cost
+    return out
+
+
+def standard(m: Any, n: Any, T: Any) -> dict[str, Cost]:
+    """One layer's rows of GQA attention before the core: the norm, q/k/v (or one fused
+    qkv) projections with their biases, RoPE on the rotated dims, the KV write.
+
+    >>> from symroof.models import model
+    >>> list(standard(model("pythia-160m"), 1, 1))
+    ['attn_norm', 'attn/qkv_proj', 'attn/rope', 'attn/kv_write']
+    """
+    D, H, G, d_h, ab, wb, kvb = m.D, m.H, m.G, m.d_h, m.act_bytes, m.w_bytes, m.kv_bytes
+    rows = {"attn_norm": rw.norm(m.norm, n, D, ab=ab, wb=wb)}
+    if m.fused_qkv:
+        rows["attn/qkv_proj"] = rw.linear(n, D, (H + 2 * G) * d_h, ab=ab, wb=wb,
+                                          bias=m.qkv_bias)
+    else:
+        for name, heads in (("q", H), ("k", G), ("v", G)):
+            rows[f"attn/{name}_proj"] = rw.linear(n, D, heads * d_h, ab=ab, wb=wb,
+                                                  bias=m.qkv_bias)
+    if m.positions == "rope":
+        rows["attn/rope"] = rw.rope(n, H + G, m.rotary, T, ab=ab)
+    rows["attn/kv_write"] = Cost(kv_bytes=2 * n * G * d_h * kvb, act_bytes=2 * n * G * d_h * ab)
+    return rows
+
+
+def standard_heads(m: Any) -> Heads:
+    return Heads(m.H, m.d_h, m.d_h, m.G * m.d_h, m.G * m.d_h)
+
+
+def mla(m: Any, n: Any, T: Any) -> dict[str, Cost]:
+    """One layer's rows of multi-head latent attention before the core (docs/accounting.md,
+    "Multi-head latent attention"); the rows after it are :func:`mla_after`.
+
+    >>> from symroof.models import model
+    >>> mla(model("deepseek-v3"), 1, 1)["attn/kv_write"].kv_bytes   # 512 + 64, bf16
+    1152
+    """
+    a, D, H, ab, wb, kvb = m.mla, m.D, m.H, m.act_bytes, m.w_bytes, m.kv_bytes
+    rows = {"attn_norm": rw.norm(m.norm, n, D, ab=ab, wb=wb)}
+    if a.q_rank is not None:
+        rows["attn/q_a_proj"] = rw.linear(n, D, a.q_rank, ab=ab, wb=wb)
+        rows["attn/q_a_norm"] = rw.norm("rms", n, a.q_rank, ab=ab, wb=wb)
+        rows["attn/q_b_proj"] = rw.linear(n, a.q_rank, H * a.d_qk, ab=ab, wb=wb)
+    else:
+        rows["attn/q_proj"] = rw.linear(n, D, H * a.d_qk, ab=ab, wb=wb)
+    rows["attn/kv_a_proj"] = rw.linear(n, D, a.kv_rank + a.d_rope, ab=ab, wb=wb)
+    rows["attn/kv_a_norm"] = rw.norm("rms", n, a.kv_rank, ab=ab, wb=wb)
+    rows["attn/rope"] = rw.rope(n, H + 1, a.d_rope, T, ab=ab)  # q's RoPE part, the shared key
+    if a.absorb:  # cache the latent and the RoPE key; W_UK folds into the query
+        rows["attn/kv_write"] = Cost(kv_bytes=n * a.cache_per_token * kvb,
+                                     act_bytes=n * a.cache_per_token * ab)
+        rows["attn/q_absorb"] = Cost(flops=2 * n * H * a.d_nope * a.kv_rank,
+                                     weight_bytes=H * a.d_nope * a.kv_rank * wb,
+                                     act_bytes=n * H * (a.d_nope + a.kv_rank) * ab)
+        return rows
+    rows["attn/kv_b_proj"] = rw.linear(n, a.kv_rank, H * (a.d_nope + a.d_v), ab=ab, wb=wb)
+    rows["attn/kv_write"] = Cost(  # reads k_nope, the RoPE key once, v; writes per-head k, v
+        kv_bytes=n * H * (a.d_qk + a.d_v) * kvb,
+        act_bytes=n * (H * a.d_nope + a.d_rope + H * a.d_v) * ab)
+    return rows
+
+
+def mla_heads(m: Any) -> Heads:
+    a = m.mla
+    if a.absorb:  # q = [q_nope W_UK, q_rope] against [c_kv, k_rope]; o in the latent
+        return Heads(m.H, a.kv_rank + a.d_rope, a.kv_rank, a.cache_per_token, a.kv_rank, True)
+    return Heads(m.H, a.d_qk, a.d_v, m.H * a.d_qk, m.H * a.d_v)
+
+
+def mla_after(m: Any, n: Any) -> dict[str, Cost]:
+    """The absorbed form's W_UV on the latent output (before o_proj)."""
+    a = m.mla
+    if not a.absorb:
+        return {}
+    return {"attn/o_absorb": Cost(flops=2 * n * m.H * a.kv_rank * a.d_v,
+                                  weight_bytes=m.H * a.kv_rank * a.d_v * m.w_bytes,
+                                  act_bytes=n * m.H * (a.kv_rank + a.d_v) * m.act_bytes)}

@@ -1,0 +1,230 @@
+"""What a :class:`~symroof.models.Transformer` weighs and costs as a whole: parameters
+(total, by part, multiplied by a token, activated), the KV cache, and lecture 1's
+whole-model roofline. A mixin: the transformer's fields are its input.
+
+>>> from symroof.models import Transformer
+>>> from symroof.symbols import S
+>>> Transformer().attn_flops_per_token(S)
+4*H*L*S*d_h
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sympy as sp
+
+from ..cost import Cost, as_dimension
+from . import attention_rows as ar
+
+__all__ = ["Sizes"]
+
+
+def _nonneg(value: Any, name: str) -> sp.Expr:
+    if isinstance(value, (int, sp.Integer)) and not isinstance(value, bool) and value == 0:
+        return sp.Integer(0)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    return as_dimension(value, name)
+
+
+class Sizes:
+    """Parameters, KV cache and whole-model costs, from the transformer's fields."""
+
+    # -- layer kinds ---------------------------------------------------------------------
+    @property
+    def local_layers(self) -> sp.Expr:
+        """Layers that attend within the sliding window (``window_pattern`` repeated)."""
+        if self.window is None:
+            return sp.Integer(0)
+        p = self.window_pattern
+        if self.L.is_Integer:
+            return sp.Integer(sum(p[i % len(p)] for i in range(int(self.L))))
+        return self.L * sp.Rational(sum(p), len(p))
+
+    @property
+    def moe_layers(self) -> sp.Expr:
+        """Layers whose MLP is the mixture of experts."""
+        return sp.Integer(0) if self.moe is None else self.L - self.moe.dense_layers
+
+    @property
+    def dense_layers(self) -> sp.Expr:
+        """Layers with a dense MLP of width F."""
+        return self.L - self.moe_layers
+
+    @property
+    def rotary(self) -> sp.Expr:
+        """Dims of a head that RoPE rotates (``rotary_dim``, default d_h)."""
+        return self.d_h if self.rotary_dim is None else self.rotary_dim
+
+    # -- parameters ----------------------------------------------------------------------
+    @property
+    def attn_params_per_layer(self) -> sp.Expr:
+        """Wq + Wk + Wv + Wo: D.H.d_h + 2.D.G.d_h + H.d_h.D (+ biases); MLA's own."""
+        D, H, G, d_h = self.D, self.H, self.G, self.d_h
+        if self.mla is not None:
+            return self.mla.params_per_layer(D, H) + (D if self.o_bias else 0)
+        bias = (H + 2 * G) * d_h if self.qkv_bias else 0
+        return D * H * d_h + 2 * D * G * d_h + H * d_h * D + bias + (D if self.o_bias else 0)
+
+    @property
+    def mlp_params_per_layer(self) -> sp.Expr:
+        """A dense MLP: W_gate + W_up + W_down, 3.D.F (ungated 2.D.F; + biases)."""
+        D, F = self.D, self.F
+        bias = ((2 * F if self.gated else F) + D) if self.mlp_bias else 0
+        return (3 if self.gated else 2) * D * F + bias
+
+    @property
+    def _norm_params(self) -> sp.Expr:
+        return self.D if self.norm == "rms" else 2 * self.D
+
+    def param_breakdown(self) -> dict[str, sp.Expr]:
+        """Parameters by part; ``params`` is their sum.
+
+        >>> from symroof.models import model
+        >>> model("mixtral-8x7b").param_breakdown()["experts"]
+        45097156608
+        """
+        L, D, V = self.L, self.D, self.V
+        out = {"embedding": V * D}
+        if self.positions == "learned":
+            out["positions"] = self.max_position * D
+        out["attention"] = L * self.attn_params_per_layer
+        if self.dense_layers != 0:
+            out["mlp"] = self.dense_layers * self.mlp_params_per_layer
+        if self.moe is not None:
+            out["experts"] = self.moe_layers * self.moe.E * self.moe.expert_params(D)
+            if self.moe.shared_F != 0:
+                out["shared_experts"] = self.moe_layers * self.moe.shared_params(D)
+            out["router"] = self.moe_layers * self.moe.router_params(D)
+        out["norms"] = ((4 if self.post_norms else 2) * L + 1) * self._norm_params
+        out["lm_head"] = sp.Integer(0) if self.tied else V * D
+        return out
+
+    @property
+    def params(self) -> sp.Expr:
+        return sum(self.param_breakdown().values())
+
+    @property
+    def active_params(self) -> sp.Expr:
+        """Parameters a token uses: all of them but the routed experts it skips (k of E).
+
+        >>> from symroof.models import model
+        >>> model("mixtral-8x7b").active_params
+        12879925248
+        """
+        if self.moe is None:
+            return self.params
+        skipped = self.moe.E - self.moe.k
+        return self.params - self.moe_layers * skipped * self.moe.expert_params(self.D)
+
+    def busiest_expert(self, batch: Any, new_tokens: Any, tokens_per_expert: Any = None
+                       ) -> sp.Expr:
+        """Tokens the busiest routed expert of an MoE layer takes in a step of n = B T
+        tokens: n k / E balanced, n at worst (every token picks it), or the largest of the
+        counts given (which is what bounds an expert-parallel chip's work).
+
+        >>> from symroof.models import model
+        >>> m = model("mixtral-8x7b")
+        >>> m.busiest_expert(64, 1), m.busiest_expert(64, 1, "worst")
+        (16, 64)
+        """
+        from .moe_rows import loads
+
+        if self.moe is None:
+            raise ValueError(f"{self.name} has no mixture of experts")
+        n = as_dimension(batch, "batch") * as_dimension(new_tokens, "new_tokens")
+        layers = int(self.moe_layers) if self.moe_layers.is_Integer else 1
+        return sp.Max(*(busiest for _, _, busiest in loads(n, self.moe.E, self.moe.k, layers,
+                                                           tokens_per_expert)))
+
+    def _mm_per_layer(self) -> sp.Expr:
+        """Attention matrices a token multiplies by in one layer."""
+        D, H, G, d_h = self.D, self.H, self.G, self.d_h
+        if self.mla is not None:
+            return self.mla.matmul_params(D, H)
+        return D * H * d_h + 2 * D * G * d_h + H * d_h * D
+
+    @property
+    def matmul_params(self) -> sp.Expr:
+        """Parameters a token multiplies by: every layer's matrices (the router, k routed
+        experts and the shared one of an MoE layer) and the lm_head (tied or not); not the
+        embedding gather, norms or biases."""
+        D = self.D
+        mlp = (3 if self.gated else 2) * D * self.F
+        if self.moe is None:
+            return self.L * (self._mm_per_layer() + mlp) + self.V * D
+        moe = self.moe
+        routed = moe.k * moe.expert_params(D) + D * moe.E + 3 * D * moe.shared_F \
+            + (D if moe.shared_gate else 0)
+        return (self.L * self._mm_per_layer() + self.dense_layers * mlp
+                + self.moe_layers * routed + self.V * D)
+
+    # -- KV cache and attention ----------------------------------------------------------
+    def _cached(self) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
+        """Per layer: (K and V elements cached per position, FLOPs per (query, key) pair
+        of the two attention matmuls, 2 H (d_k + d_v))."""
+        h = ar.mla_heads(self) if self.mla is not None else ar.standard_heads(self)
+        elems = h.k_elems + (0 if h.shared else h.v_elems)
+        return elems, 2 * h.H * (h.d_k + h.d_v), h
+
+    @property
+    def kv_bytes_per_token(self) -> sp.Expr:
+        """K and V of one token in every layer: 2.L.G.d_h x kv_bytes (MLA absorbed:
+        L (kv_rank + d_rope) kv_bytes); a window caps how many tokens a layer keeps."""
+        return self.L * self._cached()[0] * self.kv_bytes
+
+    def kv_cache_bytes(self, S: Any) -> sp.Expr:
+        """The KV cache one sequence reads at context S: S x ``kv_bytes_per_token``, with a
+        windowed layer's part capped at its window.
+
+        >>> from symroof.models import model
+        >>> m = model("mistral-7b")
+        >>> m.kv_cache_bytes(32768) == 4096 * m.kv_bytes_per_token
+        True
+        """
+        S, per = sp.sympify(S), self.kv_bytes_per_token / self.L
+        local = self.local_layers
+        clipped = 0 if local == 0 else local * per * sp.Min(S, self.window)
+        return (self.L - local) * per * S + clipped
+
+    def attn_flops_per_token(self, S: Any) -> sp.Expr:
+        """Attention-core FLOPs of one token attending to S positions: 4.L.H.d_h.S (a
+        windowed layer attends to min(S, window))."""
+        S = sp.sympify(S)
+        per = self._cached()[1]
+        local = self.local_layers
+        clipped = 0 if local == 0 else local * per * sp.Min(S, self.window)
+        return (self.L - local) * per * S + clipped
+
+    def flops_per_token(self, S: Any) -> sp.Expr:
+        """2 x matmul parameters + attention over a context of S."""
+        return 2 * self.matmul_params + self.attn_flops_per_token(S)
+
+    def whole(self, batch: Any, new_tokens: Any, cached: Any = 0) -> Cost:
+        """One whole-model roofline cost of a step (lecture 1): useful FLOPs of the matmuls
+        (lm_head on every new token; an MoE token's k experts) and the causal attention
+        core; bytes of the matmul weights (every expert a balanced step reaches) and of the
+        KV cache read; activations ignored.
+
+        >>> from symroof.symbols import B, S
+        >>> from symroof.models import Transformer
+        >>> Transformer().whole(B, 1, S - 1).kv_bytes
+        4*B*G*L*S*d_h
+        """
+        B = as_dimension(batch, "batch")
+        T = as_dimension(new_tokens, "new_tokens")
+        c = _nonneg(cached, "cached")
+        elems, per_pair, _ = self._cached()
+        flops, kv = B * T * 2 * self.matmul_params, 0
+        local = self.local_layers
+        for layers, window in ((self.L - local, None), (local, self.window)):
+            if layers != 0:
+                K, P = ar.context(T, c, window)
+                flops += layers * B * per_pair * P
+                kv += layers * B * K * elems * self.kv_bytes
+        weights = self.matmul_params
+        if self.moe is not None:  # a balanced step reads min(E, n k) experts, not k
+            reached = sp.Min(self.moe.E, B * T * self.moe.k) - self.moe.k
+            weights += self.moe_layers * reached * self.moe.expert_params(self.D)
+        return Cost(flops=flops, weight_bytes=weights * self.w_bytes, kv_bytes=kv)
