@@ -229,7 +229,20 @@ def crossover(lhs: Any, rhs: Any, var: sp.Symbol, *, select: str = "positive") -
         roots = [min(roots) if select == "smallest" else max(roots)]
     root = roots[0].subs(x, var)
     # cancel() is exact and fast for rational roots; simplify() only for radicals and such
-    return sp.cancel(root) if root.is_rational_function() else sp.simplify(root)
+    return _positive_form(sp.cancel(root)) if root.is_rational_function() else sp.simplify(root)
+
+
+def _positive_form(expr: sp.Expr) -> sp.Expr:
+    """A cancelled fraction -a/(b - c) as a/(c - b): the same value, no leading minus.
+
+    >>> from symroof.symbols import C, D, W
+    >>> _positive_form(sp.cancel(-C * D / (C - D * W)))
+    C*D/(-C + D*W)
+    """
+    num, den = sp.fraction(expr)
+    if den != 1 and num.could_extract_minus_sign():
+        return sp.Mul(-num, sp.Pow(-den, -1))
+    return expr
 
 
 def _branches(expr: sp.Expr, x: sp.Symbol) -> list[tuple[sp.Expr, list]]:

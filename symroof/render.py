@@ -22,16 +22,20 @@ __all__ = ["latex", "document", "fmt_si"]
 
 def latex(obj: Any, **settings: Any) -> str:
     """LaTeX for an expression, equation, Cost or TimeBound (math mode, without delimiters;
-    a ``(lhs, rhs)`` pair prints as an equation), or the ``to_latex()`` block of a
-    derivation, roofline table, step time or check report.
+    a ``(lhs, rhs)`` pair prints as an equation, and a side given as a string is LaTeX
+    already), or the ``to_latex()`` block of a derivation, roofline table, step time or check
+    report.
 
     >>> from symroof.symbols import N
     >>> latex((N, 2 * N - 1))
     'N = 2 N - 1'
+    >>> print(latex((r"B^*", N / 2)))
+    B^* = \\frac{N}{2}
     """
     if isinstance(obj, tuple) and len(obj) == 2:
-        obj = sp.Eq(sp.sympify(obj[0]), sp.sympify(obj[1]), evaluate=False)
-    elif isinstance(obj, (int, float)) and not isinstance(obj, bool):
+        return " = ".join(side if isinstance(side, str) else latex(side, **settings)
+                          for side in obj)
+    if isinstance(obj, (int, float)) and not isinstance(obj, bool):
         obj = as_exact(obj)
     elif hasattr(obj, "to_latex"):  # Derivation, RooflineTable, CheckReport, StepTime
         return obj.to_latex()

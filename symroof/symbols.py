@@ -23,7 +23,14 @@ vocabulary                 V          V                           V
 generic length             N          N                           N
 mesh axis sizes            X, Y, Z    X, Y, Z (|X|)               -
 bytes a collective moves   V_b        V                           -
+chip peak FLOP/s           C          C                           C
+HBM bandwidth (B/s)        W          W_hbm                       W
+link bandwidth (B/s)       W_net      W_ici                       -
+HBM capacity (bytes)       M          -                           -
 =========================  =========  ==========================  ==============
+
+The chip's symbols (``ROOFS``) are positive reals, not integers; ``symbolic_chip()`` is built
+from them, so ``critical_batch(symbolic_chip())`` comes out in this table's ``C`` and ``W``.
 
 The book writes V for a collective's bytes; symroof's V is the vocabulary, so the bytes are
 ``V_b``.
@@ -42,7 +49,7 @@ from __future__ import annotations
 import sympy as sp
 
 __all__ = ["B", "T", "S", "D", "F", "L", "H", "G", "d_h", "V", "N", "X", "Y", "Z", "V_b",
-           "DIMENSIONS", "lookup"]
+           "C", "W", "W_net", "M", "DIMENSIONS", "ROOFS", "lookup"]
 
 
 def _dim(name: str) -> sp.Symbol:
@@ -85,10 +92,29 @@ DIMENSIONS: dict[str, tuple[sp.Symbol, str]] = {
 }
 
 
+C = sp.Symbol("C", positive=True)
+W = sp.Symbol("W", positive=True)
+W_net = sp.Symbol("W_net", positive=True)
+M = sp.Symbol("M", positive=True)
+
+#: name -> (symbol, meaning): the figures of a symbolic chip.
+ROOFS: dict[str, tuple[sp.Symbol, str]] = {
+    "C": (C, "peak FLOP/s of the chip (dense, at the dtype of the computation)"),
+    "W": (W, "HBM bandwidth, bytes/s"),
+    "W_net": (W_net, "bandwidth of one link between chips, bytes/s, one direction"),
+    "M": (M, "HBM capacity, bytes"),
+}
+
+
 def lookup(name: str) -> sp.Symbol:
-    """Return the table's symbol called ``name``; unknown names fail and list the known ones."""
+    """Return the table's symbol called ``name`` (a dimension or a chip figure); unknown
+    names fail and list the known ones.
+
+    >>> lookup("W") / lookup("C")
+    W/C
+    """
     try:
-        return DIMENSIONS[name][0]
-    except KeyError:
-        known = ", ".join(DIMENSIONS)
+        return DIMENSIONS[name][0] if name in DIMENSIONS else ROOFS[name][0]
+    except (KeyError, TypeError):
+        known = ", ".join([*DIMENSIONS, *ROOFS])
         raise ValueError(f"unknown symbol {name!r}; the symbol table has: {known}") from None

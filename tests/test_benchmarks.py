@@ -50,6 +50,9 @@ def test_results_agree_where_they_can(report):
     assert sweep["points"] == 900 and sweep["subs_extrapolated_s"] > sweep["symroof_s"]
     derivations = _load("derivations_time")
     assert all(p.suffix == ".py" and not p.name.startswith("_") for p in derivations.scripts())
+    # the one real `python derivations/01_rooflines.py` of the suite: it exits 0
+    assert report["results"]["derivations_time"]["failed"] == {}
+    assert report["results"]["per_config"]["configs"] == 40
 
 
 @pytest.mark.parametrize("name", [*RUN_ALL.TARGETS, "run_all"])

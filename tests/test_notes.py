@@ -71,10 +71,13 @@ def demo(tmp_path_factory):
 
 
 @needs_pdflatex
-def test_shipped_notes_compile(tmp_path):
+def test_shipped_notes_compile(derivations, cached_run_script, monkeypatch):
+    """build_notes on the shipped scripts, each run once for the session (conftest.py)."""
     scripts = find_scripts()
     if not scripts:
         pytest.skip("no derivation scripts in this tree yet")
+    monkeypatch.setattr("symroof.surfaces.notes.run_script", cached_run_script)
+    tmp_path = derivations["out"]  # where the session's runs put their figures
     notes = build_notes(tmp_path)
     assert notes.pdf is not None and notes.pdf.read_bytes().startswith(b"%PDF")
     tex = notes.tex.read_text(encoding="utf-8")

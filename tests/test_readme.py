@@ -1,4 +1,5 @@
-"""The README's promises: two commands first, the main job runs, CI runs the same tests."""
+"""The README's promises: two commands first, the main job runs (as a real process:
+``python -m symroof``, exit status 0), CI runs the same tests."""
 
 import re
 import shlex
@@ -36,14 +37,13 @@ def test_main_job_runs_on_the_presets():
     assert "per-op sum is 1.02x" in run.stdout  # the lecture's decode B = 64 ratio
 
 
-def test_terminal_examples_parse():
+def test_terminal_examples_parse(cli):
     block = README.split("## In a terminal", 1)[1]
     commands = re.search(r"```bash\n(.*?)```", block, re.S).group(1).splitlines()
     for line in filter(None, commands):
         argv = shlex.split(line.split("#", 1)[0])
         assert argv[0] == "symroof"
-        help_run = subprocess.run([sys.executable, "-m", "symroof", argv[1], "--help"],
-                                  capture_output=True, text=True, timeout=60, cwd=ROOT)
+        help_run = cli([argv[1], "--help"])  # in this process: main() as the command runs it
         assert help_run.returncode == 0, (line, help_run.stderr)
         for flag in (a for a in argv[2:] if a.startswith("--")):
             assert flag in help_run.stdout, f"{flag} is not an option of {argv[1]}"

@@ -146,6 +146,8 @@ def test_hand_built_table_renders(two_ops):
 
 TINY_DECODE_MARKDOWN = """**tiny decode on H100**
 
+> **warning:** tiny's maximum context is not known (no max_position): the context and the crossovers are not checked against it
+
 | op | FLOPs | weight B | KV B | act B | intensity | bound | time |
 |---|---|---|---|---|---|---|---|
 | embed | 0 | 256 | 0 | 256 | 0 | memory | 0.153 ns |

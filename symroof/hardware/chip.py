@@ -19,9 +19,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 import sympy as sp
 
+from ..symbols import C as _C
+from ..symbols import M as _M
+from ..symbols import W as _W
+from ..symbols import W_net as _W_net
 from .chips import RECORDS as _RECORDS
 from .topology import Level, Switched, Torus
 from .topology import exact_figure as _exact
@@ -201,18 +206,23 @@ def _from_record(record: dict) -> Chip:
 CHIPS: dict[str, Chip] = {record["name"]: _from_record(record) for record in _RECORDS}
 
 
-def chip(name: str) -> Chip:
-    """The preset called ``name`` (case-insensitive; ``_`` may stand for ``-``).
+def chip(name: str | Chip) -> Chip:
+    """The preset called ``name`` (case-insensitive; ``_`` may stand for ``-``); a ``Chip``
+    passes through as it is.
 
     >>> chip("TPU_v5e").peak("int8")
     394000000000000
+    >>> chip(chip("h100")) is chip("h100")
+    True
     >>> chip("tpu-v9")
     Traceback (most recent call last):
     ...
     ValueError: unknown chip 'tpu-v9'; known chips: h100, h200, h800, a100, v100, b200, ...
     """
+    if isinstance(name, Chip):
+        return name
     key = name.strip().lower().replace("_", "-") if isinstance(name, str) else name
-    if key not in CHIPS:
+    if not isinstance(key, str) or key not in CHIPS:
         raise ValueError(f"unknown chip {name!r}; known chips: {', '.join(CHIPS)}")
     return CHIPS[key]
 
@@ -244,15 +254,18 @@ def dtype_bytes(dtype: str) -> int:
     return DTYPE_BYTES[key]
 
 
-def symbolic_chip(name: str = "symbolic", C="C", W="W", W_net="W_net") -> Chip:
+def symbolic_chip(name: str = "symbolic", C: Any = _C, W: Any = _W,
+                  W_net: Any = _W_net) -> Chip:
     """A chip whose figures are positive symbols: peak ``C`` (and ``C_int8``), HBM bandwidth
-    ``W``, link bandwidth ``W_net``, capacity ``M``; so thresholds come out as ``C/W``.
+    ``W``, link bandwidth ``W_net``, capacity ``M``, the symbols of
+    :mod:`symroof.symbols`; so thresholds come out as ``C/W``.
 
     Each of ``C``, ``W``, ``W_net`` may be a name or a positive SymPy expression.
 
+    >>> from symroof.symbols import C, W
     >>> gpu = symbolic_chip()
-    >>> gpu.critical_intensity(), gpu.peak() / gpu.link_bw, gpu.peak("int8")
-    (C/W, C/W_net, C_int8)
+    >>> gpu.critical_intensity() == C / W, gpu.peak() / gpu.link_bw, gpu.peak("int8")
+    (True, C/W_net, C_int8)
     """
 
     def sym(value):
@@ -263,4 +276,4 @@ def symbolic_chip(name: str = "symbolic", C="C", W="W", W_net="W_net") -> Chip:
         peaks["int8"] = sp.Symbol(f"{peaks['bf16'].name}_int8", positive=True)
     sources = {f"peaks.{dtype}": "symbolic" for dtype in peaks}
     sources.update({key: "symbolic" for key in _FIGURES})
-    return Chip(name, peaks, sym(W), sp.Symbol("M", positive=True), sym(W_net), sources)
+    return Chip(name, peaks, sym(W), _M, sym(W_net), sources)

@@ -42,15 +42,16 @@ def ctx_star(model: Transformer) -> sp.Expr:
 
 
 def kv_crossover(model: Transformer, batch: Any = _B) -> sp.Expr:
-    """Context S where a batch's KV-cache read (B S 2 L G d_h kv_bytes) equals the weight
-    read (P_mm w_bytes).
+    """Context S where a batch's KV-cache read in a decode step (B S 2 L G d_h kv_bytes, as
+    :meth:`Transformer.whole` reads it: a sliding window caps the S of its layers) equals the
+    weight read (P_mm w_bytes); ``ValueError`` where the cache never gets there.
 
     >>> import symroof as sr
     >>> round(float(kv_crossover(sr.model("llama-3.1-8b"), batch=1)))
     114512
     """
-    return crossover(batch * _S * model.kv_bytes_per_token, model.matmul_params * model.w_bytes,
-                     _S)
+    return crossover(model.whole(batch, 1, _S - 1).kv_bytes,
+                     model.matmul_params * model.w_bytes, _S)
 
 
 def op_times(rows: dict[str, Cost], chip: Any, dtype: str = "bf16",
@@ -59,12 +60,51 @@ def op_times(rows: dict[str, Cost], chip: Any, dtype: str = "bf16",
     return {name: time(cost, chip, dtype, useful=useful) for name, cost in rows.items()}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class StepTime:
-    """Both views of one step: the whole-model bound and the per-group sum."""
+    """Both views of one step: the whole-model bound and the per-group sum.
+
+    ``print`` shows a summary, one line per group:
+
+    >>> import symroof as sr
+    >>> print(step_time(sr.model("llama-3.1-8b"), "h100", 64, 1, 2047))
+    step: per-op sum 9.84 ms, 1.02x the whole-model bound 9.61 ms (memory-bound)
+      embedding              memory    313 ns
+      norms                  memory   20.5 us
+      attention projections  memory    834 us
+      attention core         memory   5.14 ms
+      KV write               memory   5.01 us
+      MLP                    memory   3.43 ms
+      elementwise            memory   95.2 us
+      lm_head                memory    319 us
+    """
 
     whole: TimeBound
     groups: dict[str, TimeBound]
+
+    def _headline(self) -> str:
+        from ..render import fmt_si
+
+        if not self.whole.lower.is_number:
+            free = sorted(map(str, self.whole.lower.free_symbols))
+            return (f"step (symbolic in {', '.join(free)}): {len(self.groups)} groups; whole-"
+                    f"model bound max({self.whole.t_math}, {self.whole.t_mem})")
+        return (f"step: per-op sum {fmt_si(self.per_op_sum, 's')}, {float(self.ratio):.2f}x "
+                f"the whole-model bound {fmt_si(self.whole.lower, 's')} "
+                f"({self.whole.bound}-bound)")
+
+    def __str__(self) -> str:
+        from ..render import fmt_si
+
+        if not self.whole.lower.is_number:
+            return self._headline()
+        width = max(map(len, self.groups), default=0)
+        return "\n".join([self._headline()] + [
+            f"  {n:<{width}}  {t.bound:<7} {fmt_si(t.lower, 's'):>8}"
+            for n, t in self.groups.items()])
+
+    def __repr__(self) -> str:
+        return f"<StepTime {self._headline()}>"
 
     @property
     def per_op_sum(self) -> sp.Expr:

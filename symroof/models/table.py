@@ -2,57 +2,119 @@
 
 A table is built from a breakdown (``dict[str, Cost]`` with numbers substituted) and a
 chip; its totals are sums of the rows. It prints as text, Markdown, LaTeX (booktabs) and
-JSON, and renders in notebooks.
+JSON, and renders in notebooks. :func:`roofline_table` evaluates a compiled table
+(:mod:`symroof.models.compiled`: the symbolic rows built once per model, chip, dtype and
+attention), so one configuration costs microseconds; the exact ``Cost`` rows and SymPy time
+bounds are built only when asked for (``rows``, ``times``, ``total``, ``whole``).
 
 >>> import symroof as sr
 >>> t = roofline_table(sr.model("llama-3.1-8b"), sr.chip("h100"), batch=1, new_tokens=1,
 ...                    cached=2047)
 >>> t.bottleneck().split(":")[0]
 'memory-bound'
+>>> t.numbers["mlp/down"].bound, t.rows["mlp/down"].weight_bytes   # floats now, exact on demand
+('memory', 3758096384)
 """
 
 from __future__ import annotations
 
+import functools
 import json
-from dataclasses import dataclass
+import math
+from fractions import Fraction
+from functools import cached_property
 from typing import Any
 
 import sympy as sp
 
 from ..analysis import TimeBound, time
-from ..cost import Cost
-from ..derivation import tex_escape
+from ..cost import FIELDS, Cost
 from ..hardware import as_chip
 from ..render import fmt_si
-from .transformer import Transformer, group
+from . import table_render as _render
+from .compiled import OpValues, compiled_table
+from .compiled import exact_number as _exact
+from .compiled import net_time as _net_time
+from .compiled import row_values as _values
+from .sanity import step_warnings
+from .transformer import ATTENTION_MODES, Transformer, group
 
-__all__ = ["RooflineTable", "roofline_table", "fmt_si"]
-
-COLUMNS = ("op", "FLOPs", "weight B", "KV B", "act B", "intensity", "bound", "time")
+__all__ = ["RooflineTable", "roofline_table", "OpValues", "fmt_si"]
 
 
-@dataclass(frozen=True)
 class RooflineTable:
-    """Rows of Costs on one chip, each with its own roofline (unfused, no overlap)."""
+    """Rows of Costs on one chip, each with its own roofline (unfused, no overlap).
 
-    rows: dict[str, Cost]
-    chip: Any
-    dtype: str = "bf16"
-    useful: bool = True
-    title: str = ""
-    whole: Cost | None = None
-    notes: tuple[str, ...] = ()
+    ``numbers`` holds each row's :class:`OpValues` (exact counts, float seconds); ``rows``
+    the exact ``Cost`` of each row and ``times`` its SymPy ``TimeBound``. Immutable.
+    """
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "chip", as_chip(self.chip))
-        if not self.chip.critical_intensity(self.dtype).is_number:
-            raise ValueError(f"a roofline table needs a chip with numbers; {self.chip.name} has "
-                             f"ridge {self.chip.critical_intensity(self.dtype)} (use a preset "
+    def __init__(self, rows: dict[str, Cost], chip: Any, dtype: str = "bf16",
+                 useful: bool = True, title: str = "", whole: Cost | None = None,
+                 notes: tuple[str, ...] = ()) -> None:
+        chip = as_chip(chip)
+        if not chip.critical_intensity(dtype).is_number:
+            raise ValueError(f"a roofline table needs a chip with numbers; {chip.name} has "
+                             f"ridge {chip.critical_intensity(dtype)} (use a preset "
                              "or Chip.replace(...) with figures)")
-        for name, cost in self.rows.items():
+        for name, cost in rows.items():
             if cost.free_symbols:
                 raise ValueError(f"row {name!r} is still symbolic in "
                                  f"{sorted(map(str, cost.free_symbols))}: substitute numbers")
+        vars(self).update(
+            numbers={n: _values(c, chip, dtype, useful) for n, c in rows.items()}, chip=chip,
+            dtype=dtype, useful=useful, title=title, notes=tuple(notes), rows=rows, whole=whole,
+            _net={n: _exact(c.net_time) for n, c in rows.items() if c.net_time != 0},
+            _whole_values=None if whole is None else _values(whole, chip, dtype, True),
+            _whole_net=0 if whole is None else _exact(whole.net_time))
+
+    @classmethod
+    def _from_numbers(cls, numbers: dict[str, OpValues], whole: OpValues, chip: Any, dtype: str,
+                  title: str, notes: tuple[str, ...], step: tuple) -> RooflineTable:
+        """A table from compiled numbers; ``step`` rebuilds its exact rows on demand."""
+        table = cls.__new__(cls)
+        vars(table).update(numbers=numbers, chip=chip, dtype=dtype, useful=True, title=title,
+                           notes=notes, _step=step, _net={}, _whole_values=whole, _whole_net=0)
+        return table
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"RooflineTable is immutable (tried to set {name!r})")
+
+    def __repr__(self) -> str:
+        return (f"<RooflineTable {self.title!r}: {len(self.numbers)} rows on "
+                f"{self.chip.name}, {self.dtype}>")
+
+    def __eq__(self, other: object) -> bool:
+        """Equal numbers (exact counts, the same floats) on the same chip, titled alike."""
+        if not isinstance(other, RooflineTable):
+            return NotImplemented
+        fields = ("numbers", "chip", "dtype", "useful", "title", "notes", "_whole_values")
+        return all(getattr(self, f) == getattr(other, f) for f in fields)
+
+    __hash__ = None  # type: ignore[assignment]  # rows are dicts: tables are not hashable
+
+    # -- exact values, built on demand -------------------------------------------------
+    @cached_property
+    def rows(self) -> dict[str, Cost]:
+        """The exact ``Cost`` of each row (a compiled table builds them when first asked)."""
+        model, batch, new, cached, attention, last_only, groups = self._step
+        rows = model.ops(batch, new, cached, last_only=last_only, attention=attention)
+        return group(rows) if groups else rows
+
+    @cached_property
+    def whole(self) -> Cost | None:
+        """The whole-model cost of the step (weights + KV only), if the table has one."""
+        model, batch, new, cached = self._step[:4]
+        return model.whole(batch, new, cached)
+
+    @cached_property
+    def warnings(self) -> tuple[str, ...]:
+        """What makes the step implausible (:func:`symroof.models.sanity.step_warnings`):
+        printed in every form, ``warnings`` in JSON; none for a table built from rows."""
+        if "_step" not in vars(self):
+            return ()
+        model, batch, new, cached = self._step[:4]
+        return tuple(step_warnings(model, self.chip, batch, cached + new))
 
     @property
     def times(self) -> dict[str, TimeBound]:
@@ -62,128 +124,144 @@ class RooflineTable:
     def total(self) -> Cost:
         return sum(self.rows.values(), Cost())
 
+    @cached_property
+    def _total(self) -> OpValues:
+        """The totals' numbers: summed counts, their roofline (network as time() sums it)."""
+        sums = {n: sum(v[i] for v in self.numbers.values()) for i, n in enumerate(FIELDS[:6])}
+        return _values({**sums, "net_time": sum(self._net.values())}, self.chip, self.dtype,
+                       self.useful)
+
+    def _exact_times(self, v: OpValues, net_time: Any = 0,
+                     useful: bool | None = None) -> tuple[Any, Any, Any]:
+        """(t_math, t_mem, t_net) of a row's numbers, exact."""
+        counted = v.useful_flops if (self.useful if useful is None else useful) else v.flops
+        peak, hbm_bw = self._roofs
+        return (Fraction(counted) / peak, Fraction(v.bytes) / hbm_bw,
+                _net_time(net_time, v.net_bytes, self.chip))
+
+    @cached_property
+    def _roofs(self) -> tuple[Any, Any]:
+        return _exact(self.chip.peak(self.dtype)), _exact(self.chip.hbm_bw)
+
+    @cached_property
+    def _per_op_sum(self) -> Any:
+        return sum(max(self._exact_times(v, self._net.get(n, 0)))
+                   for n, v in self.numbers.items())
+
     @property
     def per_op_sum(self) -> sp.Expr:
         """Sum of the rows' lower bounds: kernels one after another."""
-        return sum(t.lower for t in self.times.values())
+        return sp.sympify(self._per_op_sum)
+
+    @cached_property
+    def _bounds(self) -> tuple[Any, Any]:
+        terms = self._exact_times(self._total, sum(self._net.values()))
+        return max(terms), sum(terms)
 
     @property
     def bounds(self) -> tuple[sp.Expr, sp.Expr]:
         """(lower, upper) time of the totals: perfect overlap vs none."""
-        t = time(self.total, self.chip, self.dtype, useful=self.useful)
-        return t.lower, t.upper
+        return sp.sympify(self._bounds[0]), sp.sympify(self._bounds[1])
+
+    def _intensity(self, v: OpValues) -> Any:
+        counted = v.useful_flops if self.useful else v.flops
+        if v.bytes == 0:
+            return math.inf if counted != 0 else math.nan
+        return Fraction(counted) / v.bytes
 
     def bottleneck(self) -> str:
         """One sentence: what bounds the step and which row costs most."""
-        times = self.times
-        worst = max(times, key=lambda k: float(times[k].lower))
-        share = float(times[worst].lower / self.per_op_sum)
-        t_total = time(self.total, self.chip, self.dtype, useful=self.useful)
-        return (f"{t_total.bound}-bound: '{worst}' takes {share:.0%} of the per-op time "
-                f"({fmt_si(times[worst].lower, 's')} of {fmt_si(self.per_op_sum, 's')}), "
-                f"{times[worst].bound}-bound at intensity "
-                f"{float(_intensity(self.rows[worst], self.useful)):.3g} against the "
+        numbers = self.numbers
+        worst = max(numbers, key=lambda k: numbers[k].lower)
+        lower = max(self._exact_times(numbers[worst], self._net.get(worst, 0)))
+        share = float(lower / self._per_op_sum) if self._per_op_sum else math.nan
+        return (f"{self._total.bound}-bound: '{worst}' takes {share:.0%} of the per-op time "
+                f"({fmt_si(numbers[worst].lower, 's')} of {fmt_si(self._per_op_sum, 's')}), "
+                f"{numbers[worst].bound}-bound at intensity "
+                f"{float(self._intensity(numbers[worst])):.3g} against the "
                 f"ridge {float(self.chip.critical_intensity(self.dtype)):.3g} FLOP/B")
 
-    # -- cells -------------------------------------------------------------------------
-    def _cells(self, name: str, cost: Cost, t: TimeBound) -> list[str]:
-        flops = cost.useful_flops if self.useful else cost.flops
-        return [name, fmt_si(flops), fmt_si(cost.weight_bytes), fmt_si(cost.kv_bytes),
-                fmt_si(cost.act_bytes), f"{float(_intensity(cost, self.useful)):.3g}",
-                t.bound, fmt_si(t.lower, "s")]
-
+    # -- printing (symroof.models.table_render) -----------------------------------------
     def _body(self) -> tuple[list[list[str]], list[str]]:
-        times = self.times
-        body = [self._cells(n, c, times[n]) for n, c in self.rows.items()]
-        total = self._cells("total", self.total, time(self.total, self.chip, self.dtype,
-                                                        useful=self.useful))
-        total[-1] = fmt_si(self.per_op_sum, "s") + " (sum)"
-        return body, total
+        return _render.body(self)
 
     def _summary(self) -> list[str]:
-        lo, hi = self.bounds
-        lines = [f"per-op sum {fmt_si(self.per_op_sum, 's')}; totals as one roofline: "
-                 f"{fmt_si(lo, 's')} (max, full overlap) .. {fmt_si(hi, 's')} (sum, no overlap)"]
-        if self.whole is not None:
-            w = time(self.whole, self.chip, self.dtype, useful=True).lower
-            lines.append(f"whole-model bound (weights + KV only) {fmt_si(w, 's')}; per-op sum "
-                         f"is {float(self.per_op_sum / w):.2f}x of it")
-        lines.append(self.bottleneck())
-        return lines + list(self.notes)
+        return _render.summary(self)
 
     def to_text(self) -> str:
-        body, total = self._body()
-        cells = [list(COLUMNS), *body, total]
-        widths = [max(len(r[i]) for r in cells) for i in range(len(COLUMNS))]
-        fmt = lambda r: "  ".join(c.ljust(w) if i == 0 else c.rjust(w)  # noqa: E731
-                                  for i, (c, w) in enumerate(zip(r, widths)))
-        rule = "-" * len(fmt(cells[0]))
-        head = [self.title] if self.title else []
-        ridge = float(self.chip.critical_intensity(self.dtype))
-        head.append(f"{self.chip.name}, {self.dtype}: ridge {ridge:.3g} FLOP/B")
-        lines = head + [fmt(cells[0]), rule] + [fmt(r) for r in body] + [rule, fmt(total)]
-        return "\n".join(lines + [""] + self._summary())
+        return _render.text(self)
 
     __str__ = to_text
 
     def to_markdown(self) -> str:
-        body, total = self._body()
-        lines = [f"**{self.title}**", ""] if self.title else []
-        lines += ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-        lines += ["| " + " | ".join(r) + " |" for r in body]
-        lines.append("| " + " | ".join(f"**{c}**" for c in total) + " |")
-        return "\n".join(lines + [""] + [f"- {s}" for s in self._summary()])
+        return _render.markdown(self)
 
     _repr_markdown_ = to_markdown
 
     def to_latex(self) -> str:
-        body, total = self._body()
-        esc = lambda r: " & ".join(tex_escape(c) for c in r) + r" \\"  # noqa: E731
-        lines = [r"\begin{table}[ht]", r"\centering", r"\small",
-                 r"\begin{tabular}{l" + "r" * (len(COLUMNS) - 1) + "}", r"\toprule",
-                 esc(COLUMNS), r"\midrule", *map(esc, body), r"\midrule", esc(total),
-                 r"\bottomrule", r"\end{tabular}"]
-        if self.title:
-            lines.append(rf"\caption{{{tex_escape(self.title)}}}")
-        # the summary stays inside the float, under its own table
-        lines += [r"\par\smallskip\footnotesize\raggedright"]
-        lines += [rf"{tex_escape(s)}\par" for s in self._summary()]
-        lines.append(r"\end{table}")
-        return "\n".join(lines)
+        return _render.latex(self)
 
     def as_dict(self) -> dict[str, Any]:
         """Stable JSON-ready form: numbers as numbers, exact values as strings."""
-        times = self.times
 
-        def row(cost: Cost, t: TimeBound) -> dict[str, Any]:
-            return {"flops": int(cost.flops), "useful_flops": int(cost.useful_flops),
-                    "weight_bytes": int(cost.weight_bytes), "kv_bytes": int(cost.kv_bytes),
-                    "act_bytes": int(cost.act_bytes),
-                    "intensity": float(_intensity(cost, self.useful)),
-                    "intensity_exact": str(_intensity(cost, self.useful)),
-                    "bound": t.bound, "t_math_s": float(t.t_math), "t_mem_s": float(t.t_mem),
-                    "t_lower_s": float(t.lower), "t_upper_s": float(t.upper)}
+        def row(v: OpValues, net_time: Any = 0) -> dict[str, Any]:
+            intensity = self._intensity(v)
+            exact = "oo" if intensity == math.inf else "nan" if intensity != intensity \
+                else str(intensity)
+            return {"flops": int(v.flops), "useful_flops": int(v.useful_flops),
+                    "weight_bytes": int(v.weight_bytes), "kv_bytes": int(v.kv_bytes),
+                    "act_bytes": int(v.act_bytes), "intensity": float(intensity),
+                    "intensity_exact": exact, "bound": v.bound, "t_math_s": v.t_math,
+                    "t_mem_s": v.t_mem, "t_lower_s": v.lower,
+                    "t_upper_s": float(sum(self._exact_times(v, net_time)))}
 
-        lo, hi = self.bounds
+        lo, hi = self._bounds
         out = {"title": self.title, "chip": self.chip.name, "dtype": self.dtype,
                "flops": "useful" if self.useful else "executed",
                "ridge": float(self.chip.critical_intensity(self.dtype)),
-               "rows": {n: row(c, times[n]) for n, c in self.rows.items()},
-               "total": row(self.total, time(self.total, self.chip, self.dtype,
-                                             useful=self.useful)),
-               "per_op_sum_s": float(self.per_op_sum), "lower_s": float(lo),
-               "upper_s": float(hi), "bottleneck": self.bottleneck(), "notes": list(self.notes)}
-        if self.whole is not None:
-            out["whole_model_lower_s"] = float(time(self.whole, self.chip, self.dtype,
-                                                    useful=True).lower)
+               "rows": {n: row(v, self._net.get(n, 0)) for n, v in self.numbers.items()},
+               "total": row(self._total, sum(self._net.values())),
+               "per_op_sum_s": float(self._per_op_sum), "lower_s": float(lo),
+               "upper_s": float(hi), "bottleneck": self.bottleneck(), "notes": list(self.notes),
+               "warnings": list(self.warnings)}
+        if self._whole_values is not None:
+            out["whole_model_lower_s"] = self._whole_values.lower
         return out
 
     def to_json(self) -> str:
         return json.dumps(self.as_dict(), indent=2)
 
 
-def _intensity(cost: Cost, useful: bool) -> sp.Expr:
-    return cost.useful_intensity if useful else cost.intensity
+@functools.cache
+def _notes(attention: str, last_only: bool) -> tuple[str, ...]:
+    return (f"attention core: {attention}"
+            + (" (FlashAttention-style: scores stay on chip, masked blocks skipped)"
+               if attention == "fused" else " (score matrix written to and read from memory)")
+            + "; norms and elementwise ops unfused; useful FLOPs; lm_head on "
+            + ("the last position" if last_only else "every position"),)
+
+
+_BY_ID: dict[tuple, tuple] = {}  # (id(model), id(chip), ...) -> (model, chip, compiled)
+
+
+def _compiled(model: Any, chip: Any, key: tuple) -> Any:
+    """The compiled table for ``key``, found by identity first (hashing a model costs more
+    than evaluating it); None where the model or chip is not all numbers."""
+    hit = _BY_ID.get((id(model), id(chip), *key))
+    if hit is not None and hit[0] is model and hit[1] is chip:
+        return hit[2]
+    numeric = isinstance(model, Transformer) and all(
+        getattr(model, k).is_number for k in ("D", "F", "L", "H", "G", "d_h", "V", "w_bytes",
+                                              "act_bytes", "kv_bytes")) \
+        and chip.critical_intensity(key[0]).is_number
+    try:  # rows that are not polynomials in B, T, S (none today) take the exact path
+        compiled = compiled_table(model, chip, *key) if numeric else None
+    except ValueError:
+        compiled = None
+    if len(_BY_ID) >= 256:
+        _BY_ID.clear()
+    _BY_ID[(id(model), id(chip), *key)] = (model, chip, compiled)  # keeps both ids alive
+    return compiled
 
 
 def roofline_table(model: Transformer, chip: Any, *, batch: int, new_tokens: int,
@@ -194,14 +272,26 @@ def roofline_table(model: Transformer, chip: Any, *, batch: int, new_tokens: int
 
     Default assumptions (stated in the table's notes): useful FLOPs; a fused attention core
     (scores stay on chip) with unfused norms and elementwise ops; lm_head on the last
-    position only.
+    position only. Integer sizes on a model and chip with numbers evaluate the compiled
+    table; anything else builds the exact rows first.
     """
-    rows = model.ops(batch, new_tokens, cached, last_only=last_only, attention=attention)
-    rows = group(rows) if groups else rows
-    notes = (f"attention core: {attention}"
-             + (" (FlashAttention-style: scores stay on chip, masked blocks skipped)"
-                if attention == "fused" else " (score matrix written to and read from memory)")
-             + "; norms and elementwise ops unfused; useful FLOPs; lm_head on "
-             + ("the last position" if last_only else "every position"),)
-    return RooflineTable(rows=rows, chip=chip, dtype=dtype, useful=True, title=title,
-                         whole=model.whole(batch, new_tokens, cached), notes=notes)
+    chip = as_chip(chip)
+    if attention not in ATTENTION_MODES:
+        raise ValueError(f"attention must be one of {ATTENTION_MODES}, got {attention!r}")
+    notes = _notes(attention, last_only)
+    plain = (type(batch) is int and batch >= 1 and type(new_tokens) is int and new_tokens >= 1
+             and type(cached) is int and cached >= 0)
+    fn = _compiled(model, chip, (dtype, attention, last_only, groups)) if plain else None
+    step = (model, batch, new_tokens, cached, attention, last_only, groups)
+    if fn is None:
+        rows = model.ops(batch, new_tokens, cached, last_only=last_only, attention=attention)
+        table = RooflineTable(rows=group(rows) if groups else rows, chip=chip, dtype=dtype,
+                              useful=True, title=title,
+                              whole=model.whole(batch, new_tokens, cached), notes=notes)
+        vars(table)["_step"] = step  # for the warnings
+        return table
+    if model.window is not None:
+        model._context(sp.Integer(cached + new_tokens))  # past a sliding window: refused
+    rows, whole = fn(batch, new_tokens, cached + new_tokens)
+    return RooflineTable._from_numbers(dict(zip(fn.names, rows)), whole, chip, dtype, title,
+                                       notes, step)

@@ -9,6 +9,13 @@ timed (median) and counted at 8 bytes per element, and compared with
 guessed: an op's ``t_overhead`` is its time in a *miniature* of the same model (every
 dimension 1 or 2, one token), which makes the same NumPy calls with next to no work.
 
+BLAS threads: ``symroof measure`` pins them (``--threads``, default 1) by running the
+measurement in a child interpreter whose ``OMP_NUM_THREADS``, ``OPENBLAS_NUM_THREADS``,
+``MKL_NUM_THREADS`` (and the like) are set before NumPy loads: a BLAS library reads them
+once, at load, and the ``symroof`` process has loaded NumPy already (threadpoolctl could
+change them later, but it is not a dependency). :func:`measure` called from Python times
+with whatever the process has, and every source of the chip record says which.
+
 >>> r = measure("tiny", repeats=1, plot=None)
 >>> sorted(r.chip.peaks), r.ops[0].key
 (['fp32', 'fp64'], 'embed')
@@ -19,6 +26,8 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,7 +44,7 @@ from ..numeric.config import TINY
 from ..numeric.model import PLAIN  # the uncounted primitives that forward() itself uses
 
 __all__ = ["measure", "measure_chip", "MeasureResult", "OpTiming", "SIZES",
-           "add_arguments", "run_cli"]
+           "add_arguments", "run_cli", "blas_threads", "THREAD_VARIABLES"]
 
 MID = Config(D=1024, F=2816, L=4, H=16, G=4, d_h=64, V=8192, name="mid")
 
@@ -124,7 +133,8 @@ class MeasureResult:
         c = self.chip
         return (f"roofs of this machine ({self.size}): fp32 {float(c.peak('fp32')) / 1e9:.1f} "
                 f"GFLOP/s, fp64 {float(c.peak('fp64')) / 1e9:.1f} GFLOP/s, memory "
-                f"{float(c.hbm_bw) / 1e9:.1f} GB/s, per-call overhead {self.t_call * 1e9:.0f} ns")
+                f"{float(c.hbm_bw) / 1e9:.1f} GB/s, per-call overhead {self.t_call * 1e9:.0f} ns; "
+                f"{blas_threads()}")
 
     def table(self) -> str:
         head = (f"{'op':<22}{'GFLOP':>9}{'MB':>9}{'measured':>11}{'roofline':>11}"
@@ -170,7 +180,7 @@ def measure_chip(size: str = "tiny", repeats: int | None = None) -> tuple[Chip, 
             peaks[name] = max(peaks.get(name, 0.0), rate)
     bw, a = _bandwidth(spec["copy_bytes"], reps), np.ones(1)
     t_call = min(_times(lambda: [PLAIN.add(a, a) for _ in range(1000)], reps)) / 1000
-    how = f"measured by symroof.surfaces.measure ({size}): best of {reps}"
+    how = f"measured by symroof.surfaces.measure ({size}): best of {reps}, {blas_threads()}"
     ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     chip = Chip("this-machine", {k: _round3(v) for k, v in peaks.items()}, hbm_bw=_round3(bw),
                 hbm_bytes=ram, link_bw=_round3(bw),
@@ -255,17 +265,49 @@ def _time_forward(cfg: Config, params: dict, tokens: np.ndarray, reps: int,
     return per_op, pick(_times(lambda: forward(params, cfg, tokens), reps))
 
 
+#: the variables BLAS libraries (OpenBLAS, MKL, BLIS, Accelerate) and OpenMP read at load
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS",
+                    "BLIS_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "NUMEXPR_NUM_THREADS")
+_PINNED = "SYMROOF_MEASURE_THREADS"  # set in the child: its threads were pinned at start
+
+
+def blas_threads() -> str:
+    """How many BLAS threads this process's timings use, as the sources record it.
+
+    >>> blas_threads().startswith("BLAS threads")
+    True
+    """
+    pinned = os.environ.get(_PINNED)
+    return f"BLAS threads pinned to {pinned}" if pinned else "BLAS threads not pinned"
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Flags of ``symroof measure``: --size, --out, --repeats."""
+    """Flags of ``symroof measure``: --size, --out, --repeats, --threads."""
     parser.add_argument("--size", choices=sorted(SIZES), default="mid",
                         help="tiny: seconds (a smoke test); mid: the calibrated run")
     parser.add_argument("--out", default=".", help="folder for roofline_measured.png")
     parser.add_argument("--repeats", type=int, default=None,
                         help="repetitions per timing (median); default by size")
+    parser.add_argument("--threads", type=int, default=1, help="BLAS threads, pinned before "
+                        "NumPy loads (default: %(default)s; a busy neighbour on a shared "
+                        "machine slows multithreaded BLAS most)")
 
 
 def run_cli(args: argparse.Namespace) -> int:
-    """Run ``symroof measure``: print the roofs and the per-op table, write the plot."""
+    """Run ``symroof measure``: print the roofs and the per-op table, write the plot. The
+    timings run in a child interpreter with the BLAS threads pinned (see the module)."""
+    if args.threads < 1:
+        raise ValueError(f"--threads must be a positive integer, got {args.threads}")
+    if os.environ.get(_PINNED) != str(args.threads):
+        argv = ["--size", args.size, "--out", str(args.out), "--threads", str(args.threads)]
+        argv += [] if args.repeats is None else ["--repeats", str(args.repeats)]
+        env = {**os.environ, **dict.fromkeys(THREAD_VARIABLES, str(args.threads)),
+               _PINNED: str(args.threads)}
+        child = subprocess.run([sys.executable, "-m", "symroof", "measure", *argv], env=env,
+                               capture_output=True, text=True)
+        sys.stdout.write(child.stdout)
+        sys.stderr.write(child.stderr)
+        return child.returncode
     path = str(Path(args.out) / "roofline_measured.png")
     result = measure(args.size, args.repeats, plot=path)
     print(result.roofs_text(), result.table(), sep="\n")

@@ -30,8 +30,8 @@ from ..derivation import Derivation, tex_escape
 from ..models.check import QUANTITIES, CheckReport
 from ..models.table import RooflineTable
 
-__all__ = ["Notes", "LatexError", "find_scripts", "run_script", "latex_item", "notes_latex",
-           "build_notes", "compile_pdf"]
+__all__ = ["Notes", "LatexError", "find_scripts", "run_script", "load_script", "section",
+           "latex_item", "notes_latex", "build_notes", "compile_pdf"]
 
 SCRIPT = re.compile(r"^[0-9][0-9]_.*\.py$")
 FIGURE_SUFFIXES = (".png", ".pdf", ".jpg", ".jpeg")
@@ -90,6 +90,12 @@ def run_script(path: str | os.PathLike, figures: str | os.PathLike) -> tuple[str
     The title is the docstring's first line (else the file name); the introduction is the
     rest of the docstring. A failing claim raises ``ValueError`` naming the script.
     """
+    return section(path, load_script(path, figures))
+
+
+def load_script(path: str | os.PathLike, figures: str | os.PathLike) -> dict[str, Any]:
+    """Run one script as the notes do (``SYMROOF_OUT=figures``, restored afterwards) and
+    return its namespace; a failure raises ``ValueError`` naming the script."""
     path, figures = Path(path), Path(figures)
     figures.mkdir(parents=True, exist_ok=True)
     before = os.environ.get("SYMROOF_OUT")
@@ -105,6 +111,12 @@ def run_script(path: str | os.PathLike, figures: str | os.PathLike) -> tuple[str
             os.environ["SYMROOF_OUT"] = before
         if "matplotlib.pyplot" in sys.modules:
             sys.modules["matplotlib.pyplot"].close("all")
+    return namespace
+
+
+def section(path: str | os.PathLike, namespace: dict[str, Any]) -> tuple[str, str, list]:
+    """(title, introduction, NOTES) of a script from the namespace it left."""
+    path = Path(path)
     items = namespace.get("NOTES")
     if not isinstance(items, (list, tuple)):
         raise ValueError(f"derivation {path.name} defines no NOTES list (got {items!r})")

@@ -1,0 +1,206 @@
+"""Per-op tables compiled once, then evaluated per configuration at plain-Python speed.
+
+The symbolic rows of one forward step, ``Transformer.ops(B, T, S - T)`` (grouped or not),
+and its whole-model cost are built once per (model, chip, dtype, attention, lm_head rows,
+groups). Every field is a polynomial in B, T and S with the model's numbers in it; it is
+cleared of denominators (a field that is no polynomial, such as a sliding window's
+``Min``, is printed with exact Fractions instead), the fields share their subterms
+(``sympy.cse``), and the lot is written out as one straight-line Python function of
+(B, T, S). Counts stay exact Python integers; each time is an integer true division, which
+Python rounds correctly, so every float equals ``float()`` of the exact SymPy value.
+Prefill is S = T (nothing cached). :func:`row_values` gives the same ``OpValues`` of any
+``Cost`` with numbers, the slow way.
+
+>>> import symroof as sr
+>>> table = compiled_table(sr.model("tiny"), sr.chip("h100"))
+>>> rows, whole = table(2, 1, 8)              # B = 2, T = 1, S = 8 (7 cached)
+>>> q = rows[table.names.index("attn/q_proj")]
+>>> q.flops, q.weight_bytes, q.bound           # 2 L B T D H d_h; L D H d_h w_bytes
+(32768, 16384, 'memory')
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from fractions import Fraction
+from typing import Any, NamedTuple
+
+import sympy as sp
+from sympy.printing.pycode import PythonCodePrinter
+
+from ..cost import FIELDS, Cost
+from ..hardware import Chip
+from ..symbols import B, S, T
+from .transformer import Transformer, group
+
+__all__ = ["OpValues", "CompiledTable", "compiled_table", "row_values", "exact_number", "net_time"]
+
+_FIELDS = ("flops", "useful_flops", "weight_bytes", "act_bytes", "kv_bytes")
+
+
+class OpValues(NamedTuple):
+    """One row of a numeric table: exact counts, float seconds (useful FLOPs over the peak
+    unless the table counts executed ones), the lower bound and what bounds it."""
+
+    flops: Any
+    useful_flops: Any
+    weight_bytes: Any
+    act_bytes: Any
+    kv_bytes: Any
+    net_bytes: Any
+    t_math: float
+    t_mem: float
+    t_net: float
+    lower: float
+    bound: str
+
+    @property
+    def bytes(self) -> Any:
+        """Memory bytes: weights + activations + KV cache."""
+        return self.weight_bytes + self.act_bytes + self.kv_bytes
+
+
+def exact_number(x: Any) -> Any:
+    """A SymPy number as an exact Python one: int, Fraction (float only if irrational)."""
+    x = sp.sympify(x)
+    if x.is_Integer:
+        return int(x)
+    if x.is_Rational:
+        return Fraction(int(x.p), int(x.q))
+    return float(x)
+
+
+def row_values(cost: Cost | dict[str, Any], chip: Any, dtype: str, useful: bool) -> OpValues:
+    """The numbers of one row (a Cost, or its fields as exact numbers): exact counts and
+    float times, each rounded once."""
+    f = cost if isinstance(cost, dict) else {n: exact_number(getattr(cost, n)) for n in FIELDS}
+    counted = f["useful_flops"] if useful else f["flops"]
+    t_math = float(Fraction(counted) / exact_number(chip.peak(dtype)))
+    t_mem = float(Fraction(f["weight_bytes"] + f["act_bytes"] + f["kv_bytes"])
+                  / exact_number(chip.hbm_bw))
+    t_net = net_time(f["net_time"], f["net_bytes"], chip)
+    terms = {"compute": t_math, "memory": t_mem, "network": float(t_net)}
+    bound = max(terms, key=terms.__getitem__)  # the first of equals, as TimeBound.bound
+    return OpValues(f["flops"], f["useful_flops"], f["weight_bytes"], f["act_bytes"],
+                    f["kv_bytes"], f["net_bytes"], t_math, t_mem, float(t_net),
+                    terms[bound], bound)
+
+
+def net_time(seconds: Any, net_bytes: Any, chip: Any) -> Any:
+    """As :func:`symroof.time`: a collective's own time (``seconds``), else its bytes over
+    the chip's link."""
+    if seconds != 0:
+        return seconds
+    return Fraction(net_bytes) / exact_number(chip.link_bw) if net_bytes != 0 else 0
+
+
+class CompiledTable(NamedTuple):
+    """``fn(B, T, S) -> (rows, whole)``: an ``OpValues`` per name, and one for the whole."""
+
+    names: tuple[str, ...]
+    fn: Callable[[int, int, int], tuple[tuple[OpValues, ...], OpValues]]
+    source: str
+
+    def __call__(self, batch: int, new_tokens: int, context: int) -> Any:
+        return self.fn(batch, new_tokens, context)
+
+
+def _quotient(p: int, d: int) -> Any:
+    """p / d exactly: an int where d divides p, else a Fraction."""
+    return p // d if p % d == 0 else Fraction(p, d)
+
+
+class _ExactPrinter(PythonCodePrinter):
+    """Python source that stays exact: a Rational is a Fraction, Min/Max are min/max, floor
+    and ceiling are math's (exact on ints and Fractions)."""
+
+    def _print_Rational(self, expr: sp.Rational) -> str:
+        return f"_F({expr.p}, {expr.q})"
+
+    def _print_Half(self, expr: sp.Rational) -> str:
+        return "_F(1, 2)"
+
+
+def _int_poly(expr: sp.Expr, where: str) -> tuple[sp.Expr, int]:
+    """``expr`` as (integer-coefficient polynomial, positive integer denominator), or, where
+    it is no polynomial (a sliding window's Min and Max, a block count's floor), as itself
+    with denominator 0: printed exactly, normalised at run time."""
+    if not expr.free_symbols <= {B, T, S}:
+        raise ValueError(f"{where} = {expr} is not a function of B, T, S with numbers")
+    if not expr.is_polynomial(B, T, S):
+        if any(p.exp.is_negative for p in expr.atoms(sp.Pow)):
+            raise ValueError(f"{where} = {expr} divides by a size: not compiled")
+        return expr, 0
+    num, den = sp.fraction(sp.together(sp.expand(expr)))
+    return sp.expand(num), int(den)
+
+
+def _normal(x: Any) -> Any:
+    """A Fraction that is a whole number as an int."""
+    return x.numerator if type(x) is Fraction and x.denominator == 1 else x
+
+
+def _over(var: str, value: sp.Expr) -> str:
+    """Source for ``var / value`` (an exact positive number), rounded once."""
+    if value.is_Integer:
+        return f"{var} / {int(value)}"
+    p, q = sp.fraction(value)
+    return f"{var} * {int(q)} / {int(p)}"
+
+
+def _row_source(i: str, fields: list[str], dens: list[int], peak: sp.Expr,
+                hbm_bw: sp.Expr) -> list[str]:
+    """Lines that compute row ``i``'s OpValues ``r{i}`` from its field expressions."""
+    vals = [src if den == 1 else f"_normal({src})" if den == 0 else f"_quotient({src}, {den})"
+            for src, den in zip(fields, dens)]
+    wrap = "float" if any(d != 1 for d in dens) else ""
+    return [f"    f{i}, u{i}, w{i}, a{i}, k{i} = " + ", ".join(vals),
+            f"    m{i} = {wrap}({_over(f'u{i}', peak)}); "
+            f"t{i} = {wrap}({_over(f'(w{i} + a{i} + k{i})', hbm_bw)})",
+            f"    r{i} = _new(_V, (f{i}, u{i}, w{i}, a{i}, k{i}, 0, m{i}, t{i}, 0.0, m{i}, "
+            f"'compute') if m{i} >= t{i} else (f{i}, u{i}, w{i}, a{i}, k{i}, 0, m{i}, t{i}, "
+            f"0.0, t{i}, 'memory'))"]
+
+
+@functools.lru_cache(maxsize=64)
+def compiled_table(model: Transformer, chip: Chip, dtype: str = "bf16",
+                   attention: str = "fused", last_only: bool = True,
+                   groups: bool = False) -> CompiledTable:
+    """Compile the per-op table of ``model`` on ``chip`` (numbers in both) for any (B, T, S).
+
+    Cached: the second call with the same arguments returns the same function. Useful FLOPs
+    set ``t_math`` (as in :func:`symroof.roofline_table`); ``flops`` keeps executed ones.
+    """
+    peak, hbm_bw = chip.peak(dtype), chip.hbm_bw
+    if not (peak.is_number and hbm_bw.is_number):
+        raise ValueError(f"compiled tables need a chip with numbers; {chip.name} has peak "
+                         f"{peak} and HBM bandwidth {hbm_bw}")
+    rows = model.ops(B, T, S - T, last_only=last_only, attention=attention)
+    rows = group(rows) if groups else rows
+    costs = [*rows.values(), model.whole(B, T, S - T)]
+    names = [*rows, "whole"]
+    polys, dens = [], []
+    for name, cost in zip(names, costs):
+        if cost.net_bytes != 0 or cost.net_time != 0:
+            raise ValueError(f"row {name!r} sends bytes over the network: not compiled")
+        for field in _FIELDS:
+            poly, den = _int_poly(getattr(cost, field), f"{name}.{field}")
+            polys.append(poly)
+            dens.append(den)
+    shared, reduced = sp.cse(polys, symbols=sp.numbered_symbols("x"))
+    lines = ["def _table(B, T, S):"]
+    printer = _ExactPrinter({"fully_qualified_modules": True})
+    lines += [f"    {sym} = {printer.doprint(expr)}" for sym, expr in shared]
+    n = len(_FIELDS)
+    for k in range(len(costs)):
+        lines += _row_source(str(k), [printer.doprint(e) for e in reduced[n * k:n * k + n]],
+                             dens[n * k:n * k + n], peak, hbm_bw)
+    last = len(costs) - 1
+    lines.append(f"    return ({''.join(f'r{k}, ' for k in range(last))}), r{last}")
+    source = "\n".join(lines)
+    namespace: dict[str, Any] = {"_V": OpValues, "_new": tuple.__new__, "_F": Fraction,
+                                 "_quotient": _quotient, "_normal": _normal, "math": math}
+    exec(compile(source, f"<symroof table: {model.name} on {chip.name}>", "exec"), namespace)
+    return CompiledTable(tuple(names[:-1]), namespace["_table"], source)
