@@ -25,28 +25,32 @@ def latency_throughput_plot(model: Any, meshes: Sequence[Any], *, context: int =
                             weights: str = "bf16", kv: str | None = None,
                             batches: Any = None, path: Any = None, title: str | None = None):
     """Per-token latency (ms) against throughput (tokens/s per chip) for batches 1, 2, 4, ...
-    on each mesh; the batch where weights + KV cache fill HBM ends the solid curve (beyond
-    it, dotted: the batch does not fit), with a marker and its batch written beside it."""
+    (and the cap) on each mesh; the batch where weights + KV cache fill HBM ends the solid
+    curve (beyond it, dotted: the batch does not fit), with a marker and its batch beside it.
+    Each mesh's curve is one compiled evaluation over all its batches."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     for i, mesh in enumerate(meshes):
         colour = f"C{i}"
-        top = batches if batches is not None else 2 ** np.arange(0, 13)
-        c = latency_throughput(model, mesh, context=context, batches=top, weights=weights, kv=kv)
-        x, y, fits = c["tokens_per_s_per_chip"], c["latency"] * 1e3, c["fits"]
         shape = "x".join(str(a.size) for a in mesh.axes)
         label = f"{mesh.chip.name} {shape} ({mesh.n_chips} chips)"
+        cap = int(latency_throughput(model, mesh, context=context, batches=[1], weights=weights,
+                                     kv=kv)["max_batch"])
+        top = np.asarray(batches if batches is not None else 2 ** np.arange(0, 13), float)
+        if cap >= 1:  # the cap itself is a point of the curve, and one batch past it
+            top = np.union1d(top, [cap, cap + 1])
+        c = latency_throughput(model, mesh, context=context, batches=top, weights=weights,
+                               kv=kv)
+        x, y, fits = c["tokens_per_s_per_chip"], c["latency"] * 1e3, c["fits"]
         ax.plot(x[fits], y[fits], "o-", color=colour, ms=3, label=label)
-        over = np.flatnonzero(~fits)[:2]  # two batches past the cap show where it heads
-        if over.size:
+        last = np.flatnonzero(fits)[-1:]  # dotted from the last batch that fits
+        over = np.concatenate([last, np.flatnonzero(~fits)[:2]])
+        if over.size > len(last):
             ax.plot(x[over], y[over], ":", color=colour, alpha=0.6)
-        cap = int(c["max_batch"])
         if cap >= 1:
-            at = latency_throughput(model, mesh, context=context, batches=[cap],
-                                    weights=weights, kv=kv)
-            cx, cy = at["tokens_per_s_per_chip"][0], at["latency"][0] * 1e3
-            ax.plot([cx], [cy], "s", color=colour, ms=7, mfc="white")
-            ax.annotate(f"HBM full at B={cap}", (cx, cy), textcoords="offset points",
+            k = int(np.flatnonzero(c["batch"] == cap)[0])
+            ax.plot([x[k]], [y[k]], "s", color=colour, ms=7, mfc="white")
+            ax.annotate(f"HBM full at B={cap}", (x[k], y[k]), textcoords="offset points",
                         xytext=(-8, 8 + 12 * i), ha="right", fontsize=8, color=colour,
                         arrowprops={"arrowstyle": "-", "color": colour, "lw": 0.5})
         else:
@@ -60,7 +64,7 @@ def latency_throughput_plot(model: Any, meshes: Sequence[Any], *, context: int =
     from matplotlib import ticker
 
     for axis in (ax.xaxis, ax.yaxis):  # 1, 2, 5, 10, 20: plain numbers, not 2 x 10^1
-        axis.set_major_locator(ticker.LogLocator(subs=(1, 2, 5)))
+        axis.set_major_locator(ticker.LogLocator(subs=(1, 2, 3, 5, 7)))
         axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
         axis.set_minor_formatter(ticker.NullFormatter())
     ax.grid(True, which="both", alpha=0.3)

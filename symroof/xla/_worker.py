@@ -56,7 +56,8 @@ def _compile(jax, case: dict) -> dict:
 
 def _compile_mlp_train(jax, case: dict) -> dict:
     """One MLP layer's training step, the book's ch. 5 model: out = gelu(x @ w_in) @ w_out,
-    a squared loss, and the gradients of both weights (sharded like the weights)."""
+    a squared loss, and the gradients of both weights and of the input (each sharded like
+    its array: the input's gradient is what the layer below needs)."""
     import jax.numpy as jnp
     import numpy as np
     from jax.sharding import Mesh, NamedSharding
@@ -85,8 +86,9 @@ def _compile_mlp_train(jax, case: dict) -> dict:
     def loss(w_in, w_out, x):
         return jnp.sum(jnp.square(jax.nn.gelu(x @ w_in) @ w_out).astype(jnp.float32))
 
-    step = jax.jit(jax.grad(loss, argnums=(0, 1)),
-                   out_shardings=(sharding(case["w_in"]), sharding(case["w_out"])))
+    step = jax.jit(jax.grad(loss, argnums=(0, 1, 2)),
+                   out_shardings=(sharding(case["w_in"]), sharding(case["w_out"]),
+                                  sharding(case["x"])))
     compiled = step.lower(w_in, w_out, x).compile()
     cost = compiled.cost_analysis()
     cost = cost[0] if isinstance(cost, list) else cost

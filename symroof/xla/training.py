@@ -1,6 +1,7 @@
 """The oracle for one layer's training step: what XLA sends for the book's ch. 5 MLP layer
 ``out = gelu(x @ w_in) @ w_out`` with a squared loss, differentiated for both weights, when
-``x``, ``w_in`` and ``w_out`` are sharded as a strategy says (DP, FSDP, TP, FSDP + TP).
+``x``, ``w_in`` and ``w_out`` are sharded as a strategy says (DP, FSDP, TP, FSDP + TP); the
+gradients of both weights and of ``x`` (what the layer below needs) are computed.
 
 Like ``oracle``, it never sees a formula: JAX compiles, the HLO is read back. XLA's CPU
 partitioner was seen to combine the two weight gradients' reductions into one tuple
