@@ -108,3 +108,22 @@ def test_cost_needs_a_source():
         sr.cost_per_million_tokens(plan, 1.2, "")
     per_m = sr.cost_per_million_tokens(plan, 1.2, "book ch. 8")
     assert per_m == sp.Rational(12, 10) * 4 * plan.time.lower / (3600 * 64) * 10**6
+
+
+def test_families_shard_their_own_rows():
+    mesh = sr.mesh("tpu-v5e", "4x4")
+    one = sr.serve("mixtral-8x7b", sr.mesh("tpu-v5e", "1x1"), batch=8, context=1024)
+    many = sr.serve("mixtral-8x7b", mesh, batch=8, context=1024)
+    for key in ("moe/gate", "moe/down", "attn/q_proj", "lm_head"):
+        assert many.rows[key].flops * 16 == one.rows[key].flops, key
+    for key in ("moe/router", "attn_norm", "mlp/residual"):
+        assert many.rows[key] == one.rows[key], key
+    # a latent (MLA) cache is shared by all heads: it splits over the batch, not the heads
+    ds = sr.serve("deepseek-v3", sr.mesh("tpu-v5p", "4x4x4"), batch=64, context=4096,
+                  weights="int8")
+    assert ds.memory["kv"] == 64 * ds.model.kv_cache_bytes(4096) / 64
+
+
+def test_sliding_windows_cap_the_kv_cache():
+    plan = sr.serve("mistral-7b", sr.mesh("tpu-v5e", "2x2"), batch=4, context=32768)
+    assert plan.memory["kv"] == 4 * 4096 * plan.model.kv_bytes_per_token / 4

@@ -44,9 +44,16 @@ __all__ = ["ServePlan", "serve", "WIDTHS"]
 #: bytes per element of the storage dtypes a plan takes (int4/fp4: half a byte)
 WIDTHS = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": sp.Rational(1, 2),
           "fp4": sp.Rational(1, 2)}
-_SHARDED = ("attn/q_proj", "attn/k_proj", "attn/v_proj", "attn/o_proj", "attn/core",
-            "attn/scores", "attn/softmax", "attn/av", "attn/rope", "attn/kv_write",
-            "mlp/gate", "mlp/up", "mlp/down", "mlp/swiglu", "lm_head")
+#: rows every chip repeats in full (activations are replicated): norms, residual adds,
+#: embedding gathers, softcaps, and a mixture of experts' small router and its combine
+_REPLICATED = ("norm", "residual", "embed", "softcap", "moe/router", "moe/route",
+               "moe/combine")
+
+
+def _sharded(key: str) -> bool:
+    """Projections, the attention core, the KV write, MLP and expert matmuls and their
+    activations, and the lm_head split N ways; the rest is replicated."""
+    return not any(part in key for part in _REPLICATED)
 
 
 def width(dtype: str, what: str) -> sp.Expr:
@@ -108,7 +115,7 @@ class ServePlan:
         P_bytes) / (S KV_tok)); 0 if the weights alone do not fit."""
         m = self.model
         free = self.n * self.mesh.chip.hbm_bytes - m.params * m.w_bytes
-        per_seq = self.context * m.kv_bytes_per_token
+        per_seq = m.kv_cache_bytes(self.context)  # windowed layers cap their part
         if free.is_number and per_seq.is_number:
             return max(0, math.floor(free / per_seq))
         return free / per_seq
@@ -181,12 +188,14 @@ def serve(model: Any, mesh: Mesh, *, batch: Any, context: Any, weights: str = "b
     m = model.replace(**changes)
     N = mesh.n_chips
     # the KV cache splits over heads first, then over the batch; a symbolic mesh is taken
-    # as at most G wide (heads only), where the formulas read most simply
-    by_heads = sp.sympify(N <= m.G) is not sp.false
-    kv_ways = N if by_heads else sp.Min(N, m.G * B)
+    # as at most G wide (heads only), where the formulas read most simply. A latent (MLA)
+    # cache is shared by every head: it splits over the batch only.
+    heads = 1 if getattr(m, "mla", None) else m.G
+    by_heads = sp.sympify(N <= heads) is not sp.false
+    kv_ways = N if by_heads else sp.Min(N, heads * B)
     rows = {}
     for key, cost in m.ops(B, 1, S - 1, last_only=True, attention="fused").items():
-        if key in _SHARDED:
+        if _sharded(key):
             cost = Cost(flops=cost.flops / N, useful_flops=cost.useful_flops / N,
                         weight_bytes=cost.weight_bytes / N, act_bytes=cost.act_bytes / N,
                         kv_bytes=cost.kv_bytes / kv_ways)
@@ -200,7 +209,7 @@ def serve(model: Any, mesh: Mesh, *, batch: Any, context: Any, weights: str = "b
             q = B * m.H * m.d_h * m.act_bytes
             rows["comm/attn_alltoall"] = 2 * m.L * all_to_all(mesh, q, axes)
     memory = {"weights": m.params * m.w_bytes / N,
-              "kv": B * S * m.kv_bytes_per_token / kv_ways}
+              "kv": B * m.kv_cache_bytes(S) / kv_ways}
     return ServePlan(m, mesh, B, S, weights, kv or _name(m.kv_bytes), rows, memory,
                      compute_dtype)
 

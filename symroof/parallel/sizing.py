@@ -71,7 +71,7 @@ def smallest_slice(model: Any, chip: Any, *, weights: str = "bf16", kv: str | No
     need = m.params * width(weights, "weights")
     if batch:
         kv_width = width(kv, "KV") if kv else m.kv_bytes
-        need += batch * context * m.kv_bytes_per_token / m.kv_bytes * kv_width
+        need += batch * m.kv_cache_bytes(context) / m.kv_bytes * kv_width
     for shape in slices(chip):
         n = math.prod(int(side) for side in shape.split("x"))
         if n * chip.hbm_bytes >= need:
@@ -101,7 +101,8 @@ def latency_throughput(model: Any, mesh: Any, *, context: Any, batches: Any = No
         raise ValueError(f"context must be >= 1, got {s.min():g}")
     m = plan.model
     free = float(plan.n * plan.mesh.chip.hbm_bytes - m.params * m.w_bytes)
-    cap = np.maximum(np.floor(free / (s * float(m.kv_bytes_per_token))), 0)
+    per_seq = sp.lambdify(_S, m.kv_cache_bytes(_S), "numpy")(s)  # windows cap their layers
+    cap = np.maximum(np.floor(free / np.asarray(per_seq, dtype=np.float64)), 0)
     if batches is None:
         if s.ndim:
             raise ValueError("give batches when context is an array")
