@@ -175,7 +175,7 @@ def throughput_plot(model: Any, chip: Any, batches: Any = None, context: int = 2
         ax.text(0.02, 0.95, f"weights alone ({float(m.params * m.w_bytes) / 1e9:.0f} GB) "
                 "exceed one chip's HBM", transform=ax.transAxes, fontsize=8, color="tab:red")
     else:
-        b_max = float(free / (S * m.kv_bytes_per_token))
+        b_max = float(free / m.kv_cache_bytes(S))  # windowed layers cap their part
         if b_max <= b.max():
             ax.axvspan(b_max, b.max(), color="tab:red", alpha=0.08)
             ax.axvline(b_max, ls="--", color="tab:red", lw=1)
