@@ -109,6 +109,18 @@ class CheckReport:
                 "mismatches": [m.__dict__ for m in self.mismatches]}
 
 
+def mismatches_of(counted: dict, symbolic: dict) -> list[Mismatch]:
+    """Every (op, quantity) where the two sides differ, in row order; an op only one side
+    has is a mismatch of each of its quantities (None on the other side)."""
+    out = []
+    for op in dict.fromkeys([*symbolic, *counted]):
+        for q in QUANTITIES:
+            c, s = counted.get(op, {}).get(q), symbolic.get(op, {}).get(q)
+            if c != s:
+                out.append(Mismatch(op, q, c, s))
+    return out
+
+
 def _int(value: sp.Expr, what: str) -> int:
     if not value.is_Integer:
         raise ValueError(f"{what} is not an integer after substitution: {value}")
@@ -222,12 +234,7 @@ def check(model: Transformer, batch: int, new_tokens: int, cached: int = 0, *,
                      tokens_per_expert=routing)
     symbolic = {op: {q: _int(getattr(cost, q), f"{op}.{q}") for q in QUANTITIES}
                 for op, cost in rows.items()}
-    mismatches = []
-    for op in dict.fromkeys([*symbolic, *counted]):
-        for q in QUANTITIES:
-            c, s = counted.get(op, {}).get(q), symbolic.get(op, {}).get(q)
-            if c != s:
-                mismatches.append(Mismatch(op, q, c, s))
+    mismatches = mismatches_of(counted, symbolic)
     label = (f"{model.name}: batch={B}, new_tokens={T}, cached={cached}, "
              f"last_only={last_only}" + ("" if attention == "naive" else
                                          f", attention={attention}"))

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..cost import as_dimension
-from .check import QUANTITIES, CheckReport, Mismatch, _int, _numeric_config, _widths
+from .check import QUANTITIES, CheckReport, _int, _numeric_config, _widths, mismatches_of
 from .training_memory import REMAT_POLICIES
 from .transformer import Transformer
 
@@ -95,12 +95,7 @@ def check_training(model: Transformer, batch: int, seq: int, remat: str = "none"
     for side in (symbolic, counted):  # a tensor one side does not keep: 0 bytes there
         for key in [k for k in [*symbolic, *counted] if k.startswith("saved/")]:
             side.setdefault(key, zero)
-    mismatches = []
-    for op in dict.fromkeys([*symbolic, *counted]):
-        for q in QUANTITIES:
-            c, s = counted.get(op, {}).get(q), symbolic.get(op, {}).get(q)
-            if c != s:
-                mismatches.append(Mismatch(op, q, c, s))
+    mismatches = mismatches_of(counted, symbolic)
     label = (f"{model.name} training step: batch={B}, seq={S}, remat={remat}, "
              f"grad_bytes={gb}, moment_bytes={mb}, master_bytes={master_bytes}")
     return CheckReport(label=label, counted=counted, symbolic=symbolic, mismatches=mismatches)
