@@ -36,6 +36,13 @@ _DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float
 Spec = tuple[tuple[str, ...], tuple[str, ...]]
 
 
+def array_name(letter: str, dims: str, spec: Spec) -> str:
+    """An array in the book's notation: ``array_name("A", "MK", (("X",), ()))`` is
+    ``A[M_X, K]``."""
+    parts = (d + "_" * bool(s) + "".join(s) for d, s in zip(dims, spec))
+    return f"{letter}[{', '.join(parts)}]"
+
+
 class MatmulCase(NamedTuple):
     """One sharded matmul `A[M, K] @ B[K, N] -> C[M, N]` on a named mesh."""
 
@@ -50,10 +57,7 @@ class MatmulCase(NamedTuple):
 
     @property
     def name(self) -> str:
-        def arr(letter: str, dims: str, spec: Spec) -> str:  # book notation: A[M_X, K]
-            return (
-                f"{letter}[{', '.join(d + '_' * bool(s) + ''.join(s) for d, s in zip(dims, spec))}]"
-            )
+        arr = array_name
 
         mesh = ", ".join(f"{a}: {s}" for a, s in self.mesh_shape.items())
         return (

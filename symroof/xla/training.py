@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from .hlo import HloCollective, parse_collectives
-from .oracle import _DTYPES, Spec, run_worker
+from .oracle import _DTYPES, Spec, array_name, run_worker
 
 __all__ = ["MlpTrainCase", "XlaLayer", "compile_mlp_train"]
 
@@ -39,9 +39,7 @@ class MlpTrainCase(NamedTuple):
 
     @property
     def name(self) -> str:
-        def arr(name: str, dims: str, spec: Spec) -> str:
-            parts = (d + "_" * bool(s) + "".join(s) for d, s in zip(dims, spec))
-            return f"{name}[{', '.join(parts)}]"
+        arr = array_name
 
         kind = "FSDP-like" if self.w_in_spec[0] and self.x_spec[0] else "layer"
         mesh = ", ".join(f"{a}: {s}" for a, s in self.mesh_shape.items())
