@@ -16,6 +16,9 @@ once, at load, and the ``symroof`` process has loaded NumPy already (threadpoolc
 change them later, but it is not a dependency). :func:`measure` called from Python times
 with whatever the process has, and every source of the chip record says which.
 
+``symroof measure --backend jax`` asks the same of JAX's device (a GPU or a TPU where there is
+one), against its chip record where it is a known chip: :mod:`symroof.surfaces.measure_jax`.
+
 >>> r = measure("tiny", repeats=1, plot=None)
 >>> sorted(r.chip.peaks), r.ops[0].key
 (['fp32', 'fp64'], 'embed')
@@ -24,6 +27,7 @@ with whatever the process has, and every source of the chip record says which.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import statistics
 import subprocess
@@ -282,24 +286,49 @@ def blas_threads() -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Flags of ``symroof measure``: --size, --out, --repeats, --threads."""
-    parser.add_argument("--size", choices=sorted(SIZES), default="mid",
-                        help="tiny: seconds (a smoke test); mid: the calibrated run")
-    parser.add_argument("--out", default=".", help="folder for roofline_measured.png")
+    """Flags of ``symroof measure``: --backend, --size, --dtype, --out, --repeats, --threads."""
+    parser.add_argument("--backend", choices=("numpy", "jax"), default="numpy",
+                        help="numpy: NumPy on this CPU (default); jax: jitted JAX on JAX's "
+                        "device (a GPU or TPU where there is one), against its chip record "
+                        "where it is a known chip (symroof.surfaces.measure_jax)")
+    parser.add_argument("--size", choices=("tiny", "mid", "large"), default=None,
+                        help="tiny: seconds (a smoke test); mid: the calibrated run (the "
+                        "default); large: --backend jax only, an accelerator's size (the "
+                        "default on one)")
+    parser.add_argument("--dtype", choices=("bf16", "fp32"), default=None,
+                        help="--backend jax only: the ops' dtype (default: bf16 on an "
+                        "accelerator, fp32 on a CPU); the NumPy model runs in float64")
+    parser.add_argument("--out", default=".", help="folder for roofline_measured.png "
+                        "(--backend numpy)")
     parser.add_argument("--repeats", type=int, default=None,
                         help="repetitions per timing (median); default by size")
     parser.add_argument("--threads", type=int, default=1, help="BLAS threads, pinned before "
                         "NumPy loads (default: %(default)s; a busy neighbour on a shared "
-                        "machine slows multithreaded BLAS most)")
+                        "machine slows multithreaded BLAS most; --backend jax: XLA keeps "
+                        "its own threads)")
 
 
 def run_cli(args: argparse.Namespace) -> int:
     """Run ``symroof measure``: print the roofs and the per-op table, write the plot. The
-    timings run in a child interpreter with the BLAS threads pinned (see the module)."""
+    timings run in a child interpreter with the BLAS threads pinned (see the module).
+    ``--backend jax`` runs :func:`symroof.surfaces.measure_jax.run_cli` in this process."""
+    if getattr(args, "backend", "numpy") == "jax":
+        if importlib.util.find_spec("jax") is None:
+            raise ValueError('--backend jax needs jax: pip install -e ".[jax]"')
+        from .measure_jax import run_cli as run_jax  # JAX loads only here
+
+        return run_jax(args)
+    if getattr(args, "dtype", None) is not None:
+        raise ValueError(f"--dtype {args.dtype} is for --backend jax; the NumPy model runs "
+                         "in float64")
+    size = args.size or "mid"
+    if size not in SIZES:
+        raise ValueError(f"--size {size} is for --backend jax; --backend numpy takes "
+                         f"{sorted(SIZES)}")
     if args.threads < 1:
         raise ValueError(f"--threads must be a positive integer, got {args.threads}")
     if os.environ.get(_PINNED) != str(args.threads):
-        argv = ["--size", args.size, "--out", str(args.out), "--threads", str(args.threads)]
+        argv = ["--size", size, "--out", str(args.out), "--threads", str(args.threads)]
         argv += [] if args.repeats is None else ["--repeats", str(args.repeats)]
         env = {**os.environ, **dict.fromkeys(THREAD_VARIABLES, str(args.threads)),
                _PINNED: str(args.threads)}
@@ -309,7 +338,7 @@ def run_cli(args: argparse.Namespace) -> int:
         sys.stderr.write(child.stderr)
         return child.returncode
     path = str(Path(args.out) / "roofline_measured.png")
-    result = measure(args.size, args.repeats, plot=path)
+    result = measure(size, args.repeats, plot=path)
     print(result.roofs_text(), result.table(), sep="\n")
     print("predicted = max(FLOPs/C, bytes/W) + overhead; overhead, its own term, is the op's "
           "time in a miniature of the model (every dimension 1 or 2, one token): the same NumPy "
