@@ -20,34 +20,49 @@ from typing import Any, NoReturn
 
 from .. import __version__
 from ..analysis import critical_batch
-from ..hardware import CHIPS, chip, dtype_bytes
-from ..models import MODELS, model
+from ..hardware import CHIPS, dtype_bytes
+from ..models import MODELS
 from ..models.check import check
-from ..models.table import roofline_table
 from ..ops import matmul
 from ..render import fmt_si
 from ..symbols import B
+from .cli_args import (
+    SIZE,
+    WIDTH,
+    add_chip_options,
+    arg_type,
+    chip_of,
+    load_chip,
+    size,
+)
+from .cli_args import load_model as _model
 from .cli_format import (
     WIDTHS,
     critical_batch_text,
     network_data,
     network_text,
     num,
-    report_title,
-    report_widths,
     roofs,
     table,
 )
+from .cli_report import add_report
+from .cli_serve import add_serve
+from .cli_solve import add_solve
+from .cli_train import add_train
 from .notes import LatexError, build_notes
 
 __all__ = ["main", "build_parser"]
 
 EXAMPLES = """examples:
-  symroof chips                                    chip presets, figures and sources
+  symroof chips --sources                          chip presets, figures and sources
   symroof models                                   model presets
   symroof critical-batch --chip b200 --dtype fp8   batch where a matmul turns compute-bound
   symroof report --model llama-3.1-8b --chip h100 --phase decode --batch 64 --context 2048
   symroof report --model config.json --chip h100 --phase prefill --batch 1 --context 2048
+  symroof report --model llama-3.1-70b --mesh tpu-v5e:4x4 --phase decode --batch 32 --context 8k
+  symroof train --model llama-3.1-70b --mesh tpu-v5p:16x16x16 --batch 4M --seq 4096
+  symroof serve --model llama-3.1-70b --mesh tpu-v5e:4x4 --batch 32 --context 8k
+  symroof solve "t_math = t_mem" --for batch --model llama-3.1-8b --chip h100 --context 4096
   symroof check --model tiny --batch 4 --new-tokens 16 --cached 0
   symroof notes --out notes                        lecture notes (LaTeX, PDF with pdflatex)
 """
@@ -56,27 +71,6 @@ EXAMPLES = """examples:
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one line on stderr, exit 2, no usage dump
         self.exit(2, f"symroof: error: {message} (see '{self.prog} --help')\n")
-
-
-def _number(kind: type, ok: Any, what: str):
-    """An argparse type: text read as ``kind`` for which ``ok(value)`` holds, or a clear error."""
-    def parse(text: str) -> int | float:
-        try:
-            value = kind(text)
-        except ValueError:
-            value = None
-        if value is None or not ok(value):
-            raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
-        return int(value) if kind is float and value.is_integer() else value
-    return parse
-
-
-_POSITIVE = _number(int, lambda v: v >= 1, "a positive integer")
-_WIDTH = _number(float, lambda v: 0 < v < float("inf"), "a positive number of bytes")
-
-
-def _model(name: str):  # a preset, a config.json, or a Hugging Face snapshot folder
-    return model(os.path.join(name, "config.json") if os.path.isdir(name) else name)
 
 
 def _dtype(args: argparse.Namespace) -> str:  # --dtype as given, lower case; bf16 if absent
@@ -92,7 +86,7 @@ def _emit(args: argparse.Namespace, data: Any, rows: list[list[str]], extra: str
 
 # -- commands ---------------------------------------------------------------------------
 def cmd_chips(args: argparse.Namespace) -> int:
-    chips = [chip(n) for n in args.names] if args.names else list(CHIPS.values())
+    chips = [load_chip(n) for n in args.names] if args.names else list(CHIPS.values())
     data = {c.name: {"peaks": {d: num(v) for d, v in c.peaks.items()},
                      "hbm_bw": num(c.hbm_bw), "hbm_bytes": num(c.hbm_bytes),
                      "link_bw": num(c.link_bw),
@@ -107,6 +101,9 @@ def cmd_chips(args: argparse.Namespace) -> int:
               f"{float(c.critical_intensity('bf16')):.4g}" if "bf16" in c.peaks else "-",
               network_text(c.network)] for c in chips]
     bullet = "- " if args.format == "markdown" else "  "
+    if not args.sources:
+        return _emit(args, data, rows, "\n\nthe source of every figure: symroof chips "
+                     "--sources")
     return _emit(args, data, rows, "\n\nsources:\n" + "\n".join(
         f"{bullet}{c.name} {key}: {src}" for c in chips for key, src in c.sources.items()))
 
@@ -115,18 +112,23 @@ def cmd_models(args: argparse.Namespace) -> int:
     ms = [_model(n) for n in args.names] if args.names else list(MODELS.values())
     dims = ("D", "F", "L", "H", "G", "d_h", "V")
     data = {m.name: {**{d: int(getattr(m, d)) for d in dims}, "tied": m.tied,
-                     "qkv_bias": m.qkv_bias, "params": int(m.params), "source": m.source}
+                     "qkv_bias": m.qkv_bias, "params": int(m.params),
+                     "max_position": num(m.max_position) if m.max_position else None,
+                     **{w: num(getattr(m, w)) for w in WIDTHS}, "notes": list(m.notes),
+                     "source": m.source}
             for m in ms}
-    rows = [["model", *dims, "tied", "params", "source"]]
+    rows = [["model", *dims, "tied", "params", "max context", "source"]]
     rows += [[m.name, *(str(getattr(m, d)) for d in dims), "yes" if m.tied else "no",
-              f"{int(m.params):,} ({fmt_si(m.params)})", m.source] for m in ms]
-    return _emit(args, data, rows)
+              f"{int(m.params):,} ({fmt_si(m.params)})",
+              f"{int(m.max_position):,}" if m.max_position else "?", m.source] for m in ms]
+    notes = [f"{m.name}: {note}" for m in ms for note in m.notes]
+    return _emit(args, data, rows, "".join(f"\nnote: {n}" for n in notes))
 
 
 def cmd_critical_batch(args: argparse.Namespace) -> int:
     if (args.d is None) != (args.f is None):
         raise ValueError("--d and --f go together (the exact root; neither: B << D, F)")
-    c, dtype = chip(args.chip), _dtype(args)
+    c, dtype = chip_of(args), _dtype(args)
     ridge = c.critical_intensity(dtype)
     xb = args.x_bytes or dtype_bytes(dtype)
     wb, ob = args.w_bytes or dtype_bytes(dtype), args.out_bytes or xb
@@ -149,35 +151,6 @@ def cmd_critical_batch(args: argparse.Namespace) -> int:
             + (f", D={args.d}, F={args.f}" if args.d else ""))
     print(critical_batch_text(args.format, head, shown, formula,
                               roofs(c.peak(dtype), c.hbm_bw, ridge)))
-    return 0
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    c, dtype = chip(args.chip), _dtype(args)
-    c.peak(dtype)  # an unknown dtype fails here, naming the chip's dtypes
-    m = _model(args.model)
-    widths, from_dtype = report_widths({k: getattr(args, k) for k in WIDTHS}, args.dtype, m)
-    m = m.replace(**widths)
-    S, T = args.context, args.new_tokens
-    if args.phase == "prefill" and T is not None:
-        raise ValueError("--new-tokens applies to --phase decode; a prefill step's new tokens "
-                         "are the prompt (--context)")
-    T = S if args.phase == "prefill" else T or 1
-    if T > S:
-        raise ValueError(f"--new-tokens ({T}) must not exceed --context ({S}): the context "
-                         "counts the new tokens too")
-    cached = S - T
-    used = {k: num(getattr(m, k)) for k in WIDTHS}
-    t = roofline_table(m, c, batch=args.batch, new_tokens=T, cached=cached, dtype=dtype,
-                       groups=args.groups, attention=args.attention,
-                       title=report_title(args.model, args.phase, args.batch, S, T, cached,
-                                          args.attention, dtype, used, from_dtype))
-    query = {"model": args.model, "params": int(m.params), "chip": c.name,
-             "phase": args.phase, "batch": args.batch, "context": S, "new_tokens": T,
-             "cached": cached, "attention": args.attention, "groups": args.groups,
-             "dtype": dtype, **used}
-    print({"text": t.to_text, "markdown": t.to_markdown, "latex": t.to_latex,
-           "json": lambda: json.dumps({"query": query, **t.as_dict()}, indent=2)}[args.format]())
     return 0
 
 
@@ -215,65 +188,54 @@ def build_parser(with_measure: bool = False) -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
 
     def command(name: str, run: Any, text: str, formats: Sequence[str] = (),
-                on_chip: bool = False) -> Any:
+                on_chip: bool | None = None) -> Any:
+        """A subcommand; ``on_chip`` adds --chip (required if True) and --dtype."""
         c = sub.add_parser(name, help=text, description=text)
         c.set_defaults(run=run)
         if formats:
             c.add_argument("--format", choices=formats, default=formats[0],
                            help="output format (default: %(default)s)")
-        if on_chip:
-            c.add_argument("--chip", required=True, help=f"one of: {', '.join(CHIPS)}")
+        if on_chip is not None:
+            add_chip_options(c, required=on_chip)
             c.add_argument("--dtype", help="whose peak FLOP/s and byte widths: bf16 (default), "
                            "fp16, fp8, int8 or fp32, as the chip has (see: symroof chips)")
         return c
 
     for name, run, what in (("chips", cmd_chips, "chip presets: peak FLOP/s per dtype, HBM "
-                             "bandwidth and capacity, link bandwidth, and each figure's source"),
+                             "bandwidth and capacity, link bandwidth, network (--sources: and "
+                             "each figure's source)"),
                             ("models", cmd_models, "model presets: dimensions, parameters, "
                              "source (or NAMES that are paths to Hugging Face config.json)")):
         c = command(name, run, what, ("text", "markdown", "json"))
-        c.add_argument("names", nargs="*", metavar="NAME", help="show only these")
+        c.add_argument("names", nargs="*", metavar="NAME", help="show only these (or "
+                       "paths: a config.json for models, a JSON chip record for chips)")
+        if name == "chips":
+            c.add_argument("--sources", action="store_true", help="list the source of every "
+                           "figure (JSON always has them)")
     c = command("critical-batch", cmd_critical_batch, "the batch B at which X[B,D] @ W[D,F] "
                 "turns compute-bound: its intensity reaches the chip's peak / HBM bandwidth",
                 ("text", "markdown", "json"), on_chip=True)
     for flag, what in (("x", "activations X"), ("w", "weights W"), ("out", "output Z")):
-        c.add_argument(f"--{flag}-bytes", type=_WIDTH, metavar="N", help=f"bytes per element "
-                       f"of {what} (default: " + ("as --x-bytes)" if flag == "out" else
-                                                 "the dtype's, 1 for int8 and fp8, 2 for bf16)"))
-    c.add_argument("--d", type=_POSITIVE, help="with --f: the exact root for these widths")
-    c.add_argument("--f", type=_POSITIVE, help="with --d (default: the B << D, F regime)")
-    c = command("report", cmd_report, "per-op roofline table of one forward step: FLOPs, "
-                "bytes by kind, intensity, bound and time of each op, with totals, both time "
-                "bounds and the bottleneck (useful FLOPs; lm_head on the last position)",
-                ("text", "markdown", "latex", "json"), on_chip=True)
-    c.add_argument("--model", required=True, help=f"one of: {', '.join(MODELS)}; or a path "
-                   "to a Hugging Face config.json (or its folder)")
-    c.add_argument("--phase", required=True, choices=("prefill", "decode"))
-    c.add_argument("--batch", required=True, type=_POSITIVE, metavar="B",
-                   help="sequences in the batch")
-    c.add_argument("--context", required=True, type=_POSITIVE, metavar="S", help="tokens each "
-                   "sequence attends to, new ones included (prefill: the prompt length)")
-    c.add_argument("--new-tokens", type=_POSITIVE, metavar="T", help="decode only: new tokens "
-                   "per sequence (default 1); the cache holds S - T tokens")
-    c.add_argument("--groups", action="store_true", help="merge rows into op groups")
-    c.add_argument("--attention", choices=("fused", "naive"), default="fused",
-                   help="fused (FlashAttention-style) or naive (scores through memory)")
-    for flag, what in (("w", "weight"), ("act", "activation"), ("kv", "KV-cache")):
-        c.add_argument(f"--{flag}-bytes", type=_WIDTH, metavar="N", help=f"bytes per {what} "
-                       "element (default: --dtype's width if given, 1 for int8 and fp8; "
-                       "else the model's, 2)")
+        c.add_argument(f"--{flag}-bytes", type=WIDTH, metavar="N", help=f"bytes per element "
+                       f"of {what}, or a dtype such as int4 (default: " + (
+                           "as --x-bytes)" if flag == "out" else
+                           "the dtype's, 1 for int8 and fp8, 2 for bf16)"))
+    c.add_argument("--d", type=SIZE, help="with --f: the exact root for these widths")
+    c.add_argument("--f", type=SIZE, help="with --d (default: the B << D, F regime)")
+    for add in (add_report, add_train, add_serve, add_solve):
+        add(command)
     c = command("check", cmd_check, "run the counted NumPy model and compare every op's "
                 "FLOPs and bytes with the symbolic formulas, exactly (exit 1 on a mismatch)",
                 ("text", "markdown", "json"))
     c.add_argument("--model", default="tiny", help="a small model or config (default: "
                    "%(default)s); the NumPy run must fit in 2 GiB of float64 arrays")
-    c.add_argument("--batch", type=_POSITIVE, default=2, metavar="B",
+    c.add_argument("--batch", type=SIZE, default=2, metavar="B",
                    help="sequences in the batch (default: %(default)s)")
-    c.add_argument("--new-tokens", type=_POSITIVE, default=4, metavar="T",
+    c.add_argument("--new-tokens", type=SIZE, default=4, metavar="T",
                    help="new tokens per sequence, counted (default: %(default)s)")
-    c.add_argument("--cached", type=_number(int, lambda v: v >= 0, "a non-negative integer"),
-                   default=0, metavar="N", help="tokens already in the cache, run first and "
-                   "not counted (default: %(default)s)")
+    c.add_argument("--cached", type=arg_type(size, 0), default=0, metavar="N",
+                   help="tokens already in the cache, run first and not counted (default: "
+                   "%(default)s)")
     c.add_argument("--last-only", action="store_true", help="lm_head on the last position")
     c = command("notes", cmd_notes, "write lecture notes (LaTeX) from the derivation scripts, "
                 "with their tables and figures; compile to PDF if pdflatex is on the PATH")

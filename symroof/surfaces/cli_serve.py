@@ -1,0 +1,217 @@
+"""``symroof serve`` and ``symroof report --mesh``: one decode step of a model sharded over a
+mesh (``sr.serve``: 1-D model parallelism, book ch. 7), per chip.
+
+``serve`` prints the plan: memory per chip and the largest batch, the step's time bounds
+with its collectives, tokens/s per chip, and the smallest slice that holds the batch at each
+weight dtype (``sr.smallest_slice``); a plan that does not fit says what it needs. ``report
+--mesh`` prints the same step's per-chip rows as a roofline table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from typing import Any
+
+import sympy as sp
+
+from ..models import OP_GROUPS, group
+from ..models.sanity import step_warnings
+from ..models.table import RooflineTable
+from ..parallel import serve, smallest_slice
+from ..parallel.serving import WIDTHS
+from ..render import fmt_si
+from .cli_args import SIZE, add_chip_options, add_mesh_options, dumps, load_model, mesh_of
+from .cli_format import num
+
+__all__ = ["cmd_serve", "add_serve", "report_mesh"]
+
+#: the weight dtypes whose smallest slice ``serve`` lists (fp8 stores as int8, fp4 as int4)
+_BY_DTYPE = ("bf16", "int8", "int4")
+
+
+def _shape(mesh: Any) -> str:
+    return "x".join(str(a.size) for a in mesh.axes)
+
+
+def _needs(plan: Any) -> tuple[Any, int]:
+    """Bytes of the weights and the batch's KV cache, unsharded, and the chips they need."""
+    m = plan.model
+    total = m.params * m.w_bytes + plan.batch * plan.context * m.kv_bytes_per_token
+    return total, int(math.ceil(total / plan.mesh.chip.hbm_bytes))
+
+
+def _slices(plan: Any, kv: str | None) -> dict[str, str | None]:
+    """The smallest slice holding the weights and the batch's KV cache, per weight dtype."""
+    out = {}
+    for w in _BY_DTYPE:
+        try:
+            out[w] = smallest_slice(plan.model, plan.mesh.chip, weights=w, kv=kv or plan.kv,
+                                    batch=int(plan.batch), context=int(plan.context))
+        except ValueError:
+            out[w] = None
+    return out
+
+
+def _layout(plan: Any) -> str:
+    n, G = plan.n, plan.model.G
+    kv = f"over the {G} KV heads, then the batch" if n > G else f"over KV heads ({n} ways)"
+    return (f"layout: 1-D model parallelism over all {n} chips (MLP weights over F, attention "
+            f"over heads, book ch. 7); KV cache {kv}")
+
+
+def _collectives(plan: Any) -> list[str]:
+    L = plan.model.L
+    return [f"{k.removeprefix('comm/')}: {fmt_si(c.net_bytes, 'B')} sent per chip, "
+            f"{fmt_si(c.net_time, 's')} (all {L} layers)" for k, c in plan.collectives.items()]
+
+
+def _fit_line(plan: Any) -> str:
+    mem = plan.memory
+    text = (f"memory per chip {fmt_si(plan.hbm_used, 'B')} of "
+            f"{fmt_si(plan.mesh.chip.hbm_bytes, 'B')} (weights {fmt_si(mem['weights'], 'B')}, "
+            f"KV {fmt_si(mem['kv'], 'B')}); largest batch {plan.max_batch}")
+    return text if plan.fits else "does not fit: " + text
+
+
+def _need_line(plan: Any, slices: dict) -> str:
+    total, chips = _needs(plan)
+    have = slices.get(plan.weights) or slices.get(_dtype_for(plan.model.w_bytes))
+    where = (f"the smallest {plan.mesh.chip.name} slice that holds it is {have}" if have else
+             f"no {plan.mesh.chip.name} slice on record holds it")
+    return (f"it needs at least {chips} chips ({fmt_si(total, 'B')} of weights and KV cache); "
+            f"{where} (the weights alone need {plan.min_chips})")
+
+
+def _dtype_for(w: Any, dtype: str | None = None) -> str | None:
+    """A storage dtype name of width ``w`` bytes (``dtype`` first, where it has that width)."""
+    if dtype and dtype in WIDTHS and sp.sympify(WIDTHS[dtype]) == w:
+        return dtype
+    return next((d for d, v in WIDTHS.items() if sp.sympify(v) == w), None)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    model, mesh = load_model(args.model), mesh_of(args.mesh, args)
+    dtype = (args.dtype or "bf16").strip().lower()
+    plan = serve(model, mesh, batch=args.batch, context=args.context, weights=args.weights,
+                 kv=args.kv, compute_dtype=dtype)
+    slices = _slices(plan, args.kv)
+    head = (f"{plan.model.name} decode on {mesh.chip.name} {_shape(mesh)} ({plan.n} chips): "
+            f"batch {args.batch}, context {args.context:,}, weights {plan.weights}, KV "
+            f"{plan.kv}, {dtype} peak")
+    lines = [_fit_line(plan)]
+    if plan.fits:
+        per_chip = float(plan.tokens_per_s_per_chip)
+        lines += [f"step {plan.time}", *_collectives(plan),
+                  f"{per_chip:,.0f} tokens/s per chip ({per_chip * plan.n:,.0f} for the slice)",
+                  f"the book's form B KV/W + max(2BP/C, P_bytes/W): "
+                  f"{fmt_si(plan.book_time, 's')}", _layout(plan)]
+    else:
+        lines.append(_need_line(plan, slices))
+    sizes = [f"{w}{'/fp8' if w == 'int8' else '/fp4' if w == 'int4' else ''}: "
+             f"{s or 'none on record'}" for w, s in slices.items()]
+    by = (f"smallest {mesh.chip.name} slice for batch {args.batch} at context "
+          f"{args.context:,} (KV {plan.kv}), by weight dtype: " + ", ".join(sizes))
+    if args.format == "json":
+        print(dumps(_serve_data(args, plan, dtype, slices, lines)))
+    elif args.format == "markdown":
+        print("\n".join([f"**{head}**", "", *(f"- {line}" for line in lines), f"- {by}"]))
+    else:
+        print("\n  ".join([head, *lines, by]))
+    return 0
+
+
+def _serve_data(args: argparse.Namespace, plan: Any, dtype: str, slices: dict,
+                lines: list[str]) -> dict[str, Any]:
+    t, total = plan.time, _needs(plan)
+    out = {"query": {"model": args.model, "model_name": plan.model.name,
+                     "chip": plan.mesh.chip.name, "mesh": _shape(plan.mesh), "chips": plan.n,
+                     "batch": args.batch, "context": args.context, "weights": plan.weights,
+                     "kv": plan.kv, "dtype": dtype},
+           "fits": plan.fits, "max_batch": num(plan.max_batch), "min_chips_weights":
+           num(plan.min_chips), "min_chips": int(total[1]), "bytes_needed": num(total[0]),
+           "memory_per_chip": {k: num(v) for k, v in plan.memory.items()},
+           "hbm_bytes": num(plan.mesh.chip.hbm_bytes), "smallest_slice": slices,
+           "lines": lines}
+    if plan.fits:
+        out.update({"t_math_s": float(t.t_math), "t_mem_s": float(t.t_mem),
+                    "t_net_s": float(t.t_net), "lower_s": float(t.lower),
+                    "upper_s": float(t.upper), "bound": t.bound,
+                    "book_s": float(plan.book_time),
+                    "tokens_per_s_per_chip": float(plan.tokens_per_s_per_chip),
+                    "collectives": {k.removeprefix("comm/"): {
+                        "net_bytes": num(c.net_bytes), "t_s": float(c.net_time)}
+                        for k, c in plan.collectives.items()}})
+    return out
+
+
+def add_serve(command: Any) -> None:
+    c = command("serve", cmd_serve, "one decode step sharded over a mesh (book ch. 7): memory "
+                "per chip, largest batch, time bounds with the collectives, tokens/s per chip, "
+                "and the smallest slice by weight dtype", ("text", "markdown", "json"))
+    c.add_argument("--model", required=True, help="a preset or a Hugging Face config.json")
+    add_mesh_options(c)
+    c.add_argument("--batch", required=True, type=SIZE, metavar="B", help="sequences")
+    c.add_argument("--context", required=True, type=SIZE, metavar="S", help="tokens each "
+                   "sequence attends to, the new one included (8k = 8,192)")
+    c.add_argument("--weights", default="bf16", help=f"storage dtype of the weights: "
+                   f"{', '.join(WIDTHS)} (default: %(default)s; int4 and fp4 are half a byte)")
+    c.add_argument("--kv", help="storage dtype of the KV cache (default: the model's, bf16)")
+    c.add_argument("--dtype", help="whose peak FLOP/s: bf16 (default), fp8, int8, ...")
+    add_chip_options(c, chip_flag=False)
+
+
+# -- report --mesh --------------------------------------------------------------------
+class _MeshTable(RooflineTable):
+    """A roofline table of a sharded step's rows, with the plan's warnings."""
+
+    def __init__(self, rows: dict, chip: Any, dtype: str, title: str, notes: tuple,
+                 warnings: tuple) -> None:
+        super().__init__(rows, chip, dtype, title=title, notes=notes)
+        vars(self)["_warnings"] = warnings
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return self._warnings
+
+
+def report_mesh(args: argparse.Namespace, model: Any, dtype: str, widths: dict,
+                title: Any, query: dict) -> int:
+    """``report --mesh``: the per-chip rows of ``sr.serve``'s decode step."""
+    if args.phase != "decode":
+        raise ValueError("--mesh reports a sharded decode step (sr.serve); a prefill step on "
+                         "a mesh is not modelled: use --phase decode, or --chip for one "
+                         "chip's prefill")
+    if (args.new_tokens or 1) != 1 or args.attention != "fused":
+        raise ValueError("--mesh reports one decode step with fused attention (sr.serve): "
+                         "drop --new-tokens and --attention naive")
+    mesh = mesh_of(args.mesh, args)
+    names = {}
+    for k, what in (("w_bytes", "weights"), ("kv_bytes", "KV cache")):
+        names[k] = _dtype_for(widths[k], dtype)
+        if names[k] is None:
+            raise ValueError(f"--mesh stores the {what} in a dtype ({', '.join(WIDTHS)}); "
+                             f"{k}={widths[k]} is none of them")
+    plan = serve(model.replace(act_bytes=widths["act_bytes"]), mesh, batch=args.batch,
+                 context=args.context, weights=names["w_bytes"], kv=names["kv_bytes"],
+                 compute_dtype=dtype)
+    rows = plan.rows
+    if args.groups:
+        rows = group(rows, {**OP_GROUPS, "collectives": list(plan.collectives)})
+    huge = mesh.chip.replace(hbm_bytes=10**30)  # HBM is checked per chip, below
+    warnings = step_warnings(plan.model, huge, args.batch, args.context)
+    slices = _slices(plan, names["kv_bytes"])
+    if not plan.fits:
+        warnings.insert(0, _fit_line(plan) + "; " + _need_line(plan, slices))
+    notes = (_fit_line(plan) if plan.fits else "", *_collectives(plan), _layout(plan))
+    t = _MeshTable(rows, mesh.chip, dtype, title(f"decode, per chip of {mesh.chip.name} "
+                   f"{_shape(mesh)} ({plan.n} chips)"), tuple(n for n in notes if n),
+                   tuple(warnings))
+    query = {**query, "chip": mesh.chip.name, "mesh": _shape(mesh), "chips": plan.n}
+    print({"text": t.to_text, "markdown": t.to_markdown, "latex": t.to_latex,
+           "json": lambda: dumps({"query": query, **t.as_dict(), "fits": plan.fits,
+                                  "max_batch": num(plan.max_batch),
+                                  "memory_per_chip": {k: num(v) for k, v in
+                                                      plan.memory.items()}})}[args.format]())
+    return 0
+

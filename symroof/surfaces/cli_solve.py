@@ -1,0 +1,139 @@
+"""``symroof solve``: an equation between named quantities of one step, solved for batch,
+context or new tokens under the step's stated assumptions (:mod:`symroof.surfaces.solve`):
+the formula with every other quantity substituted, the root exact and in decimal, or why
+there is none and the boundary that does exist.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import sympy as sp
+
+from ..derivation import tex_escape
+from ..render import latex
+from .cli_args import SIZE, WIDTH, add_chip_options, chip_of, dumps, load_model
+from .cli_format import WIDTHS, num, report_widths
+from .solve import QUANTITIES, VARIABLES, solve_step
+
+__all__ = ["cmd_solve", "add_solve"]
+
+#: LaTeX of the quantities that are not plain words (the others print as \text{...})
+_TEX = {"t_math": r"t_\text{math}", "t_mem": r"t_\text{mem}", "t_lower": r"t_\text{lower}",
+        "t_upper": r"t_\text{upper}", "flops": r"\text{FLOPs}", "kv_bytes": r"\text{KV bytes}"}
+
+
+def _value(x: sp.Expr) -> str:
+    """An exact value and its decimal: ``959038/2439 ~ 393.2``."""
+    if x.is_Integer:
+        return f"{x}"
+    return f"{sp.sstr(x)} ~ {float(x):.6g}"
+
+
+def _approx(e: sp.Expr) -> str:
+    return sp.sstr(sp.N(e, 4)) if e.free_symbols or not e.is_Integer else sp.sstr(e)
+
+
+def _head(args: argparse.Namespace, model: Any, chip: Any, dtype: str, var: str,
+          used: dict) -> str:
+    given = [f"{n.replace('_', ' ')} {v:,}" for n, v in (
+        ("batch", args.batch), ("context", args.context), ("new_tokens", args.new_tokens))
+        if v is not None and n != var]
+    if args.phase == "decode" and args.new_tokens is None and var != "new_tokens":
+        given.append("1 new token per sequence")
+    where = f" on {chip.name} ({dtype} peak)" if chip is not None else ""
+    return (f"solve {args.equation.strip()} for {var} ({VARIABLES[var]}): {model.name} "
+            f"{args.phase}{where}, {', '.join(given) or 'nothing else given'}, "
+            + ", ".join(f"{k}={used[k]}" for k in WIDTHS))
+
+
+def _lines(s: Any) -> list[str]:
+    lines = [f"{name} = {sp.sstr(e)}" + ("" if e.is_Integer else f"  (~ {_approx(e)})")
+             for name, e, typed in zip(s.sides, (s.lhs, s.rhs), s.typed)
+             if typed.free_symbols]  # a side typed as a number is shown as typed
+    if s.root is not None:
+        lines.append(f"{s.variable} = {_value(s.root)}: {s.above} for {s.variable} > "
+                     f"{float(s.root):.6g}")
+        return lines
+    lines.append(f"{s.variable}: never, because {s.never}")
+    lines += [f"the boundary that exists: {b.variable} = {_value(b.value)}; {b.side} it "
+              f"some {s.variable} reaches {s.equation.strip()}, "
+              f"{'above' if b.side == 'below' else 'below'} it none does"
+              for b in s.boundaries]
+    return lines
+
+
+def _latex(s: Any) -> str:
+    names = {sp.Symbol(q, positive=True): _TEX.get(q, rf"\text{{{q.replace('_', ' ')}}}")
+             for q in QUANTITIES}
+    rows = [" &= ".join(latex(side, symbol_names=names) for side in s.typed),
+            f"{latex(s.lhs)} &= {latex(s.rhs)}"]
+    if s.root is not None:
+        rows.append(rf"{latex(s.symbol)} &= {latex(s.root)} \approx {float(s.root):.6g}")
+    else:
+        rows.append(rf"&\text{{no root in }} {latex(s.symbol)}\text{{: "
+                    rf"{tex_escape(s.never)}}}")
+        rows += [rf"{latex(VARIABLES[b.variable])} &= {latex(b.value)} \approx "
+                 rf"{float(b.value):.6g} \quad \text{{(a root exists {b.side} it)}}"
+                 for b in s.boundaries]
+    return "\\begin{aligned}\n" + " \\\\\n".join(rows) + "\n\\end{aligned}"
+
+
+def cmd_solve(args: argparse.Namespace) -> int:
+    model = load_model(args.model)
+    dtype = (args.dtype or "bf16").strip().lower()
+    chip = chip_of(args) if args.chip else None
+    if chip is not None:
+        chip.peak(dtype)  # an unknown dtype fails here, naming the chip's dtypes
+    widths, _ = report_widths({k: getattr(args, k) for k in WIDTHS}, args.dtype, model)
+    model = model.replace(**widths)
+    var = args.var.strip().lower().replace("-", "_")
+    s = solve_step(args.equation, var, model, chip=chip, dtype=dtype, phase=args.phase,
+                   batch=args.batch, context=args.context, new_tokens=args.new_tokens)
+    used = {k: num(getattr(model, k)) for k in WIDTHS}
+    head = _head(args, model, chip, dtype, s.variable, used)
+    if args.format == "json":
+        print(dumps({"query": {"equation": args.equation, "for": s.variable, "model": args.model,
+                               "model_name": model.name, "chip": chip and chip.name,
+                               "dtype": dtype, "phase": args.phase, "batch": args.batch,
+                               "context": args.context, "new_tokens": args.new_tokens, **used},
+                     "title": head, "symbol": str(s.symbol), "lhs": str(s.lhs),
+                     "rhs": str(s.rhs), "root": None if s.root is None else float(s.root),
+                     "root_exact": None if s.root is None else str(s.root),
+                     "above": s.above or None, "never": s.never or None,
+                     "boundaries": [{"variable": b.variable, "value": float(b.value),
+                                     "value_exact": str(b.value), "side": b.side}
+                                    for b in s.boundaries]}))
+    elif args.format == "latex":
+        print(_latex(s))
+    elif args.format == "markdown":
+        print("\n".join([f"**{head}**", "", *(f"- `{line}`" for line in _lines(s))]))
+    else:
+        print("\n  ".join([head, *_lines(s)]))
+    return 0
+
+
+def add_solve(command: Any) -> None:
+    c = command("solve", cmd_solve, "solve an equation between quantities of one step (e.g. "
+                "'t_math = t_mem') for batch, context or new tokens; quantities: "
+                + ", ".join(QUANTITIES), ("text", "markdown", "latex", "json"))
+    c.add_argument("equation", help="e.g. 't_math = t_mem', 'kv_bytes = weight_bytes', "
+                   "'t_lower = 0.02' (seconds): " + "; ".join(f"{q}: {w}" for q, w in
+                                                               QUANTITIES.items()))
+    c.add_argument("--for", dest="var", required=True, metavar="VARIABLE",
+                   help=f"what to solve for: {', '.join(VARIABLES)} (or new-tokens)")
+    c.add_argument("--model", required=True, help="a preset or a Hugging Face config.json")
+    add_chip_options(c, required=False)
+    c.add_argument("--dtype", help="whose peak and, when given, byte widths: bf16 (default)")
+    c.add_argument("--phase", choices=("decode", "prefill"), default="decode",
+                   help="decode (default): new tokens on a cache; prefill: T = S")
+    c.add_argument("--batch", type=SIZE, metavar="B", help="sequences (unless solved for)")
+    c.add_argument("--context", type=SIZE, metavar="S", help="tokens each sequence attends "
+                   "to, new ones included (128k = 131,072)")
+    c.add_argument("--new-tokens", type=SIZE, metavar="T", help="decode: new tokens per "
+                   "sequence (default 1)")
+    for flag, what in (("w", "weight"), ("act", "activation"), ("kv", "KV-cache")):
+        c.add_argument(f"--{flag}-bytes", f"--{flag}-dtype", dest=f"{flag}_bytes",
+                       type=WIDTH, metavar="N", help=f"bytes per {what} element, or its "
+                       "dtype (int4 and fp4: half a byte)")

@@ -1,0 +1,215 @@
+"""``symroof train``: which parallelism strategy trains a model fastest on a mesh, and why.
+
+Every strategy is searched over every split of the mesh axes into its roles
+(``sr.strategy_search``); each strategy's fastest fitting split is planned
+(``sr.train_plan``) for its memory per chip and its conditions. ``--strategy`` plans one
+strategy (on the axes ``--dp``/``--fsdp``/``--tp``/``--pp`` give, else on its best split).
+A model that fits no split says what it would need (``sr.min_training_slice``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+import numpy as np
+
+from ..models import REMAT_POLICIES
+from ..parallel import min_training_slice, strategy_search, train_plan
+from ..parallel.layout import ROLES
+from ..parallel.search import STRATEGIES
+from ..render import fmt_si
+from .cli_args import SIZE, add_chip_options, add_mesh_options, dumps, load_model, mesh_of
+from .cli_format import num, table
+
+__all__ = ["cmd_train", "add_train"]
+
+
+def _split(axes: dict) -> str:
+    return "; ".join(f"{r}: {','.join(axes[r])}" for r in ROLES if axes[r])
+
+
+def _plan(args: argparse.Namespace, model: Any, mesh: Any, strategy: str, axes: dict,
+          microbatches: Any) -> Any:
+    return train_plan(model, mesh, strategy, batch_tokens=args.batch, seq=args.seq,
+                      microbatches=microbatches, remat=args.remat_value, dtype=args.dtype_,
+                      **{r: axes.get(r) or None for r in ROLES})
+
+
+def _row(plan: Any) -> dict[str, Any]:
+    """One strategy's answer, for every format."""
+    conds = [{"name": c.name, "text": str(c), "lhs": c.lhs, "relation": c.relation,
+              "threshold": num(c.threshold), "threshold_exact": str(c.threshold),
+              "value": None if c.value is None else num(c.value), "holds": c.holds,
+              "source": c.source} for c in plan.conditions.values()]
+    return {"strategy": plan.strategy, "split": _split(plan.axes),
+            "axes": {r: list(a) for r, a in plan.axes.items() if a}, "degrees": plan.degrees,
+            "lower_s": float(plan.lower), "upper_s": float(plan.upper), "bound": plan.bound,
+            "memory_bytes": float(plan.memory_total), "fits": plan.fits,
+            "conditions": conds, "notes": list(plan.notes), "plan": str(plan)}
+
+
+def _excluded(res: Any, idx: list[int], model: Any) -> str:
+    """Why no split of one strategy is chosen: memory, TP/PP wider than the model, or the
+    batch does not divide."""
+    hbm = float(res.candidates[0].mesh.chip.hbm_bytes)
+    fits = [j for j in idx if res.memory[0, j] <= hbm]
+    if not fits:
+        least = min(float(res.memory[0, j]) for j in idx)
+        return (f"does not fit: at least {fmt_si(least, 'B')} per chip, "
+                f"{fmt_si(hbm, 'B')} of HBM")
+    moe = getattr(model, "moe", None)
+    E = int(moe.E) if moe is not None else 1
+    limits = ((f"TP wider than the {model.H} query heads", lambda d: d["tp"] > model.H),
+              (f"more pipeline stages than the {model.L} layers", lambda d: d["pp"] > model.L),
+              (f"an EP degree that does not divide the {E} experts",
+               lambda d: E % d.get("ep", 1) != 0))
+    wide = {j: [w for w, bad in limits if bad(res.candidates[j].degrees)] for j in fits}
+    if all(wide.values()):
+        return "every split that fits has " + " or ".join(
+            dict.fromkeys(w for ws in wide.values() for w in ws))
+    return "no split that fits divides the batch by its data degree (x microbatches)"
+
+
+def _search(args: argparse.Namespace, model: Any, mesh: Any) -> tuple[list, list, Any]:
+    """(rows of the strategies that fit, fastest first; (strategy, why) of the others;
+    the search's answer where nothing fits, else None)."""
+    strategies = [args.strategy] if args.strategy else None  # None: the search's default
+    res = strategy_search(model, mesh, batch_tokens=args.batch, seq=args.seq,
+                          strategies=strategies, remat=args.remat_value,
+                          microbatches=args.microbatches, dtype=args.dtype_)
+    rows, out = [], []
+    for s in dict.fromkeys(c.strategy for c in res.candidates):
+        idx = [j for j, c in enumerate(res.candidates) if c.strategy == s]
+        ok = [j for j in idx if np.isfinite(res.lower[0, j])]
+        if not ok:
+            out.append((s, _excluded(res, idx, model)))
+            continue
+        c = res.candidates[min(ok, key=lambda j: (res.lower[0, j], res.memory[0, j]))]
+        rows.append(_row(_plan(args, model, mesh, s, c.axes,
+                               c.microbatches if c.axes["pp"] else None)))
+    best = res.candidates[int(res.best[0])].strategy if res.best[0] >= 0 else None
+    rows.sort(key=lambda r: (r["strategy"] != best, r["lower_s"], r["memory_bytes"]))
+    return rows, out, None if rows else res.why[0]
+
+
+def _need(args: argparse.Namespace, model: Any, mesh: Any) -> str:
+    """What a run that fits nowhere on ``mesh`` needs, sharded over every chip."""
+    try:
+        need = min_training_slice(model, mesh.chip, batch_tokens=args.batch, seq=args.seq,
+                                  remat=args.remat_value)
+    except ValueError as err:  # more than the largest slice on record
+        return str(err).removeprefix("does not fit: ").removeprefix(f"{model.name} ")
+    return (f"needs at least {need.chips} {mesh.chip.name} chips ({fmt_si(need.total, 'B')} "
+            f"of weights, optimizer state and activations, {fmt_si(mesh.chip.hbm_bytes, 'B')}"
+            f" each): the smallest slice with them is {need.slice} ({need.slice_chips} chips)")
+
+
+def _answer(rows: list, why: str | None, args: argparse.Namespace, model: Any,
+            mesh: Any) -> str:
+    """The chosen strategy and why, or why there is none."""
+    if not rows or not rows[0]["fits"]:
+        if why and not why.startswith("does not fit"):
+            return f"no strategy chosen: {why}"
+        what = f"with {args.strategy}" if args.strategy else "with any strategy"
+        shape = "x".join(str(a.size) for a in mesh.axes)
+        return (f"{model.name} does not fit on {mesh.chip.name} {shape} {what}: "
+                f"{_need(args, model, mesh)}")
+    best = rows[0]
+    text = (f"chosen: {best['strategy']} ({best['split']}): "
+            + ("the only strategy asked for" if args.strategy else
+               "the fastest step (lower bound) of the strategies that fit"))
+    if len(rows) > 1:
+        nxt = rows[1]
+        ahead = nxt["lower_s"] / best["lower_s"] - 1
+        other = f"{nxt['strategy']} ({nxt['split']})"
+        lighter = nxt["memory_bytes"] > best["memory_bytes"]
+        text += (f", {ahead:.1%} ahead of {other} at {fmt_si(nxt['lower_s'], 's')}"
+                 if ahead > 1e-9 else f", tied with {other}, " + (
+                     "which needs more memory" if lighter else "as light in memory: the "
+                     "first of the two in the search's order"))
+    failing = [c["name"] for c in best["conditions"] if c["holds"] is False]
+    return text + (f"; {best['bound']}-bound; " + (
+        f"conditions that do not hold: {', '.join(failing)}" if failing else
+        "every condition holds" if best["conditions"] else "no conditions"))
+
+
+def _sequences(n: int) -> str:
+    return f"{n:,} sequence" + ("" if n == 1 else "s")
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    args.dtype_ = (args.dtype or "bf16").strip().lower()
+    args.remat_value = int(args.remat) if args.remat.isdigit() else args.remat
+    model, mesh = load_model(args.model), mesh_of(args.mesh, args)
+    if args.batch % args.seq:
+        raise ValueError(f"--batch {args.batch:,} tokens is not a whole number of sequences "
+                         f"of --seq {args.seq} (4M = 4,194,304 = 1,024 x 4096)")
+    axes = {r: getattr(args, r) for r in ROLES}
+    if any(axes.values()) and not args.strategy:
+        raise ValueError("--dp, --fsdp, --tp and --pp give the axes of --strategy's roles: "
+                         "add --strategy (e.g. --strategy fsdp+tp --fsdp XY --tp Z)")
+    if args.strategy and any(axes.values()):
+        rows, excluded, why = [_row(_plan(args, model, mesh, args.strategy, axes,
+                                          args.microbatches))], [], None
+    else:
+        rows, excluded, why = _search(args, model, mesh)
+    shape = "x".join(str(a.size) for a in mesh.axes)
+    head = (f"{model.name} on {mesh.chip.name} {shape} ({mesh.n_chips} chips): batch "
+            f"{args.batch:,} tokens ({_sequences(args.batch // args.seq)} of {args.seq}), "
+            f"remat {args.remat}, {args.dtype_} peak")
+    answer = _answer(rows, why, args, model, mesh)
+    if args.format == "json":
+        print(dumps({"query": {"model": args.model, "model_name": model.name,
+                               "chip": mesh.chip.name, "mesh": shape, "chips": mesh.n_chips,
+                               "batch_tokens": args.batch, "seq": args.seq,
+                               "remat": args.remat_value, "dtype": args.dtype_,
+                               "strategy": args.strategy},
+                     "strategies": rows, "excluded": [{"strategy": s, "why": w}
+                                                      for s, w in excluded],
+                     "chosen": rows[0] if rows and rows[0]["fits"] else None,
+                     "answer": answer}))
+        return 0
+    md = args.format == "markdown"
+    cells = [["strategy", "split", "step", "bound", "memory/chip", "conditions"]]
+    cells += [[r["strategy"], r["split"], f"{fmt_si(r['lower_s'], 's')} .. "
+               f"{fmt_si(r['upper_s'], 's')}", r["bound"], fmt_si(r["memory_bytes"], "B")
+               + ("" if r["fits"] else " (does not fit)"),
+               "; ".join(c["text"] for c in r["conditions"]) or "-"] for r in rows]
+    lines = [f"**{head}**\n" if md else head]
+    if rows:
+        lines.append(table(args.format, cells))
+    if excluded:
+        lines.append(("\n" if md else "") + "no split of this mesh works for:")
+        lines += [f"{'- ' if md else '  '}{s}: {w}" for s, w in excluded]
+    lines.append(("\n" if md else "") + answer)
+    if rows and rows[0]["fits"]:
+        plan = rows[0]["plan"]
+        lines.append(f"```\n{plan}\n```" if md else plan)
+    print("\n".join(lines))
+    return 0
+
+
+def add_train(command: Any) -> None:
+    """The ``train`` subcommand's options (``command``: build_parser's adder)."""
+    c = command("train", cmd_train, "training on a mesh: each strategy's fastest split, its "
+                "step-time bounds, memory per chip and conditions, and the strategy chosen",
+                ("text", "markdown", "json"))
+    c.add_argument("--model", required=True, help="a preset or a Hugging Face config.json")
+    add_mesh_options(c)
+    c.add_argument("--batch", required=True, type=SIZE, metavar="TOKENS", help="global batch "
+                   "in tokens, whole sequences (4M = 4 x 2^20 = 1024 sequences of 4096)")
+    c.add_argument("--seq", type=SIZE, default=4096, metavar="S",
+                   help="tokens per sequence (default: %(default)s)")
+    c.add_argument("--strategy", help=f"plan this one only, e.g. fsdp+tp (searched: "
+                   f"{', '.join(STRATEGIES)}; for a mixture of experts also the ones with "
+                   "ep)")
+    for role in ROLES:
+        c.add_argument(f"--{role}", metavar="AXES", help=f"mesh axes of the {role} role "
+                       "(e.g. XY), with --strategy; one role left out takes the rest")
+    c.add_argument("--microbatches", type=SIZE, metavar="N", help="pipeline microbatches "
+                   "(default: 4 x stages)")
+    c.add_argument("--remat", default="full", help=f"{', '.join(REMAT_POLICIES)}, or N "
+                   "checkpoints per layer (default: %(default)s)")
+    c.add_argument("--dtype", help="whose peak FLOP/s: bf16 (default), fp8, int8, ...")
+    add_chip_options(c, chip_flag=False)
