@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import symroof as sr
-from symroof.parallel.search import BOUNDS, candidates, plan_of
+from symroof.parallel.search import BOUNDS, EP_STRATEGIES, STRATEGIES, candidates, plan_of
 
 L70 = sr.model("llama-3.1-70b")
 MESHES = {
@@ -103,3 +103,27 @@ def test_many_points_in_one_call():
     res = sr.strategy_search(L70, MESHES["v5p cube"], batch_tokens=batches)
     assert res.points >= 10**4 * 8 and res.lower.shape == (2000, len(res.candidates))
     assert (res.best >= 0).sum() > 0
+
+
+def test_a_mixture_of_experts_is_searched_with_ep_too():
+    mix, mesh = sr.model("mixtral-8x7b"), MESHES["v5p cube"]
+    res = sr.strategy_search(mix, mesh, batch_tokens=2**21)
+    names = [c.strategy for c in res.candidates]
+    assert set(names) == set(STRATEGIES + EP_STRATEGIES)
+    ep = [j for j, c in enumerate(res.candidates) if c.axes["ep"]]
+    for j in ep:  # every point equals its train_plan
+        c = res.candidates[j]
+        if 8 % c.degrees["ep"]:  # 16 or 32 EP chips for 8 experts: never chosen
+            assert not np.isfinite(res.lower[0, j])
+            continue
+        p = sr.train_plan(mix, mesh, c.strategy, batch_tokens=2**21,
+                          microbatches=c.microbatches if c.axes["pp"] else None,
+                          **{r: c.axes[r] or None for r in ("dp", "fsdp", "tp", "pp", "ep")})
+        assert np.isclose(res.memory[0, j], float(p.memory_total), rtol=1e-12)
+        if np.isfinite(res.lower[0, j]):
+            assert np.isclose(res.lower[0, j], float(p.lower), rtol=1e-12)
+            assert np.isclose(res.upper[0, j], float(p.upper), rtol=1e-12)
+    dense = sr.strategy_search(L70, mesh, batch_tokens=2**21)
+    assert len(dense.candidates) == len(candidates(mesh, STRATEGIES))  # no ep for a dense model
+    with pytest.raises(ValueError, match="llama-3.1-70b is dense"):
+        sr.strategy_search(L70, mesh, batch_tokens=2**21, strategies=("fsdp+ep",))

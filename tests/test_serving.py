@@ -127,3 +127,79 @@ def test_families_shard_their_own_rows():
 def test_sliding_windows_cap_the_kv_cache():
     plan = sr.serve("mistral-7b", sr.mesh("tpu-v5e", "2x2"), batch=4, context=32768)
     assert plan.memory["kv"] == 4 * 4096 * plan.model.kv_bytes_per_token / 4
+
+
+# -- 2-D weight-stationary (book ch. 7 problem 7, appendix B; §7.4) ----------------------------
+def _sym_mesh():
+    from symroof.symbols import X, Y, Z
+    W_ici = sp.Symbol("W_ici", positive=True)
+    return sr.mesh(sr.symbolic_chip(W_net=W_ici / 2), {"X": X, "Y": Y, "Z": Z}), W_ici
+
+
+def test_2d_comms_optimum_and_crossover_are_the_books():
+    """The book's MLP (W_in[D, F], no gate) on a 3-axis torus, D over X, F over Y Z: per layer
+    T = 2BD/(X W) + 4BF/(YZ W); X_opt = sqrt(D N/(2F)) minimises it; there T = 2B sqrt(8DF/N)/W,
+    below 1-D's 4BD/(3W) once N > 18F/D: 72 at F = 4D (the book prints 128 (3/4)^2 = 81)."""
+    from symroof.symbols import B, D, F, S, X, Y, Z
+    mesh, W = _sym_mesh()
+    book = sr.Transformer(gated=False)
+    p = sr.serve(book, mesh, batch=B, context=S, layout="2d")
+    mlp = {k: p.rows[f"comm/mlp_{k}"].net_time / book.L
+           for k in ("allgather", "allreduce", "reducescatter")}
+    T = sum(mlp.values())
+    assert sp.simplify(T - (2 * B * D / (X * W) + 4 * B * F / (Y * Z * W))) == 0
+    N = sp.Symbol("N", positive=True)
+    x_opt = p.conditions["x_opt"].threshold.subs(Y, N / (X * Z))  # N = X Y Z held
+    assert sp.simplify(x_opt - sp.sqrt(D * N / (2 * F))) == 0
+    T_N = T.subs(Y, N / (X * Z))  # N held: YZ = N/X
+    assert sp.simplify(sp.diff(T_N, X).subs(X, x_opt)) == 0  # calculus: the minimum
+    assert sp.simplify(T_N.subs(X, x_opt) - 2 * B * sp.sqrt(8 * D * F / N) / W) == 0
+    one = sr.serve(book, mesh, batch=B, context=S)
+    assert sp.simplify(one.rows["comm/mlp_allreduce"].net_time / book.L
+                       - 4 * B * D / (3 * W)) == 0
+    n_star = p.conditions["2d"].threshold
+    assert n_star == 18 * F / D and one.conditions["2d"].threshold == n_star
+    # F = 4D: 18 x 4 = 128 (3/4)^2 = 72, where the book's arithmetic prints "= 81"
+    assert n_star.subs(F, 4 * D) == 72 == 128 * sp.Rational(3, 4)**2
+
+
+def test_2d_gated_mlps_allreduce_gate_and_up():
+    from symroof.symbols import B, D, F, S, X, Y, Z
+    mesh, _ = _sym_mesh()
+    p = sr.serve(sr.Transformer(), mesh, batch=B, context=S, layout="2d")  # SwiGLU
+    assert sp.simplify(p.conditions["x_opt"].threshold - sp.sqrt(D * X * Y * Z / (4 * F))) == 0
+    assert p.conditions["2d"].threshold == 36 * F / D
+
+
+def test_2d_changes_only_the_collectives():
+    mesh = sr.mesh("tpu-v5p", "4x4x4")
+    one = sr.serve("mixtral-8x7b", mesh, batch=64, context=2048)
+    assert one == sr.serve("mixtral-8x7b", mesh, batch=64, context=2048, layout="1d")
+    two = sr.serve("mixtral-8x7b", mesh, batch=64, context=2048, layout="2d", d_axes="XY")
+    assert two.d_axes == ("X", "Y") and two.memory == one.memory
+    for key, row in one.rows.items():
+        if not key.startswith("comm/"):
+            assert two.rows[key] == row, key
+    assert set(two.collectives) == {f"comm/{b}_{k}" for b in ("attn", "mlp") for k in
+                                    ("allgather", "allreduce", "reducescatter")} | {
+                                        "comm/attn_alltoall"}  # 64 chips > G = 8 KV heads
+    moe_ar = sr.all_reduce(mesh, 64 * (2 * 2 * 14336 + 8) * 2 // 4, "XY")  # k gate+up, logits
+    assert two.rows["comm/mlp_allreduce"].net_time == 32 * moe_ar.net_time
+    assert "2-D (D over X,Y)" in str(two) and "2-D" not in str(one)
+
+
+@pytest.mark.parametrize("mesh, kwargs, message", [
+    ("2x2", {"layout": "3d"}, "layout must be one of 1d, 2d, got '3d'"),
+    ("2x2", {"d_axes": "X"}, "d_axes='X' splits D under layout='2d'"),
+    ({"X": 4}, {"layout": "2d"}, "none is left for F"),
+    ("2x2", {"layout": "2d", "d_axes": "XY"}, "none is left for F"),
+])
+def test_bad_layouts(mesh, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        sr.serve("llama-3.1-8b", sr.mesh("tpu-v5e", mesh), batch=4, context=1024, **kwargs)
+
+
+def test_2d_refuses_latent_attention():
+    with pytest.raises(ValueError, match="latent attention"):
+        sr.serve("deepseek-v3", sr.mesh("tpu-v5p", "4x4x4"), batch=4, context=1024,
+                 layout="2d")

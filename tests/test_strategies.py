@@ -15,7 +15,7 @@ import sympy as sp
 import symroof as sr
 from symroof.hardware.chip import Chip
 from symroof.hardware.topology import Level, Switched, Torus
-from symroof.models import Transformer, train_memory
+from symroof.models import MoE, Transformer, train_memory
 from symroof.symbols import B, D, F, X, Y, Z
 
 C, W_ici, W_dcn = (sp.Symbol(n, positive=True) for n in ("C", "W_ici", "W_dcn"))
@@ -248,7 +248,9 @@ def test_latex_of_conditions():
     (dict(strategy="fsdp+tp", tp="Q"), "mesh axis 'Q' is not in this mesh"),
     (dict(strategy="fsdp+tp"), "needs axes for fsdp, tp"),
     (dict(strategy="fsdp+zero1"), "names the fsdp role twice"),
-    (dict(strategy="ep"), "unknown strategy part 'ep'"),
+    (dict(strategy="sp"), "unknown strategy part 'sp'"),
+    (dict(strategy="fsdp+ep"), "splits the experts of a mixture of experts, and "
+                               "llama-3.1-70b is dense"),
     (dict(strategy="fsdp", tp="X"), "axes given for tp='X'"),
     (dict(strategy="dp", batch=3000, seq=1000),
      "batch_tokens = 3000 is not divisible by the data-parallel width X = 64"),
@@ -272,3 +274,87 @@ def test_fewer_sequences_than_data_shards_is_noted():
     p = plan("fsdp", mesh=sr.mesh("tpu-v5p", "4x4x4"), model=L70, batch=16 * 4096)
     assert "sequence/context parallelism" in p.notes[0]
     assert math.isfinite(float(p.lower))
+
+
+# -- expert parallelism (book ch. 12 "Expert Parallelism"; §5.7, §8.2) ----------------------
+E_, k_, F_e = sp.Symbol("E", positive=True, integer=True), sp.Symbol("k", positive=True,
+                                                                      integer=True), F
+MOE = Transformer(moe=MoE(E=E_, k=k_, F=F_e))  # the book's MoE MLP in symbols
+
+
+def test_moe_data_parallel_needs_e_over_k_more_tokens():
+    # ch. 12: T_math = 8 k B D F/(X C), T_comms = 8 E D F/W -> B/X > (E/k) C/W
+    dp = plan("dp", mesh=sr.mesh(SYM_CHIP, {"X": X}), model=MOE).conditions["dp"]
+    assert sp.simplify(dp.threshold - E_ / k_ * ALPHA) == 0
+    node = plan("zero3", mesh=sr.mesh(_gpu(), {"X": 8}, hop_latency=0), model=MOE)
+    assert sp.simplify(node.conditions["fsdp"].threshold
+                       - E_ / k_ * sp.Rational(7, 8) * C / W_GPU) == 0  # ring factor 7/8
+
+
+def test_ep_on_a_torus_is_the_alltoall_against_compute():
+    """One wrapped axis of Z_e chips: the forward's two AllToAlls of the [B, D, min(k, Z)]
+    token copies, each V/(4 W_ici) (ch. 3), against 4 B k D F/(Z C)."""
+    p = plan("ep", mesh=sr.mesh(SYM_CHIP, {"Z": Z}), model=MOE)
+    rows = p.layer
+    a2a = rows["forward/ep/all-to-all In"]
+    assert a2a.kind == "all-to-all" and a2a.V == 2 * B * D * sp.Min(k_, Z)
+    fwd = sum(c.net_time for key, c in rows.items() if key.startswith("forward/ep"))
+    assert sp.simplify(fwd - B * D * sp.Min(k_, Z) / W_ici) == 0
+    assert rows["forward/compute"].flops == 4 * B * k_ * D * F / Z
+    c = p.conditions["ep"]
+    assert c.lhs == "F" and c.value == F_e
+    assert sp.simplify(c.threshold - Z * ALPHA * sp.Min(k_, Z) / (4 * k_)) == 0
+    numbers = plan("fsdp+ep", mesh=sr.mesh("tpu-v5p", "4x4x8"), model=sr.model("mixtral-8x7b"),
+                   batch=2**22, fsdp="XY", ep="Z").conditions["ep"]
+    assert numbers.threshold == 8 * 2550 // 4 and numbers.holds  # Z alpha / 4, k = 2 < Z
+
+
+def _book_ep(Z, k):
+    """ch. 12: T_math = 4 B k D F/(Z C), T_comms = 4 B D (Z - 8)/(W Z) min(8k/Z, 1), so
+    compute-bound iff F > alpha (Z - 8) min(8/Z, 1/k), alpha = C/W_node."""
+    return C / W_node * (Z - 8) * sp.Min(sp.Rational(8, Z), sp.Rational(1, k))
+
+
+@pytest.mark.parametrize("Z, k", [(16, 1), (16, 2), (64, 2), (256, 2), (64, 8), (16, 8),
+                                  (32, 8)])
+def test_gpu_ep_condition_against_the_books_form(Z, k):
+    """EP over Z GPUs in Z/8 nodes. The mesh's AllToAll sends one copy of a token to each
+    of the min(k, Z) chips holding its experts; across the leaf its (M - 1)/M ring factor
+    is the book's (Z - 8)/Z exactly, so with Z >= 8k the thresholds agree. For k > Z/8 the
+    book sends a token across the network once per node (min(8k/Z, 1)), the AllToAll once
+    per chip: 8k/Z times the book's threshold. The book's "Z >> 8k: F > 8 alpha" is the
+    Z -> oo limit of 8 alpha (Z - 8)/Z. The node level (7/8 of V/W_GPU) is left slack:
+    W_GPU = 9/8 W_node (450 vs 400 GB/s)."""
+    model = Transformer(moe=MoE(E=256, k=k, F=F_e))
+    p = plan("ep", mesh=sr.mesh(_gpu(), {"Z": Z}, hop_latency=0), model=model)
+    ours = p.conditions["ep"].threshold.subs(W_GPU, sp.Rational(9, 8) * W_node)
+    assert ours == 8 * C / W_node * sp.Rational((Z - 8) * min(k, Z), k * Z)
+    ratio = sp.Max(1, sp.Rational(8 * k, Z))
+    assert sp.simplify(ours - _book_ep(Z, k) * ratio) == 0  # Z >= 8k: the book's own
+
+
+def test_ep_shards_the_experts_and_the_batch():
+    mix = sr.model("mixtral-8x7b")
+    mesh = sr.mesh("tpu-v5p", "4x4x8")
+    ep = plan("dp+ep", mesh=mesh, model=mix, batch=2**22, dp="XY", ep="Z")
+    dp = plan("dp", mesh=mesh, model=mix, batch=2**22)
+    experts = 32 * 8 * 3 * 4096 * 14336  # L_moe E 3 D F: the routed experts
+    share = sp.Rational(mix.params - experts + experts // 8, mix.params)
+    for key in ("params", "grads", "moments"):
+        assert ep.memory[key] == share * dp.memory[key]
+    assert ep.memory["activations"] == dp.memory["activations"]  # B over X Z_e = 128 both
+    assert ep.flops == dp.flops  # the same tokens per chip, 6 P_active (not P) each
+    P_act, attn = mix.active_params, 32 * 32 * 128 * 4096  # L H d_h seq
+    assert ep.flops * 128 == 2**22 * (8 * P_act + 16 * attn)  # 6P + 12attn + full remat
+    a2a = sr.all_to_all(mesh, 2 * 2**22 // 16 * 4096 * 2, "Z")  # [B/X, D, min(k, Z_e)]
+    assert ep.step["forward/ep/all-to-all tokens"].net_time == 2 * 32 * a2a.net_time
+    rest = (mix.params - experts) * 2 // 32  # replicated weights: an AllReduce like DP's
+    assert ep.step["backward/ep/all-reduce grads"].net_time == \
+        32 * sr.all_reduce(mesh, rest, "Z").net_time
+    assert set(ep.conditions) == {"dp", "ep"}
+
+
+def test_ep_degree_must_divide_the_experts():
+    with pytest.raises(ValueError, match="ep degree 16 does not divide mixtral-8x7b's 8"):
+        plan("fsdp+ep", mesh=sr.mesh("tpu-v5p", "4x4x16"), model=sr.model("mixtral-8x7b"),
+             batch=2**22, fsdp="XY", ep="Z")

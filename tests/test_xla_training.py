@@ -79,3 +79,7 @@ def test_pipelines_and_zero12_are_refused_with_a_reason():
     z1 = sr.train_plan(TOY, sr.mesh("tpu-v5e", {"X": 8}), "zero1", batch_tokens=B, seq=SEQ)
     with pytest.raises(ValueError, match="ZeRO-1/2 gather the updated weights"):
         layer_case_of(z1)
+    moe = TOY.replace(moe=sr.MoE(E=8, k=2, F=512), name="toy-moe")
+    ep = sr.train_plan(moe, sr.mesh("tpu-v5e", {"X": 8}), "ep", batch_tokens=B, seq=SEQ)
+    with pytest.raises(ValueError, match="no experts to split"):
+        layer_case_of(ep)

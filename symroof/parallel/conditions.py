@@ -8,8 +8,17 @@ that wraps they reduce to the book's forms (ch. 5; ch. 12 for GPUs):
 
 - ``dp``, ``fsdp``: tokens per chip B/N > C/W (alpha/M_X over M_X axes; C/W_GPU in an
   NVLink node, C/W_node beyond it, with the mesh's (d-1)/d ring factors); over DCN axes,
-  tokens per slice > C/W_dcn;
-- ``tp``: Y < M_Y F W / C (the mesh's W held at this plan's axes);
+  tokens per slice > C/W_dcn; a mixture of experts needs E/k times more (book ch. 12:
+  B/X > (E/k) C/W; its layer rows are the MoE MLP);
+- ``tp``: Y < M_Y F W / C (the mesh's W held at this plan's axes; for a mixture of experts
+  k F, the tokens being gathered once for their k experts);
+- ``ep``: the experts' width F above which EP's two AllToAlls hide under the expert
+  compute: on one wrapped TPU axis of Z_e chips F > Z_e alpha min(k, Z_e)/(4k) (not in
+  the book); on GPUs beyond a node F > 8 alpha (Z_e - 8) min(k, Z_e)/(k Z_e) with
+  alpha = C/W_node, where the book's ch. 12 form is alpha (Z_e - 8) min(8/Z_e, 1/k):
+  the same for Z_e >= 8k (its "F > 8 alpha" is the Z_e >> 8 limit), 8k/Z_e times it for
+  k > Z_e/8, where the book sends a token across the network once per node and the
+  AllToAll once per chip; with TP (each TP rank sends every copy) Y times these;
 - ``x_opt`` (fsdp + tp): X_opt = sqrt((B/F)(M_X/M_Y) N), where the FSDP and TP times meet;
 - ``fsdp+tp``: at X_opt, B/N > alpha^2/(M_X M_Y F) (4 alpha^2/(M_X M_Y F) when the X- and
   Y-traffic do not overlap, ``overlap_axes=False``: the book's earlier revision);
@@ -29,6 +38,7 @@ fsdp: B/N > 850 (plan: 16384): holds
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +46,7 @@ import sympy as sp
 
 from ..analysis import crossover
 from ..symbols import B as _B
-from .layout import ROLES, SYM, role_links
+from .layout import ROLES, SYM, a2a_link, role_links
 from .rows import layer_rows, template_make
 
 __all__ = ["Condition", "derive"]
@@ -44,10 +54,13 @@ __all__ = ["Condition", "derive"]
 _REL = {">": ">", "<": "<", "=": "="}
 _SOURCES = {
     "dp": "book ch. 5 'Data Parallelism': B/X > C/W_ici (alpha/M_X over M_X axes); ch. 12: "
-          "C/W_GPU inside a node, C/W_node beyond it",
+          "C/W_GPU inside a node, C/W_node beyond it; MoE: (E/k) C/W",
     "dcn": "book ch. 5 'Scaling Between Pods': tokens per slice > C/W_dcn",
     "fsdp": "book ch. 5 'Fully-Sharded Data Parallelism': B/X > C/W_ici, alpha/M_X over "
-            "M_X axes",
+            "M_X axes; MoE (ch. 12): (E/k) C/W",
+    "ep": "book ch. 12 'Expert Parallelism': F > alpha (Z - 8)/k for k >= Z/8, F > 8 alpha "
+          "for Z >> 8k (alpha = C/W_node); on a TPU torus (not in the book) the AllToAll of "
+          "ch. 3 against the expert compute",
     "tp": "book ch. 5 'Tensor Parallelism': Y < M_Y F W_ici / C; ch. 12: Y < F W / C",
     "x_opt": "book ch. 5 'Mixed FSDP and Tensor Parallelism': X_opt = sqrt((B/F)(M_X/M_Y) N)",
     "fsdp+tp": "book ch. 5 'Mixed FSDP and Tensor Parallelism': B/N > alpha^2/(M_X M_Y F) "
@@ -80,7 +93,7 @@ class Condition:
 
     def _latex(self, printer: Any) -> str:
         lhs = {"B/N": r"B/N", "Y": "Y", "X_opt": r"X_\text{opt}", "bubble": r"\text{bubble}",
-               "B/slices": r"B/N_\text{slices}"}.get(self.lhs, self.lhs)
+               "B/slices": r"B/N_\text{slices}", "F": "F"}.get(self.lhs, self.lhs)
         return f"{lhs} {self.relation} {printer._print(self.threshold)}"
 
     def _repr_latex_(self) -> str:
@@ -101,14 +114,16 @@ class Condition:
         return text
 
 
-def _times(plan: Any, subs: dict) -> dict[str, dict[str, sp.Expr]]:
-    """Per pass, {"compute": t_math, role: collective seconds} of the layer template,
-    with the mesh's k per role, no latency, and ``subs`` applied."""
+def _times(plan: Any, subs: dict, model: Any = None) -> dict[str, dict[str, sp.Expr]]:
+    """Per pass, {"compute": t_math, role: collective seconds} of the layer template (of
+    ``model``, default the plan's), with the mesh's k per role, no latency, and ``subs``
+    applied."""
     n = {r: SYM[f"n_{r}"] for r in ROLES}
     z = tuple(int(plan.zero >= level) for level in (1, 2, 3))
-    rows = layer_rows(plan.model, _B, n, z, template_make)
+    rows = layer_rows(model or plan.model, _B, n, z, template_make)
     links = role_links(plan.mesh, plan.axes)
     values = {SYM[f"k_{r}"]: links[r][0] for r in ROLES}
+    values[SYM["a_ep"]] = a2a_link(plan.mesh, plan.axes["ep"])
     values.update({SYM[f"lat_{r}"]: 0 for r in ROLES})
     values.update(subs)
     C = plan.mesh.chip.peak(plan.dtype)
@@ -153,12 +168,24 @@ def derive(plan: Any) -> dict[str, Condition]:
         root = _solve(_times(plan, free_y), "tp", y, sp.Min)
         if root is not None:
             out["tp"] = Condition("tp", "Y", "<", root, deg["tp"], _SOURCES["tp"])
+    if plan.axes["ep"]:
+        out["ep"] = _ep(plan, fixed)
     if plan.axes["fsdp"] and plan.axes["tp"] and plan.zero == 3:
         out.update(_fsdp_tp(plan, fixed, N, per_chip))
     if plan.axes["pp"]:
         out["bubble"] = Condition("pp bubble", "bubble", "=", plan.bubble, None,
                                   _SOURCES["bubble"])
     return out
+
+
+def _ep(plan: Any, fixed: dict) -> Condition:
+    """The experts' width F where EP's AllToAlls take as long as the expert compute (the
+    forward pass binds: the backward has twice the FLOPs and the same two AllToAlls)."""
+    f = sp.Symbol("F_expert", positive=True)
+    moe = plan.model.moe
+    wide = plan.model.replace(moe=dataclasses.replace(moe, F=f))
+    root = _solve(_times(plan, fixed, wide), "ep", f, sp.Max)
+    return Condition("ep", "F", ">", root, moe.F, _SOURCES["ep"])
 
 
 def _fsdp_tp(plan: Any, fixed: dict, N: Any, per_chip: Any) -> dict[str, Condition]:

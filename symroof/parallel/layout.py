@@ -3,15 +3,19 @@
 A strategy names the roles it uses, joined by ``+``: ``dp`` (pure data parallelism:
 weights replicated, gradients AllReduced), ``zero1``/``zero2``/``zero3`` (ZeRO sharding of
 the optimizer state / + gradients / + weights; ``fsdp`` is ``zero3``), ``tp`` (Megatron
-tensor parallelism) and ``pp`` (pipeline stages). Each role runs over some mesh axes (the
-book's X for data/FSDP, Y for tensor, Z for stages); every mesh axis serves exactly one
-role, so the chips are N = X Y Z. ZeRO roles take their axes from ``fsdp=``.
+tensor parallelism), ``pp`` (pipeline stages) and ``ep`` (expert parallelism: a mixture of
+experts' experts split over its axes, ``W_in[E_Z, D, F]``; the batch is split over them too,
+and every other weight is replicated there, as under ``dp``). Each role runs over some mesh
+axes (the book's X for data/FSDP, Y for tensor, Z for stages, Z_e for experts); every mesh
+axis serves exactly one role, so the chips are N = X Y Z Z_e. ZeRO roles take their axes
+from ``fsdp=``.
 
 A role's collectives are priced by :func:`symroof.hardware.collectives.all_gather` on its
 axes, so a TPU torus, a line without wraparound, an NVLink node, the scale-out fat tree and
 DCN between slices all come from the mesh. Each role is summarised by two numbers: ``k``,
 seconds per byte of an AllGather (= a ReduceScatter; an AllReduce is twice both terms), and
 ``lat``, its latency floor; a pipeline hop is one point-to-point send along the ``pp`` axes.
+The ``ep`` role also has ``a``, seconds per byte of an AllToAll (:func:`a2a_link`).
 
 >>> import symroof as sr
 >>> roles, zero = parse_strategy("fsdp+tp")
@@ -20,7 +24,7 @@ seconds per byte of an AllGather (= a ReduceScatter; an AllReduce is twice both 
 >>> m = sr.mesh("tpu-v5p", "4x4x4")
 >>> axes = assign_axes(m, roles, {"tp": "Z"})
 >>> axes
-{'dp': (), 'fsdp': ('X', 'Y'), 'tp': ('Z',), 'pp': ()}
+{'dp': (), 'fsdp': ('X', 'Y'), 'tp': ('Z',), 'pp': (), 'ep': ()}
 >>> role_links(m, axes)["fsdp"]                     # k = 1/(2 W_ici): two axes; 4 hops of 1 us
 (1/360000000000, 1/250000)
 """
@@ -33,16 +37,17 @@ from typing import Any
 
 import sympy as sp
 
-from ..hardware.collectives import all_gather
+from ..hardware.collectives import all_gather, all_to_all
 from ..hardware.mesh import Mesh
 
-__all__ = ["ROLES", "PARTS", "parse_strategy", "assign_axes", "role_links", "SYM"]
+__all__ = ["ROLES", "PARTS", "parse_strategy", "assign_axes", "role_links", "a2a_link", "SYM",
+           "check_experts", "check_degrees"]
 
 #: the roles, in the order a plan prints them
-ROLES = ("dp", "fsdp", "tp", "pp")
+ROLES = ("dp", "fsdp", "tp", "pp", "ep")
 #: strategy parts -> (role, ZeRO level); ``fsdp`` is ZeRO-3
 PARTS = {"dp": ("dp", 0), "zero1": ("fsdp", 1), "zero2": ("fsdp", 2), "zero3": ("fsdp", 3),
-         "fsdp": ("fsdp", 3), "tp": ("tp", 0), "pp": ("pp", 0)}
+         "fsdp": ("fsdp", 3), "tp": ("tp", 0), "pp": ("pp", 0), "ep": ("ep", 0)}
 
 
 def _sym(name: str, **assumptions: Any) -> sp.Symbol:
@@ -51,12 +56,13 @@ def _sym(name: str, **assumptions: Any) -> sp.Symbol:
 
 #: Template symbols (internal: a plan substitutes them; the search evaluates them over
 #: arrays of splits). n_<role>: degree; k_<role>: seconds per byte; lat_<role>: latency
-#: floor; n_mb: microbatches; z1, z2, z3: 1 where ZeRO shards the optimizer state, the
-#: gradients, the weights (0 elsewhere).
+#: floor; a_ep: seconds per byte of an AllToAll over the ep axes; n_mb: microbatches; z1,
+#: z2, z3: 1 where ZeRO shards the optimizer state, the gradients, the weights (0 elsewhere).
 SYM: dict[str, sp.Symbol] = {
     **{f"n_{r}": _sym(f"n_{r}", positive=True, integer=True) for r in ROLES},
     **{f"k_{r}": _sym(f"k_{r}", nonnegative=True) for r in ROLES},
     **{f"lat_{r}": _sym(f"lat_{r}", nonnegative=True) for r in ROLES},
+    "a_ep": _sym("a_ep", nonnegative=True),
     "n_mb": _sym("n_mb", positive=True, integer=True),
     **{f"z{i}": _sym(f"z{i}", nonnegative=True) for i in (1, 2, 3)},
 }
@@ -79,6 +85,27 @@ def parse_strategy(strategy: str) -> tuple[tuple[str, ...], int]:
         roles.append(role)
         zero = max(zero, level)
     return tuple(r for r in ROLES if r in roles), zero
+
+
+def check_experts(model: Any, roles: tuple[str, ...], strategy: str) -> None:
+    """``ep`` splits the experts of a mixture of experts: refuse it on a dense model."""
+    if "ep" in roles and model.moe is None:
+        raise ValueError(f"strategy {strategy!r}: ep (expert parallelism) splits the experts "
+                         f"of a mixture of experts, and {model.name} is dense (no moe)")
+
+
+def check_degrees(model: Any, n: dict) -> None:
+    """TP splits query heads (Y <= H); a pipeline stage holds at least one layer (Z <= L);
+    EP gives each chip a whole number of experts (Z_e divides E)."""
+    for role, limit, what in (("tp", model.H, "query heads (Megatron splits heads)"),
+                              ("pp", model.L, "layers (a stage holds at least one)")):
+        over = sp.sympify(n[role] > limit)
+        if over == sp.true:
+            raise ValueError(f"{role} degree {n[role]} exceeds {model.name}'s {limit} {what}")
+    E, Ze = sp.sympify(model.moe.E if model.moe is not None else 1), sp.sympify(n["ep"])
+    if E.is_Integer and Ze.is_Integer and E % Ze:
+        raise ValueError(f"ep degree {Ze} does not divide {model.name}'s {E} experts (each "
+                         "chip holds a whole number of them)")
 
 
 def assign_axes(mesh: Mesh, roles: tuple[str, ...],
@@ -141,3 +168,18 @@ def role_links(mesh: Mesh, axes: Mapping[str, tuple[str, ...]]) -> dict[str, tup
     axes gets (0, 0)."""
     return {r: _link(mesh, tuple(axes.get(r, ())), r) if axes.get(r) else
             (sp.Integer(0), sp.Integer(0)) for r in ROLES}
+
+
+@functools.lru_cache(maxsize=512)
+def a2a_link(mesh: Mesh, axes: tuple[str, ...]) -> sp.Expr:
+    """Seconds per byte of an AllToAll over ``axes`` (its bandwidth term; 0 without axes):
+    V/(4 W_ici) on a wrapped ring, the scale-out levels' V (d - 1) m/(n^2 w) on a GPU system
+    (:func:`symroof.hardware.collectives.all_to_all`).
+
+    >>> import symroof as sr
+    >>> a2a_link(sr.mesh("tpu-v5p", "4x4x4"), ("Z",))     # 1 / (4 W_ici), W_ici = 1.8e11
+    1/720000000000
+    """
+    if not axes or mesh.size(axes) == 1:
+        return sp.Integer(0)
+    return all_to_all(mesh, 1, axes).t_bw  # linear in V: the time of one byte

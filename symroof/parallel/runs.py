@@ -2,8 +2,9 @@
 time at a given MFU, and the smallest slice whose HBM holds a run's state.
 
 - FLOPs = 6 x params x tokens (the book's count: every parameter, the embedding table
-  included, as if it were a matmul); attention's 12 L H d_h seq x tokens (full seq x seq
-  scores) is reported beside it, not in it.
+  included, as if it were a matmul; a mixture of experts counts its active parameters, k
+  of E experts, ch. 4); attention's 12 L H d_h seq x tokens (full seq x seq scores) is
+  reported beside it, not in it.
 - Wall time = FLOPs / (chips x C x MFU), C the chip's dense peak for ``dtype``.
 - Memory: :func:`symroof.models.training_memory.train_memory` of the whole model (params,
   grads, master, moments, activations at the batch), over HBM per chip, rounded up to a
@@ -75,7 +76,7 @@ class TrainingRun:
 
     @property
     def flops(self) -> sp.Expr:
-        return 6 * self.model.params * self.tokens
+        return 6 * self.model.active_params * self.tokens
 
     @property
     def attention_flops(self) -> sp.Expr:

@@ -1,13 +1,16 @@
 """Search strategies and splits: the fastest (strategy, split of the mesh axes into roles)
 for a model at each global batch, among those that fit in HBM and divide the batch (with
-TP no wider than the query heads and no more stages than layers).
+TP no wider than the query heads, no more stages than layers, and EP degrees that divide
+the experts).
 
 One symbolic template of the whole step (:mod:`symroof.parallel.rows`, with each role's
 degree, seconds per byte and latency left as symbols) is compiled once by ``sr.evaluate``
 and evaluated over a (batch x candidate) grid in NumPy: no Python loop over
 configurations. A candidate is a strategy with every mesh axis given to one of its roles;
-its numbers (degrees, links from ``sr.all_gather`` on the mesh, ZeRO flags, microbatches)
-are the template's arguments, so the answer equals ``train_plan`` of the same split.
+its numbers (degrees, links from ``sr.all_gather`` and ``sr.all_to_all`` on the mesh, ZeRO
+flags, microbatches) are the template's arguments, so the answer equals ``train_plan`` of
+the same split. A mixture of experts is also searched with expert parallelism
+(:data:`EP_STRATEGIES`).
 
 >>> import symroof as sr
 >>> res = strategy_search("llama-3.1-70b", sr.mesh("tpu-v5p", "4x4x4"),
@@ -19,6 +22,10 @@ llama-3.1-70b on tpu-v5p 4x4x4, 42 splits x 2 batches:
 >>> print(strategy_search("llama-3.1-405b", sr.mesh("tpu-v5e", "2x2"), batch_tokens=4096))
 llama-3.1-405b on tpu-v5e 2x2, 14 splits x 1 batches:
   4.1 k tokens: does not fit: needs 4.89 TB = 306 chips; no slice on record has them
+>>> moe = strategy_search("mixtral-8x7b", sr.mesh("tpu-v5p", "4x4x8"), batch_tokens=2**22)
+>>> print(moe)                     # ep splits too; compute-bound ties go to the least memory
+mixtral-8x7b on tpu-v5p 4x4x8, 73 splits x 1 batches:
+  4.19 M tokens: zero3 on 4x4x8 (fsdp: X,Y,Z): 7.97 s .. 8.55 s (compute-bound)
 """
 
 from __future__ import annotations
@@ -38,17 +45,19 @@ from ..hardware.mesh import Mesh
 from ..models.transformer import Transformer
 from ..render import fmt_si
 from ..symbols import B as _B
-from .layout import ROLES, SYM, parse_strategy, role_links
+from .layout import ROLES, SYM, a2a_link, check_experts, parse_strategy, role_links
 from .rows import pass_times, step_rows, template_make
 from .runs import training_slices
 from .strategies import _check_remat, plan_memory, train_plan
 
-__all__ = ["STRATEGIES", "Candidate", "SearchResult", "strategy_search", "candidates",
-           "template", "BOUNDS"]
+__all__ = ["STRATEGIES", "EP_STRATEGIES", "Candidate", "SearchResult", "strategy_search",
+           "candidates", "template", "BOUNDS"]
 
 #: the strategies searched by default
 STRATEGIES = ("dp", "zero1", "zero2", "zero3", "tp", "fsdp+tp", "zero1+tp", "pp", "zero1+pp",
               "zero1+tp+pp", "dp+fsdp", "dp+fsdp+tp")
+#: the strategies with expert parallelism, also searched by default for a mixture of experts
+EP_STRATEGIES = ("ep", "fsdp+ep", "zero1+ep", "fsdp+tp+ep", "zero1+tp+ep", "zero1+pp+ep")
 BOUNDS = ("compute", "memory", "network")
 
 
@@ -72,6 +81,7 @@ class Candidate:
         out = {f"n_{r}": float(d) for r, d in self.degrees.items()}
         out.update({f"k_{r}": float(links[r][0]) for r in ROLES})
         out.update({f"lat_{r}": float(links[r][1]) for r in ROLES})
+        out["a_ep"] = float(a2a_link(self.mesh, self.axes["ep"]))
         out.update({f"z{i}": float(self.zero >= i) for i in (1, 2, 3)})
         out["n_mb"] = float(self.microbatches)
         return out
@@ -177,15 +187,21 @@ class SearchResult:
 
 
 def strategy_search(model: Transformer | str, meshes: Mesh | Sequence[Mesh], *, batch_tokens: Any,
-                    seq: int = 4096, strategies: Sequence[str] = STRATEGIES,
+                    seq: int = 4096, strategies: Sequence[str] | None = None,
                     remat: Any = "full", widths: Mapping[str, Any] | None = None,
                     microbatches: int | None = None, dtype: str = "bf16",
                     overlap_axes: bool = True) -> SearchResult:
     """The fastest fitting split per batch (module docstring); arguments as ``train_plan``.
-    ``batch_tokens``: one batch or an array of them, each a whole number of sequences."""
+    ``batch_tokens``: one batch or an array of them, each a whole number of sequences.
+    ``strategies``: default :data:`STRATEGIES`, and :data:`EP_STRATEGIES` for a mixture of
+    experts (``ep`` on a dense model fails)."""
     from ..models import model as _model
 
     model = _model(model) if isinstance(model, str) else model
+    if strategies is None:
+        strategies = STRATEGIES + (EP_STRATEGIES if model.moe is not None else ())
+    for s in strategies:
+        check_experts(model, parse_strategy(s)[0], s)
     meshes = [meshes] if isinstance(meshes, Mesh) else list(meshes)
     if not meshes or not all(isinstance(m, Mesh) for m in meshes):
         raise TypeError(f"strategy_search() needs a Mesh or a list of them, got {meshes!r}")
@@ -223,8 +239,10 @@ def _choose(model: Any, chip: Any, batch: np.ndarray, cands: tuple, out: dict,
     upper = f[0] + f[1] + out["f_serial"] + b[0] + b[1] + out["b_serial"]
     bound = np.where(b.max(0) >= f.max(0), b.argmax(0), f.argmax(0))
     fits = out["memory"] <= float(chip.hbm_bytes)
-    width = (args["n_dp"] * args["n_fsdp"] * args["n_mb"]).astype(np.int64)
-    shape_ok = (args["n_tp"] <= float(model.H)) & (args["n_pp"] <= float(model.L))
+    width = (args["n_dp"] * args["n_fsdp"] * args["n_ep"] * args["n_mb"]).astype(np.int64)
+    E = int(model.moe.E) if model.moe is not None else 1
+    shape_ok = ((args["n_tp"] <= float(model.H)) & (args["n_pp"] <= float(model.L))
+                & (E % args["n_ep"].astype(np.int64) == 0))
     ok = fits & (batch[:, None] % width[None, :] == 0) & shape_ok[None, :]
     timed = np.where(ok, lower, np.inf)
     fastest = timed.min(1, keepdims=True)

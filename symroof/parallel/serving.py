@@ -1,12 +1,15 @@
 """Serving a model on a mesh (book ch. 7 and 8): one decode step with the weights and the KV
 cache sharded, per chip, with its collectives.
 
-Layout (ch. 7, "Distributing Inference"): **1-D model parallelism** over every axis of the
-mesh: MLP weights split over F, attention weights over heads, activations replicated; each
-layer ends its attention and its MLP with an AllReduce of the [B, D] activations. The KV
-cache is split over KV heads first (at most G ways), then over the batch; when the mesh is
-wider than G, each attention layer adds two AllToAlls (queries to batch sharding and back).
-Norms, residuals and the embedding gather are replicated (every chip does them).
+Layout (ch. 7, "Distributing Inference"): **1-D model parallelism** (``layout="1d"``, the
+default) over every axis of the mesh: MLP weights split over F, attention weights over
+heads, activations replicated; each layer ends its attention and its MLP with an AllReduce
+of the [B, D] activations. ``layout="2d"``: **2-D weight-stationary**, D split over
+``d_axes`` and F over the other axes (:mod:`symroof.parallel.serving_2d`: its collectives
+and where it beats 1-D). The KV cache is split over KV heads first (at most G ways), then
+over the batch; when the mesh is wider than G, each attention layer adds two AllToAlls
+(queries to batch sharding and back). Norms, residuals and the embedding gather are
+replicated (every chip does them).
 
 - memory per chip: (weight bytes + B S KV_tok) / N, and the largest batch that fits;
 - time: ``sr.time`` of the per-chip cost with its collectives: lower bound with perfect
@@ -38,6 +41,7 @@ from ..cost import Cost, as_dimension
 from ..hardware.collectives import all_reduce, all_to_all
 from ..hardware.mesh import Mesh
 from ..render import fmt_si
+from .serving_2d import LAYOUTS, layout_conditions, split_axes, ws2d_rows
 
 __all__ = ["ServePlan", "serve", "WIDTHS"]
 
@@ -66,7 +70,8 @@ def width(dtype: str, what: str) -> sp.Expr:
 @dataclass(frozen=True)
 class ServePlan:
     """One decode step of ``model`` on ``mesh``, per chip: ``rows`` (every op's share and
-    the collectives), their sum ``cost``, ``memory`` per chip, ``time`` on the mesh."""
+    the collectives), their sum ``cost``, ``memory`` per chip, ``time`` on the mesh;
+    ``layout`` "1d" or "2d" (``d_axes``: the axes splitting D)."""
 
     model: Any
     mesh: Mesh
@@ -77,6 +82,8 @@ class ServePlan:
     rows: dict
     memory: dict
     compute_dtype: str = "bf16"
+    layout: str = "1d"
+    d_axes: tuple[str, ...] = ()
 
     @property
     def n(self) -> Any:
@@ -98,6 +105,13 @@ class ServePlan:
     @property
     def bound(self) -> str:
         return self.time.bound
+
+    @property
+    def conditions(self) -> dict[str, Any]:
+        """Where 2-D weight-stationary pays, solved with ``sr.crossover``: ``x_opt`` (a 2-D
+        plan's best D degree) and ``2d`` (the chips above which 2-D beats 1-D); see
+        :mod:`symroof.parallel.serving_2d`."""
+        return layout_conditions(self)
 
     @property
     def hbm_used(self) -> sp.Expr:
@@ -154,7 +168,9 @@ class ServePlan:
         mem = self.memory
         shape = "x".join(str(a.size) for a in self.mesh.axes)
         head = (f"{self.model.name} on {self.mesh.chip.name} {shape} ({self.n} chips), batch "
-                f"{self.batch}, context {self.context}, weights {self.weights}, KV {self.kv}:")
+                f"{self.batch}, context {self.context}, weights {self.weights}, KV {self.kv}"
+                + (f", 2-D (D over {','.join(self.d_axes)})" if self.layout == "2d" else "")
+                + ":")
         fit = (f"memory per chip {fmt_si(self.hbm_used, 'B')} of "
                f"{fmt_si(self.mesh.chip.hbm_bytes, 'B')} (weights "
                f"{fmt_si(mem['weights'], 'B')}, KV {fmt_si(mem['kv'], 'B')}); largest batch "
@@ -167,12 +183,21 @@ class ServePlan:
 
 
 def serve(model: Any, mesh: Mesh, *, batch: Any, context: Any, weights: str = "bf16",
-          kv: str | None = None, compute_dtype: str = "bf16") -> ServePlan:
+          kv: str | None = None, compute_dtype: str = "bf16", layout: str = "1d",
+          d_axes: Any = None) -> ServePlan:
     """Plan one decode step of ``model`` on ``mesh`` (see the module docstring).
 
     ``batch`` sequences each at ``context`` tokens (the new one included); ``weights`` and
     ``kv`` are storage dtypes ("bf16", "int8", "fp8", "int4", ...; ``kv`` defaults to the
-    model's); ``compute_dtype`` picks the chip's peak.
+    model's); ``compute_dtype`` picks the chip's peak. ``layout``: "1d" or "2d";
+    ``d_axes``: under "2d", the mesh axes that split D (default the first).
+
+    >>> import symroof as sr
+    >>> plan = sr.serve("llama-3.1-70b", sr.mesh("tpu-v5e", "16x16"), batch=64,
+    ...                 context=4096, layout="2d", d_axes="X")
+    >>> one = sr.all_gather(plan.mesh, 64 * 8192 * 2 // 16, "Y")   # In[B, D_X] over Y
+    >>> plan.rows["comm/mlp_allgather"].net_time == 80 * one.net_time    # every layer
+    True
     """
     from ..models import model as _model
 
@@ -180,6 +205,12 @@ def serve(model: Any, mesh: Mesh, *, batch: Any, context: Any, weights: str = "b
         model = _model(model)
     if not isinstance(mesh, Mesh):
         raise TypeError(f"serve() takes a Mesh (sr.mesh(chip, '4x4')), got {mesh!r}")
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+    if d_axes is not None and layout != "2d":
+        raise ValueError(f"d_axes={d_axes!r} splits D under layout='2d'; this plan's layout "
+                         f"is {layout!r}")
+    d = split_axes(mesh, d_axes)[0] if layout == "2d" else ()
     B = as_dimension(batch, "batch")
     S = as_dimension(context, "context")
     changes = {"w_bytes": width(weights, "weights")}
@@ -201,17 +232,19 @@ def serve(model: Any, mesh: Mesh, *, batch: Any, context: Any, weights: str = "b
                         kv_bytes=cost.kv_bytes / kv_ways)
         rows[key] = cost
     axes = mesh.names
-    if N != 1:
+    if layout == "2d":
+        rows |= ws2d_rows(m, mesh, B, d)
+    elif N != 1:
         act = B * m.D * m.act_bytes
         rows["comm/attn_allreduce"] = m.L * all_reduce(mesh, act, axes)
         rows["comm/mlp_allreduce"] = m.L * all_reduce(mesh, act, axes)
-        if not by_heads:  # KV over batch too: queries to batch sharding and back
-            q = B * m.H * m.d_h * m.act_bytes
-            rows["comm/attn_alltoall"] = 2 * m.L * all_to_all(mesh, q, axes)
+    if N != 1 and not by_heads:  # KV over batch too: queries to batch sharding and back
+        q = B * m.H * m.d_h * m.act_bytes
+        rows["comm/attn_alltoall"] = 2 * m.L * all_to_all(mesh, q, axes)
     memory = {"weights": m.params * m.w_bytes / N,
               "kv": B * m.kv_cache_bytes(S) / kv_ways}
     return ServePlan(m, mesh, B, S, weights, kv or _name(m.kv_bytes), rows, memory,
-                     compute_dtype)
+                     compute_dtype, layout=layout, d_axes=d)
 
 
 def _name(w: sp.Expr) -> str:

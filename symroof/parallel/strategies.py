@@ -14,7 +14,7 @@ strategies: :mod:`symroof.parallel.layout`; counting conventions: :mod:`symroof.
 >>> plan = sr.train_plan("llama-3.1-70b", sr.mesh("tpu-v5p", "16x16x16"), strategy="fsdp+tp",
 ...                      batch_tokens=4 * 2**20, seq=4096, fsdp=("Y", "Z"), tp="X")
 >>> plan.degrees, plan.fits
-({'dp': 1, 'fsdp': 256, 'tp': 16, 'pp': 1}, True)
+({'dp': 1, 'fsdp': 256, 'tp': 16, 'pp': 1, 'ep': 1}, True)
 >>> print(plan)
 llama-3.1-70b on tpu-v5p 16x16x16 (4096 chips): fsdp+tp (fsdp: Y,Z; tp: X)
   batch 4.19 M tokens, seq 4096, remat full
@@ -42,26 +42,32 @@ from ..models.training_memory import REMAT_POLICIES, train_memory
 from ..models.transformer import Transformer
 from ..render import fmt_si
 from .conditions import derive
-from .layout import ROLES, assign_axes, parse_strategy, role_links
-from .rows import layer_rows, pass_times, step_rows
+from .layout import ROLES, assign_axes, check_degrees, check_experts, parse_strategy, role_links
+from .rows import layer_rows, pass_times, routed_params, step_rows
 
 __all__ = ["TrainPlan", "train_plan", "plan_memory"]
 
 
 def plan_memory(model: Any, B: Any, seq: Any, remat: Any, n: dict, z: tuple,
                 widths: Mapping[str, Any]) -> dict[str, sp.Expr]:
-    """Per-chip bytes: :func:`train_memory` of the whole model, params / (Y Z X_fsdp^z3),
-    grads / (Y Z X_fsdp^z2), master and moments / (Y Z X_fsdp^z1), activations / (X Y Z);
-    ``remat`` an int n keeps n checkpoints of width D per layer (book ch. 6: 2 D B n L)."""
+    """Per-chip bytes: :func:`train_memory` of the whole model, each of its parameter parts
+    times s = P_own/P (the routed experts / Z_e, the rest whole), params s / (Y Z X_fsdp^z3),
+    grads s / (Y Z X_fsdp^z2), master and moments s / (Y Z X_fsdp^z1), activations
+    / (X Y Z Z_e); ``remat`` an int n keeps n checkpoints of width D per layer (book ch. 6:
+    2 D B n L)."""
     policy = "full" if isinstance(remat, int) else remat
     mem = train_memory(model, B / seq, seq, policy, **widths)
     if isinstance(remat, int):
         mem["activations"] = model.act_bytes * model.D * B * remat * model.L
-    X, Y, Z, f = n["dp"] * n["fsdp"], n["tp"], n["pp"], n["fsdp"]
+    X, Y, Z, Ze, f = n["dp"] * n["fsdp"], n["tp"], n["pp"], n["ep"], n["fsdp"]
     z1, z2, z3 = z
-    return {"params": mem["params"] / (Y * Z * f**z3), "grads": mem["grads"] / (Y * Z * f**z2),
-            "master": mem["master"] / (Y * Z * f**z1), "moments": mem["moments"] / (Y * Z * f**z1),
-            "activations": mem["activations"] / (X * Y * Z)}
+    P_e = routed_params(model)
+    s = 1 if P_e == 0 else (model.params - P_e + P_e / Ze) / model.params
+    return {"params": s * mem["params"] / (Y * Z * f**z3),
+            "grads": s * mem["grads"] / (Y * Z * f**z2),
+            "master": s * mem["master"] / (Y * Z * f**z1),
+            "moments": s * mem["moments"] / (Y * Z * f**z1),
+            "activations": mem["activations"] / (X * Y * Z * Ze)}
 
 
 def _check_remat(remat: Any) -> Any:
@@ -197,17 +203,19 @@ def _batch(value: Any) -> sp.Expr:
 
 def train_plan(model: Transformer | str, mesh: Mesh, strategy: str = "fsdp", *, batch_tokens: Any,
                seq: int = 4096, dp: Any = None, fsdp: Any = None, tp: Any = None,
-               pp: Any = None, microbatches: int | None = None, remat: Any = "full",
-               widths: Mapping[str, Any] | None = None, dtype: str = "bf16",
-               overlap_axes: bool = True) -> TrainPlan:
+               pp: Any = None, ep: Any = None, microbatches: int | None = None,
+               remat: Any = "full", widths: Mapping[str, Any] | None = None,
+               dtype: str = "bf16", overlap_axes: bool = True) -> TrainPlan:
     """Plan one training step; see the module docstring and :class:`TrainPlan`.
 
     ``strategy``: roles joined by '+' (``dp``, ``zero1``, ``zero2``, ``zero3``/``fsdp``,
-    ``tp``, ``pp``); ``dp=``, ``fsdp=``, ``tp=``, ``pp=`` give each role's mesh axes (one role
-    left out takes the rest). ``batch_tokens``: global batch in tokens (a number, or a
-    symbol for formulas), whole sequences of ``seq`` tokens, divisible by the data degree
-    (and by it times ``microbatches``, default 4 x stages, under a pipeline). ``remat``: a
-    :data:`REMAT_POLICIES` name or n checkpoints per layer. ``widths``: byte widths for
+    ``tp``, ``pp``, ``ep``); ``dp=``, ``fsdp=``, ``tp=``, ``pp=``, ``ep=`` give each role's
+    mesh axes (one role left out takes the rest). ``ep`` (expert parallelism) needs a
+    mixture of experts whose E experts its degree divides. ``batch_tokens``: global batch
+    in tokens (a number, or a symbol for formulas), whole sequences of ``seq`` tokens,
+    divisible by the data degree X Z_e (dp x fsdp x ep; times ``microbatches``, default
+    4 x stages, under a pipeline). ``remat``: a :data:`REMAT_POLICIES` name or n
+    checkpoints per layer. ``widths``: byte widths for
     :func:`train_memory` (``grad_bytes=0`` is the book's 10 bytes per parameter).
     ``overlap_axes``: collectives on different roles' axes overlap each other (the book's
     current ch. 5); False adds them (its earlier revision).
@@ -217,6 +225,19 @@ def train_plan(model: Transformer | str, mesh: Mesh, strategy: str = "fsdp", *, 
     Traceback (most recent call last):
     ...
     ValueError: batch_tokens = 1000000 is not a whole number of sequences of seq = 4096 tokens
+
+    Expert parallelism on a mixture of experts: Mixtral's 8 experts over Z, FSDP on X, Y.
+    The MoE layer's data-parallel threshold grows by E/k (book ch. 12), and EP's two
+    AllToAlls against the expert compute ask for wide experts (``F > ...``):
+
+    >>> plan = sr.train_plan(sr.model("mixtral-8x7b"), sr.mesh("tpu-v5p", "8x8x8"),
+    ...                      "fsdp+ep", batch_tokens=2**22, fsdp=("X", "Y"), ep=("Z",))
+    >>> plan.degrees["ep"], plan.fits
+    (8, True)
+    >>> print(plan.conditions["fsdp"])          # (E/k) alpha/2 per data shard, / Z_e per chip
+    fsdp: B/N > 637.5 (plan: 8192): holds
+    >>> print(plan.conditions["ep"])            # Z_e alpha / 4 on one wrapped axis of 8
+    ep: F > 5100 (plan: 14336): holds
     """
     from ..models import model as _model
 
@@ -224,19 +245,20 @@ def train_plan(model: Transformer | str, mesh: Mesh, strategy: str = "fsdp", *, 
     if not isinstance(mesh, Mesh):
         raise TypeError(f"train_plan() needs a Mesh (sr.mesh(chip, '4x4x4')), got {mesh!r}")
     roles, zero = parse_strategy(strategy)
+    check_experts(model, roles, strategy)
     try:
-        axes = assign_axes(mesh, roles, {"dp": dp, "fsdp": fsdp, "tp": tp, "pp": pp})
+        axes = assign_axes(mesh, roles, {"dp": dp, "fsdp": fsdp, "tp": tp, "pp": pp, "ep": ep})
     except ValueError as err:
         raise ValueError(f"strategy {strategy!r} on {mesh!r}: {err}") from None
     n = {r: mesh.size(axes[r]) if axes[r] else 1 for r in ROLES}
-    _check_degrees(model, n)
+    check_degrees(model, n)
     B, seq, remat = _batch(batch_tokens), as_dimension(seq, "seq"), _check_remat(remat)
     if microbatches is None:
         microbatches = 4 * n["pp"] if "pp" in roles else 1
     elif "pp" not in roles and microbatches != 1:
         raise ValueError(f"microbatches={microbatches!r} needs a pipeline (a 'pp' role)")
     m = as_dimension(microbatches, "microbatches")
-    X = n["dp"] * n["fsdp"]
+    X = n["dp"] * n["fsdp"] * n["ep"]
     notes = _check_batch(B, seq, X, m) + tuple(
         f"{r} mixes DCN and ICI axes ({','.join(axes[r])}): its collectives add the "
         "bandwidths (optimistic: the DCN share of the group waits on DCN)"
@@ -260,15 +282,6 @@ def train_plan(model: Transformer | str, mesh: Mesh, strategy: str = "fsdp", *, 
                      step=step_rows(model, B, seq, remat, n, m, z, make),
                      memory=plan_memory(model, B, seq, remat, n, z, widths), dtype=dtype,
                      overlap_axes=overlap_axes, widths=widths, notes=notes)
-
-
-def _check_degrees(model: Any, n: dict) -> None:
-    """TP splits query heads (Y <= H); a pipeline stage holds at least one layer (Z <= L)."""
-    for role, limit, what in (("tp", model.H, "query heads (Megatron splits heads)"),
-                              ("pp", model.L, "layers (a stage holds at least one)")):
-        over = sp.sympify(n[role] > limit)
-        if over == sp.true:
-            raise ValueError(f"{role} degree {n[role]} exceeds {model.name}'s {limit} {what}")
 
 
 def _check_batch(B: sp.Expr, seq: sp.Expr, X: Any, m: Any) -> tuple[str, ...]:

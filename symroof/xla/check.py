@@ -91,6 +91,9 @@ def layer_case_of(plan) -> MlpTrainCase:
     if axes.get("pp") or plan.zero in (1, 2):
         raise ValueError(f"{plan.strategy}: the oracle's one-layer step has no pipeline and "
                          "no optimizer step (ZeRO-1/2 gather the updated weights there)")
+    if axes.get("ep"):
+        raise ValueError(f"{plan.strategy}: the oracle's layer is a dense MLP (no experts to "
+                         "split, no AllToAll)")
     data, fsdp, tp = axes["dp"] + axes["fsdp"], axes["fsdp"], axes["tp"]
     m = plan.model
     dims = [plan.batch_tokens, m.D, m.F]

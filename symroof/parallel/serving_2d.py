@@ -1,0 +1,148 @@
+"""2-D weight-stationary serving (book ch. 7, problem 7 and appendix B; Pope et al. 2022,
+"Efficiently Scaling Transformer Inference"): every weight split over D along ``d_axes``
+(the book's X) and over F (the MLP) or the heads (attention) along the other axes (YZ);
+between blocks the activations are split over D on every axis. One block, per chip:
+
+1. In[B, D_X] = AllGather_YZ(In[B, D_XYZ])
+2. Tmp[B, F_YZ]{U_X} = In[B, D_X] *_D W_in[D_X, F_YZ];  Tmp = AllReduce_X(Tmp)
+3. Out[B, D_X]{U_YZ} = Tmp *_F W_out[F_YZ, D_X];  Out[B, D_XYZ] = ReduceScatter_YZ(Out)
+
+so T_comms = 2BD/(X W) + 4BF/(YZ W) on a torus with X one axis and YZ two (the book's
+form), here built from ``sr.all_gather``, ``sr.all_reduce`` and ``sr.reduce_scatter`` on
+the mesh's axes. F is the width per token of every output that contracts D, AllReduced over
+X before its nonlinearity: the MLP's gate and up (2F when gated), a mixture of experts' k
+routed experts' gate and up, its shared expert's and its router's logits; attention's q, k
+and v, (H + 2G) d_h. Per-chip FLOPs, weight bytes and the KV cache are 1-D's (every weight
+split N ways; the KV cache over heads, then the batch, with its two AllToAlls).
+
+Conditions, solved with ``sr.crossover`` from the MLP block's collectives (bandwidth terms,
+each collective's seconds per byte held at the plan's axes, N = X YZ held):
+
+- ``x_opt``: the D degree where the AllGather + ReduceScatter (c_1/X) and the AllReduce
+  (c_2 X/N) take equally long, which minimises their sum (d/dX (c_1/X + c_2 X/N) = 0 there):
+  X = sqrt(D N/(2F)) on the book's torus;
+- ``2d``: the chips N above which 2-D at X_opt, 2 sqrt(c_1 c_2/N), moves less than 1-D's
+  AllReduce of [B, D] (c_0, 4BD/(3W) over three axes): N > 4 c_1 c_2/c_0^2 = 18F/D (the
+  book's N > 32 (F/D)(3/4)^2; its 81 for F = 4D is an erratum: 72).
+
+Both weigh bandwidth only, as the book does. At a small batch the collectives sit on their
+latency floors (hops x T_min), where 2-D gains nothing: on a 16x16 v5e its AllGather and
+ReduceScatter over Y and AllReduce over X take as many hops as 1-D's AllReduce over both.
+
+>>> import symroof as sr
+>>> plan = sr.serve("llama-3.1-70b", sr.mesh("tpu-v5p", "8x8x8"), batch=64, context=4096,
+...                 layout="2d")                  # D over X, F over Y and Z: the book's case
+>>> print(plan.conditions["x_opt"])     # sqrt(D N/(2F')), F' = 2F: gate and up
+2d: D degree at the optimum: X_opt = 6.047 (plan: 8)
+>>> print(plan.conditions["2d"])        # 18 F'/D = 18 x 57344 / 8192
+2d beats 1d: N > 126 (plan: 512): holds
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sympy as sp
+
+from ..analysis import crossover
+from ..cost import Cost
+from ..hardware.collectives import all_gather, all_reduce, reduce_scatter
+from ..hardware.mesh import Mesh
+from .conditions import Condition
+
+__all__ = ["LAYOUTS", "split_axes", "ws2d_rows", "d_outputs", "layout_conditions"]
+
+#: serving layouts: 1-D model parallelism (activations replicated) and 2-D weight-stationary
+LAYOUTS = ("1d", "2d")
+_SOURCE = ("book ch. 7 problem 7 and appendix B: T = 2BD/(X W) + 4BF/(YZ W), X_opt = "
+           "sqrt(D N/(2F)); 2-D beats 1-D when N > 32 (F/D)(3/4)^2 = 18 F/D (its 81 at "
+           "F = 4D is an erratum: 72)")
+
+
+def split_axes(mesh: Mesh, d_axes: Any) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(axes splitting D, axes splitting F): ``d_axes`` (default the first axis) and the
+    rest; each side needs at least one axis."""
+    names = mesh.axis_names(d_axes if d_axes is not None else mesh.names[:1])
+    rest = tuple(a for a in mesh.names if a not in names)
+    if not rest:
+        raise ValueError(f"layout='2d' splits D over d_axes={names} and F over the other "
+                         f"axes; the mesh's axes are {', '.join(mesh.names)}: none is left "
+                         "for F")
+    return names, rest
+
+
+def d_outputs(m: Any) -> dict[str, sp.Expr]:
+    """Per token, the width of the outputs that contract D in each block ("attn": q, k, v;
+    "dense", "moe": an MLP layer of each kind), what 2-D AllReduces over X.
+
+    >>> import symroof as sr
+    >>> d_outputs(sr.model("mixtral-8x7b"))["moe"]     # 2 experts' gate and up + 8 logits
+    57352
+    """
+    if m.mla is not None:
+        raise ValueError(f"layout='2d' models q, k, v projections split over heads; "
+                         f"{m.name}'s latent attention (MLA) is not modelled in 2-D")
+    out = {"attn": (m.H + 2 * m.G) * m.d_h,
+           "dense": (2 if m.gated else 1) * m.F}
+    if m.moe is not None:
+        moe = m.moe
+        out["moe"] = moe.k * 2 * moe.F + 2 * moe.shared_F + moe.E + (1 if moe.shared_gate else 0)
+    return out
+
+
+def _block(mesh: Mesh, B: Any, m: Any, width: Any, d: tuple, f: tuple) -> dict[str, Cost]:
+    """One block's three collectives, per chip (module docstring, steps 1-3)."""
+    X, YZ, ab = mesh.size(d), mesh.size(f), m.act_bytes
+    x = B * m.D * ab / X  # In[B, D_X]: the AllGather's output, the ReduceScatter's input
+    return {"allgather": all_gather(mesh, x, f),
+            "allreduce": all_reduce(mesh, B * width * ab / YZ, d),
+            "reducescatter": reduce_scatter(mesh, x, f)}
+
+
+def ws2d_rows(m: Any, mesh: Mesh, B: Any, d_axes: Any) -> dict[str, Cost]:
+    """The collectives of one decode step under 2-D weight-stationary sharding, all layers
+    summed: ``comm/attn_<kind>`` and ``comm/mlp_<kind>`` for kind in allgather, allreduce,
+    reducescatter."""
+    d, f = split_axes(mesh, d_axes)
+    widths = d_outputs(m)
+    rows: dict[str, Cost] = {}
+    for kind, c in _block(mesh, B, m, widths["attn"], d, f).items():
+        rows[f"comm/attn_{kind}"] = m.L * c
+    mlp = {"dense": m.dense_layers, "moe": m.moe_layers}
+    for layer, count in mlp.items():
+        if count == 0:
+            continue
+        for kind, c in _block(mesh, B, m, widths[layer], d, f).items():
+            key = f"comm/mlp_{kind}"
+            rows[key] = rows.get(key, Cost()) + count * c
+    return rows
+
+
+def _coefficients(plan: Any, d: tuple, f: tuple) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
+    """(c_0, c_1, c_2): 1-D's MLP AllReduce, 2-D's AllGather + ReduceScatter times X and
+    its AllReduce times YZ, bandwidth terms of one MLP block of the plan's model."""
+    m, mesh, B = plan.model, plan.mesh, plan.batch
+    width = d_outputs(m)["moe" if m.moe is not None else "dense"]
+    block = _block(mesh, B, m, width, d, f)
+    c1 = sp.cancel((block["allgather"].t_bw + block["reducescatter"].t_bw) * mesh.size(d))
+    c2 = sp.cancel(block["allreduce"].t_bw * mesh.size(f))
+    c0 = all_reduce(mesh, B * m.D * m.act_bytes, mesh.names).t_bw
+    return c0, c1, c2
+
+
+def layout_conditions(plan: Any) -> dict[str, Condition]:
+    """``x_opt`` (a 2-D plan) and ``2d`` (where 2-D beats 1-D; D split over the plan's
+    d_axes, or the first axis) of a serving plan; none on a mesh of one axis."""
+    if len(plan.mesh.names) < 2 or plan.model.mla is not None:
+        return {}
+    d, f = split_axes(plan.mesh, plan.d_axes or None)
+    c0, c1, c2 = _coefficients(plan, d, f)
+    x, n = sp.Symbol("X_d", positive=True), sp.Symbol("N_chips", positive=True)
+    out = {}
+    if plan.layout == "2d":
+        x_opt = crossover(c1 / x, c2 * x / plan.n, x)
+        out["x_opt"] = Condition("2d: D degree at the optimum", "X_opt", "=", x_opt,
+                                 plan.mesh.size(d), _SOURCE)
+    n_star = crossover(c0, 2 * sp.sqrt(c1 * c2 / n), n)
+    out["2d"] = Condition("2d beats 1d", "N", ">", sp.simplify(n_star), plan.n, _SOURCE)
+    return out
