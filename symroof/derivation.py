@@ -4,14 +4,20 @@ Each step is a statement, an equation (lhs = rhs) and the assumption that licens
 same object prints in a terminal, renders in a notebook (``_repr_latex_``,
 ``_repr_markdown_``) and goes into the lecture notes as an ``align*`` block.
 
->>> from symroof.symbols import B, D, F
+Prose (statements, assumptions, claims, titles) may carry inline maths as ``$...$``, which
+passes through to LaTeX while the rest is escaped (see :func:`symroof.prose.tex_text`); a
+step given ``at={symbol: number}`` shows its formula first, then the formula's value there.
+
+>>> from symroof.symbols import B, C, D, F, W
 >>> import symroof as sr
 >>> d = Derivation("Matmul intensity", source="How to Scale Your Model, ch. 1")
->>> i = d.step("Intensity of X[B,D] @ W[D,F] in bf16", r"\\text{AI}",
+>>> i = d.step("Intensity of $X[B,D] W[D,F]$ in bf16", r"\\text{AI}",
 ...            sr.matmul(B, D, F).intensity)
->>> d.step("B much smaller than D and F", r"\\text{AI}", sr.leading(i, small=B),
-...        because="B << D, F")
+>>> d.step("$B$ much smaller than $D$ and $F$", r"\\text{AI}", sr.leading(i, small=B),
+...        because=r"$B \\ll D, F$")
 B
+>>> d.step("compute-bound above", "B^*", C / W, at={C: 197 * 10**12, W: 82 * 10**10})
+9850/41
 >>> print(d.to_markdown().splitlines()[0])
 ### Matmul intensity
 """
@@ -24,53 +30,52 @@ from typing import Any
 
 import sympy as sp
 
+from .prose import plain_text, tex_escape, tex_number, tex_text
 from .render import latex
 
-__all__ = ["Derivation", "Step", "tex_escape"]
-
-_TEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
-                "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\ensuremath{\sim}",
-                "^": r"\textasciicircum{}", "<": r"\ensuremath{<}", ">": r"\ensuremath{>}"}
-
-
-def tex_escape(text: str) -> str:
-    r"""Escape plain text for LaTeX text mode.
-
-    >>> tex_escape("50% of d_h & more")
-    '50\\% of d\\_h \\& more'
-    """
-    return "".join(_TEX_SPECIAL.get(ch, ch) for ch in text)
-
+__all__ = ["Derivation", "Step", "tex_escape", "tex_text", "plain_text"]
 
 def _tex(x: Any) -> str:
-    return x if isinstance(x, str) else latex(x)
+    return x if isinstance(x, str) else latex(x, readable=True)
 
 
-def _tex_number(text: str) -> str:
-    r"""``8.013e-05`` as ``8.013 \times 10^{-5}``; other text unchanged.
+def _reading(x: Any) -> str:
+    """The decimal shown beside an exact number: every non-integer, and integers of 7 or
+    more digits unless they print in scientific form already (round figures)."""
+    if isinstance(x, int) and not isinstance(x, bool):
+        x = sp.Integer(x)
+    if not (isinstance(x, sp.Basic) and x.is_number and x.is_real) or x.is_Float:
+        return ""
+    if x.is_Integer:
+        digits = str(abs(int(x)))
+        return f"{float(x):.6g}" if len(digits) >= 7 and len(digits.rstrip("0")) > 4 else ""
+    return f"{float(x):.6g}"
 
-    >>> _tex_number("8.013e-05"), _tex_number("240.2")
-    ('8.013 \\times 10^{-5}', '240.2')
-    """
-    match = re.fullmatch(r"(-?[\d.]+)e([+-]?\d+)", text)
-    return text if match is None else rf"{match[1]} \times 10^{{{int(match[2])}}}"
+
+def _scientific(x: Any) -> bool:
+    """Whether the notes print this exact integer in scientific form already (5.91e17)."""
+    return isinstance(x, (int, sp.Integer)) and r"\times 10^" in latex(x, readable=True)
 
 
 def _plain(x: Any) -> str:
     if isinstance(x, str):  # a LaTeX label: unwrap \text{...}, keep other braces
+        x = re.sub(r"\\lim_\{([^{}]*)\}\s*", r"lim(\1) ", x)
+        x = re.sub(r"\s*\\to\s*", "->", x).replace(r"\infty", "oo")
         return re.sub(r"\\(?:text|mathrm)\{([^{}]*)\}", r"\1", x)
     return sp.sstr(x)
 
 
 @dataclass(frozen=True)
 class Step:
-    """One step: ``statement``; ``lhs = rhs``; licensed by ``because``."""
+    """One step: ``statement``; ``lhs = rhs`` (then ``= at_value`` where the formula was
+    evaluated at numbers); licensed by ``because``."""
 
     statement: str
     lhs: Any
     rhs: Any
     because: str = ""
-    value: str = ""  # an optional numeric reading, e.g. "= 240.2"
+    value: str = ""  # an optional numeric reading, e.g. "240.2"
+    at_value: Any = None  # the formula's exact value at the step's numbers, if given
 
 
 @dataclass
@@ -83,56 +88,70 @@ class Derivation:
     claims: list[tuple[str, bool]] = field(default_factory=list)
 
     def step(self, statement: str, lhs: Any, rhs: Any, because: str = "",
-             value: Any = None) -> Any:
-        """Record ``lhs = rhs`` and return ``rhs`` (so steps chain in scripts)."""
-        shown = ""
-        if value is not None:
+             value: Any = None, *, at: dict | None = None) -> Any:
+        """Record ``lhs = rhs`` and return ``rhs`` (so steps chain in scripts).
+
+        With ``at`` (``{symbol: number}``) the step reads ``lhs = rhs = rhs.subs(at)``: the
+        formula in named quantities first, then its exact value, and that value is returned.
+        An exact number is shown with its decimal (``value`` overrides the reading)."""
+        at_value = None if at is None else sp.sympify(rhs).subs(at)
+        number = rhs if at is None else at_value
+        shown = _reading(number)
+        if value is not None and not _scientific(number):  # else the value is shown already
             shown = value if isinstance(value, str) else f"{float(value):.6g}"
-        elif isinstance(rhs, sp.Basic) and rhs.is_number and not rhs.is_Integer:
-            shown = f"{float(rhs):.6g}"
-        self.steps.append(Step(statement, lhs, rhs, because, shown))
-        return rhs
+        self.steps.append(Step(statement, lhs, rhs, because, shown, at_value))
+        return rhs if at is None else at_value
 
     def claim(self, statement: str, holds: Any) -> None:
         """Record a claim and assert it: a derivation ends by asserting what it showed."""
         ok = bool(holds)
         self.claims.append((statement, ok))
         if not ok:
-            raise AssertionError(f"{self.title}: claim failed: {statement}")
+            raise AssertionError(f"{self.title}: claim failed: {plain_text(statement)}")
 
     # -- rendering ---------------------------------------------------------------------
     def __str__(self) -> str:
-        out = [self.title, "=" * len(self.title)]
+        title = plain_text(self.title)
+        out = [title, "=" * len(title)]
         if self.source:
             out.append(f"source: {self.source}")
         for s in self.steps:
-            out.append(f"- {s.statement}" + (f"   [{s.because}]" if s.because else ""))
+            out.append(f"- {plain_text(s.statement)}"
+                       + (f"   [{plain_text(s.because)}]" if s.because else ""))
             eq = f"    {_plain(s.lhs)} = {_plain(s.rhs)}"
+            if s.at_value is not None:
+                eq += f" = {_plain(s.at_value)}"
             out.append(eq + (f"  ~ {s.value}" if s.value else ""))
-            out.append(f"    LaTeX: {_tex(s.lhs)} = {_tex(s.rhs)}")
+            latex_eq = f"{_tex(s.lhs)} = {_tex(s.rhs)}"
+            if s.at_value is not None:
+                latex_eq += f" = {_tex(s.at_value)}"
+            out.append(f"    LaTeX: {latex_eq}")
         for text, ok in self.claims:
-            out.append(f"{'[ok]' if ok else '[FAILED]'} {text}")
+            out.append(f"{'[ok]' if ok else '[FAILED]'} {plain_text(text)}")
         return "\n".join(out)
 
     def to_latex(self) -> str:
-        """An ``align*`` block; statements as ``\\intertext``, assumptions flush right."""
-        lines = [rf"\subsection*{{{tex_escape(self.title)}}}"]
+        """An ``align*`` block; statements as ``\\intertext``, assumptions flush right; a
+        formula evaluated at numbers continues on a second line; claims as a checked list."""
+        lines = [rf"\subsection*{{{tex_text(self.title)}}}"]
         if self.source:
-            lines.append(rf"\noindent\emph{{Source: {tex_escape(self.source)}}}")
+            lines.append(rf"\noindent\emph{{Source: {tex_text(self.source)}}}")
         if self.steps:
             body = []
             for s in self.steps:
-                row = rf"\intertext{{{tex_escape(s.statement)}}}" + "\n"
+                row = rf"\intertext{{{tex_text(s.statement)}}}" + "\n"
                 row += f"{_tex(s.lhs)} &= {_tex(s.rhs)}"
+                if s.at_value is not None:  # \\*: the value stays on the formula's page
+                    row += r" \\*" + "\n" + f"&= {_tex(s.at_value)}"
                 if s.value:
-                    row += rf" \approx {_tex_number(s.value)}"
+                    row += rf" \approx {tex_number(s.value)}"
                 if s.because:
-                    row += rf" && \text{{{tex_escape(s.because)}}}"
+                    row += rf" && \text{{{tex_text(s.because)}}}"
                 body.append(row)
             lines += [r"\begin{align*}", " \\\\\n".join(body), r"\end{align*}"]
         if self.claims:
             lines.append(r"\begin{itemize}")
-            lines += [rf"\item {tex_escape(t)} (checked)" for t, ok in self.claims if ok]
+            lines += [rf"\item[\checkmark] {tex_text(t)}" for t, ok in self.claims if ok]
             lines.append(r"\end{itemize}")
         return "\n".join(lines)
 
@@ -143,8 +162,9 @@ class Derivation:
             out.append(f"*Source: {self.source}*")
         for s in self.steps:
             because = f" *({s.because})*" if s.because else ""
-            value = rf" \approx {_tex_number(s.value)}" if s.value else ""
-            math = f"$$ {_tex(s.lhs)} = {_tex(s.rhs)}{value} $$"
+            value = rf" \approx {tex_number(s.value)}" if s.value else ""
+            at = "" if s.at_value is None else f" = {_tex(s.at_value)}"
+            math = f"$$ {_tex(s.lhs)} = {_tex(s.rhs)}{at}{value} $$"
             out += ["", f"{s.statement}{because}", "", math]
         if self.claims:
             out.append("")
@@ -155,5 +175,7 @@ class Derivation:
         return self.to_markdown()
 
     def _repr_latex_(self) -> str:
-        steps = r" \\ ".join(f"{_tex(s.lhs)} &= {_tex(s.rhs)}" for s in self.steps)
+        steps = r" \\ ".join(f"{_tex(s.lhs)} &= {_tex(s.rhs)}"
+                              + ("" if s.at_value is None else f" = {_tex(s.at_value)}")
+                              for s in self.steps)
         return r"$\begin{aligned} " + steps + r" \end{aligned}$"

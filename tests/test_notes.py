@@ -9,6 +9,7 @@ texlive-latex-recommended.
 import os
 import re
 import shutil
+import subprocess
 import textwrap
 from pathlib import Path
 
@@ -70,15 +71,22 @@ def demo(tmp_path_factory):
     return build_notes(tmp / "out", scripts=tmp / "scripts", pdf=True), tmp
 
 
-@needs_pdflatex
-def test_shipped_notes_compile(derivations, cached_run_script, monkeypatch):
-    """build_notes on the shipped scripts, each run once for the session (conftest.py)."""
-    scripts = find_scripts()
-    if not scripts:
+@pytest.fixture(scope="module")
+def shipped(derivations, cached_run_script):
+    """build_notes on the shipped scripts, each run once for the session (conftest.py); the
+    PDF where pdflatex is on the PATH."""
+    if not find_scripts():
         pytest.skip("no derivation scripts in this tree yet")
-    monkeypatch.setattr("symroof.surfaces.notes.run_script", cached_run_script)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("symroof.surfaces.notes.run_script", cached_run_script)
+        return build_notes(derivations["out"], pdf=HAS_PDFLATEX)
+
+
+@needs_pdflatex
+def test_shipped_notes_compile(derivations, shipped):
+    scripts = find_scripts()
     tmp_path = derivations["out"]  # where the session's runs put their figures
-    notes = build_notes(tmp_path)
+    notes = shipped
     assert notes.pdf is not None and notes.pdf.read_bytes().startswith(b"%PDF")
     tex = notes.tex.read_text(encoding="utf-8")
     assert tex.count(r"\section{") == len(scripts) == len(notes.sections)
@@ -172,3 +180,98 @@ def test_latex_item_paragraph_and_figure_paths(tmp_path):
     png.write_bytes(b"\x89PNG")
     assert "{sub/f.png}" in latex_item(png, base=tmp_path)
     assert f"{{{png.resolve().as_posix()}}}" in latex_item(png)  # outside any base: absolute
+
+
+# -- the notes read as typeset prose ---------------------------------------------------------
+# ASCII maths a reader must not meet in the prose of the notes (maths is typeset), as it reads
+# once the escaping is undone; and exact fractions too long to read without their decimal.
+ASCII_MATH = {"->": r"->", "<<": r"<<", "oo": r"\boo\b", "^T": r"\^T\b", "^2": r"\^\d",
+              "_math": r"_math\b", "1.25e+03": r"\d\.?\d*e[+-]\d"}
+LONG_FRACTION = 12  # digits, numerator and denominator together
+
+
+def _argument(tex: str, start: int) -> tuple[str, int]:
+    """The brace-balanced argument opening at ``tex[start] == "{"``, and the index after it."""
+    depth = 0
+    for i in range(start, len(tex)):
+        depth += {"{": 1, "}": -1}.get(tex[i], 0) if tex[i - 1] != "\\" else 0
+        if depth == 0:
+            return tex[start + 1:i], i + 1
+    raise ValueError(f"unbalanced braces after {tex[start:start + 60]!r}")
+
+
+def _texts(block: str, *commands: str) -> list[str]:
+    """The arguments of every ``\\command{...}`` in ``block``."""
+    out = []
+    for m in re.finditer("|".join(re.escape("\\" + c) + r"\{" for c in commands), block):
+        out.append(_argument(block, m.end() - 1)[0])
+    return out
+
+
+def prose(tex: str) -> str:
+    """The text a reader reads as prose: displays reduced to their \\intertext and \\text
+    parts, inline maths and \\texttt code dropped, text-mode escapes undone."""
+    body = tex[tex.index(r"\begin{document}"):]
+    body = re.sub(r"\\begin\{align\*\}(.*?)\\end\{align\*\}",
+                  lambda m: "\n".join(_texts(m.group(1), "intertext", "text")), body,
+                  flags=re.S)
+    body = re.sub(r"\\includegraphics(\[[^]]*\])?\{[^}]*\}", "", body)
+    while (code := body.find(r"\texttt{")) >= 0:  # code is code, not maths
+        body = body[:code] + " CODE " + body[_argument(body, code + 7)[1]:]
+    for escaped, plain in ((r"\ensuremath{<}", "<"), (r"\ensuremath{>}", ">"), (r"\_", "_"),
+                           (r"\textasciicircum{}", "^"), (r"\$", "USD")):
+        body = body.replace(escaped, plain)
+    return re.sub(r"(?<!\\)\$.*?(?<!\\)\$", " MATH ", body, flags=re.S)
+
+
+def ascii_maths(text: str) -> list[str]:
+    """Each ASCII-maths pattern found in ``text``, with the words around it."""
+    return [f"{name}: ...{text[max(0, m.start() - 50):m.end() + 30]}..."
+            for name, pattern in ASCII_MATH.items() for m in re.finditer(pattern, text)]
+
+
+def bare_fractions(tex: str) -> list[str]:
+    """Exact fractions of more than LONG_FRACTION digits with no decimal beside them: an
+    ``\\approx`` later in the same row of the display (or a decimal after a text one)."""
+    found = []
+    for m in re.finditer(r"\\frac\{(\d+)\}\{(\d+)\}", tex):
+        if len(m[1]) + len(m[2]) > LONG_FRACTION:
+            row = re.split(r"\\\\|\\end\{|&&|\$", tex[m.end():], maxsplit=1)[0]
+            if r"\approx" not in row:
+                found.append(tex[max(0, m.start() - 60):m.end() + 20])
+    for m in re.finditer(r"(?<![\d.])(\d+)/(\d+)(?![\d.])", prose(tex)):
+        if len(m[1]) + len(m[2]) > LONG_FRACTION and not re.match(r"\s*(\(|≈|~)", tex[m.end():]):
+            found.append(m.group())
+    return found
+
+
+@pytest.mark.parametrize("text, found", [
+    (r"\intertext{AI(dot) -\ensuremath{>} 1/2 as N -\ensuremath{>} oo}", ["->", "->", "oo"]),
+    (r"prefill QK\textasciicircum{}T + PV, T\_math, 1.25e+03", ["^T", "_math", "1.25e+03"]),
+    (r"\intertext{$\lim_{N \to \infty}$ and $QK^\top$} x &= \frac{1}{2} && \text{$B \ll D$}",
+     []),
+])
+def test_the_prose_scanner(text, found):
+    assert [f.split(":")[0] for f in ascii_maths(prose(r"\begin{document}" + text))] == found
+
+
+def test_the_fraction_scanner():
+    assert bare_fractions(r"\begin{document}$x = \frac{3191787744140625}{315795177472}$")
+    assert not bare_fractions(r"\begin{document}\begin{align*}" "\n"
+                              r"x &= \frac{3191787744140625}{315795177472} \approx 10107.1"
+                              "\n" r"\end{align*}")
+
+
+def test_shipped_notes_typeset_their_maths(shipped):
+    """The notes' prose carries no ASCII maths (->, <<, oo, ^T, _math, 1.25e+03) and no exact
+    fraction of more than 12 digits without its decimal beside it; where pdftotext is
+    installed the PDF's text is read as well."""
+    tex = shipped.tex.read_text(encoding="utf-8")
+    assert not ascii_maths(prose(tex)), "\n".join(ascii_maths(prose(tex)))
+    assert not bare_fractions(tex), bare_fractions(tex)
+    if shipped.pdf is not None and shutil.which("pdftotext"):
+        text = subprocess.run(["pdftotext", "-layout", str(shipped.pdf), "-"],
+                              capture_output=True, text=True, timeout=120).stdout
+        text = text.replace("ˆ", "^")  # \textasciicircum as pdftotext writes it
+        found = [f for f in ascii_maths(text) if not f.startswith("_math")]  # _ is lost
+        assert not found, "\n".join(found)

@@ -231,3 +231,52 @@ def test_latency_throughput_plot_marks_each_hbm_cap(tmp_path):
     assert any("do not fit" in t for t in texts)       # 2x2 (64 GB) does not hold 70.6 GB
     assert [line.get_label() for line in ax.get_lines()][0].startswith("tpu-v5e 4x4")
     assert path.stat().st_size > 10_000
+
+
+def test_multi_chip_roofline_colours_ridges_and_points():
+    """One colour per chip (HBM and network roof alike), each ridge marked at (C/W, C), and
+    the points on the roof named by ``against``, which the legend states."""
+    from symroof.plots import roofline_plot
+
+    chips = [sr.chip("h100"), sr.chip("tpu-v5e")]
+    fig = roofline_plot(chips, {"B=64": sr.matmul(64, 4096, 4096), "dot": 0.5}, network=True,
+                        against="tpu-v5e")
+    ax = fig.axes[0]
+    lines = {line.get_label(): line for line in ax.get_lines()}
+    for chip in chips:
+        mine = [ln for label, ln in lines.items() if label.startswith(chip.name)]
+        assert len(mine) == 2 and len({ln.get_color() for ln in mine}) == 1  # HBM + network
+        ridge, peak = float(chip.critical_intensity()), float(chip.peak())
+        assert any(ln.get_marker() == "D" and ln.get_xdata()[0] == pytest.approx(ridge)
+                   and ln.get_ydata()[0] == pytest.approx(peak) for ln in ax.get_lines())
+    assert "tpu-v5e HBM roof: peak 197 TFLOP/s, ridge 240 FLOP/B" in lines
+    dots = [ln for ln in ax.get_lines() if ln.get_marker() == "o"]
+    v5e_roof = lines["tpu-v5e HBM roof: peak 197 TFLOP/s, ridge 240 FLOP/B"].get_color()
+    assert all(ln.get_color() == v5e_roof for ln in dots)
+    for ln in dots:  # on the v5e's roof: min(C, I W)
+        x = ln.get_xdata()[0]
+        assert ln.get_ydata()[0] == pytest.approx(min(197e12, x * 8.2e11))
+    assert fig.legends[0].get_texts()[-1].get_text() == "ops, on the tpu-v5e roof"
+    assert ax.get_yaxis().get_major_formatter()(1e15, 0) == "1,000"  # TFLOP/s, plainly
+    with pytest.raises(ValueError, match="against='h200' is not one of the chips plotted"):
+        roofline_plot(chips, {"dot": 0.5}, against="h200")
+
+
+def test_measured_plot_labels_sit_next_to_their_points():
+    """Every op of the measured plot is named once, in a label anchored right of its
+    cluster's rightmost point at the cluster's middle, and moved at most a few lines off it."""
+    from symroof.plots.measured import measured_figure
+    from symroof.surfaces.measure import measure
+
+    result = measure("tiny", repeats=1)
+    ax = measured_figure(result).axes[0]
+    ops = {op.key: (op.flops / op.bytes, op.flops / op.measured) for op in result.ops
+           if op.flops > 0 and op.bytes > 0}
+    labels = [t for t in ax.texts if hasattr(t, "xyann")]
+    named = [name for t in labels for name in t.get_text().split("\n")]
+    assert sorted(named) == sorted(ops)
+    for t in labels:
+        xs, ys = zip(*(ops[name] for name in t.get_text().split("\n")))
+        assert t.xy[0] == pytest.approx(max(xs))
+        assert t.xy[1] == pytest.approx(float(np.exp(np.mean(np.log(ys)))))
+        assert t.xyann[0] == 5 and abs(t.xyann[1]) <= 21  # points: beside, at most 7 steps

@@ -14,7 +14,7 @@ import pytest
 import symroof as sr
 from symroof.derivation import Derivation
 from symroof.models.table import RooflineTable, roofline_table
-from symroof.symbols import B, D, F
+from symroof.symbols import B, C, D, F, W
 
 
 @pytest.fixture(scope="module")
@@ -24,8 +24,11 @@ def matmul_derivation():
                sr.matmul(B, D, F).intensity)
     d.step("B much smaller than D and F", r"\text{AI}", sr.leading(i, small=B),
            because="B << D, F")
-    b = d.step("Critical batch on a TPU v5e", "B^*", sr.critical_batch(sr.chip("tpu-v5e")))
-    d.claim("B* is about 240 on a TPU v5e", abs(float(b) - 240.24) < 0.01)
+    v5e = sr.chip("tpu-v5e")
+    b = d.step("Critical batch $C/W$, on a TPU v5e", "B^*", C / W,
+               at={C: v5e.peak(), W: v5e.hbm_bw})
+    d.claim(r"$B^*$ is about 240 on a TPU v5e ``critical_batch``",
+            abs(float(b) - 240.24) < 0.01 and b == sr.critical_batch(v5e))
     return d
 
 
@@ -35,12 +38,13 @@ DERIVATION_LATEX = r"""\subsection*{Matmul intensity}
 \intertext{Intensity of X[B,D] @ W[D,F] in bf16}
 \text{AI} &= \frac{B D F}{B D + B F + D F} \\
 \intertext{B much smaller than D and F}
-\text{AI} &= B && \text{B \ensuremath{<}\ensuremath{<} D, F} \\
-\intertext{Critical batch on a TPU v5e}
-B^* &= \frac{9850}{41} \approx 240.244
+\text{AI} &= B && \text{B $\ll$ D, F} \\
+\intertext{Critical batch $C/W$, on a TPU v5e}
+B^* &= \frac{C}{W} \\*
+&= \frac{9850}{41} \approx 240.244
 \end{align*}
 \begin{itemize}
-\item B* is about 240 on a TPU v5e (checked)
+\item[\checkmark] $B^*$ is about 240 on a TPU v5e \texttt{critical\_batch}
 \end{itemize}"""
 
 DERIVATION_MARKDOWN = r"""### Matmul intensity
@@ -54,11 +58,11 @@ B much smaller than D and F *(B << D, F)*
 
 $$ \text{AI} = B $$
 
-Critical batch on a TPU v5e
+Critical batch $C/W$, on a TPU v5e
 
-$$ B^* = \frac{9850}{41} \approx 240.244 $$
+$$ B^* = \frac{C}{W} = \frac{9850}{41} \approx 240.244 $$
 
-- ✓ B* is about 240 on a TPU v5e"""
+- ✓ $B^*$ is about 240 on a TPU v5e ``critical_batch``"""
 
 DERIVATION_TEXT = r"""Matmul intensity
 ================
@@ -69,13 +73,13 @@ source: How to Scale Your Model, ch. 1
 - B much smaller than D and F   [B << D, F]
     AI = B
     LaTeX: \text{AI} = B
-- Critical batch on a TPU v5e
-    B^* = 9850/41  ~ 240.244
-    LaTeX: B^* = \frac{9850}{41}
-[ok] B* is about 240 on a TPU v5e"""
+- Critical batch C/W, on a TPU v5e
+    B^* = C/W = 9850/41  ~ 240.244
+    LaTeX: B^* = \frac{C}{W} = \frac{9850}{41}
+[ok] B^* is about 240 on a TPU v5e ``critical_batch``"""
 
 DERIVATION_REPR = (r"$\begin{aligned} \text{AI} &= \frac{B D F}{B D + B F + D F} \\ "
-                   r"\text{AI} &= B \\ B^* &= \frac{9850}{41} \end{aligned}$")
+                   r"\text{AI} &= B \\ B^* &= \frac{C}{W} = \frac{9850}{41} \end{aligned}$")
 
 
 def test_derivation_renders(matmul_derivation):
@@ -113,16 +117,16 @@ TWO_OPS_LATEX = r"""\begin{table}[ht]
 \toprule
 op & FLOPs & weight B & KV B & act B & intensity & bound & time \\
 \midrule
-mlp/up & 7.52 G & 117 M & 0 & 2.36 M & 62.7 & memory & 35.8 us \\
+mlp/up & 7.52 G & 117 M & 0 & 2.36 M & 62.7 & memory & 35.8 $\mu$s \\
 mlp/residual & 262 k & 0 & 0 & 1.57 M & 0.167 & memory & 470 ns \\
 \midrule
-total & 7.52 G & 117 M & 0 & 3.93 M & 61.9 & memory & 36.2 us (sum) \\
+total & 7.52 G & 117 M & 0 & 3.93 M & 61.9 & memory & 36.2 $\mu$s (sum) \\
 \bottomrule
 \end{tabular}
 \caption{two ops}
 \par\smallskip\footnotesize\raggedright
-per-op sum 36.2 us; totals as one roofline: 36.2 us (max, full overlap) .. 43.8 us (sum, no overlap)\par
-memory-bound: 'mlp/up' takes 99\% of the per-op time (35.8 us of 36.2 us), memory-bound at intensity 62.7 against the ridge 295 FLOP/B\par
+per-op sum 36.2 $\mu$s; totals as one roofline: 36.2 $\mu$s (max, full overlap) to 43.8 $\mu$s (sum, no overlap)\par
+memory-bound: `mlp/up' takes 99\% of the per-op time (35.8 $\mu$s of 36.2 $\mu$s), memory-bound at intensity 62.7 against the ridge 295 FLOP/B\par
 \end{table}"""  # noqa: E501
 
 TWO_OPS_TEXT = """two ops

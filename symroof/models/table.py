@@ -30,7 +30,7 @@ import sympy as sp
 from ..analysis import TimeBound, time
 from ..cost import FIELDS, Cost
 from ..hardware import as_chip
-from ..render import fmt_si
+from ..render import fmt_num, fmt_si
 from . import table_render as _render
 from .compiled import OpValues, compiled_table
 from .compiled import exact_number as _exact
@@ -178,8 +178,8 @@ class RooflineTable:
         return (f"{self._total.bound}-bound: '{worst}' takes {share:.0%} of the per-op time "
                 f"({fmt_si(numbers[worst].lower, 's')} of {fmt_si(self._per_op_sum, 's')}), "
                 f"{numbers[worst].bound}-bound at intensity "
-                f"{float(self._intensity(numbers[worst])):.3g} against the "
-                f"ridge {float(self.chip.critical_intensity(self.dtype)):.3g} FLOP/B")
+                f"{fmt_num(self._intensity(numbers[worst]))} against the "
+                f"ridge {fmt_num(self.chip.critical_intensity(self.dtype))} FLOP/B")
 
     # -- printing (symroof.models.table_render) -----------------------------------------
     def _body(self) -> tuple[list[list[str]], list[str]]:

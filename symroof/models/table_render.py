@@ -5,10 +5,11 @@ calls these; they read its numbers, never a SymPy expression).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from ..derivation import tex_escape
-from ..render import fmt_si
+from ..prose import tex_escape, tex_text
+from ..render import fmt_num, fmt_si
 
 __all__ = ["COLUMNS", "cells", "body", "summary", "text", "markdown", "latex"]
 
@@ -19,7 +20,7 @@ def cells(t: Any, name: str, v: Any) -> list[str]:
     """One row's cells, in the order of COLUMNS."""
     flops = v.useful_flops if t.useful else v.flops
     return [name, fmt_si(flops), fmt_si(v.weight_bytes), fmt_si(v.kv_bytes),
-            fmt_si(v.act_bytes), f"{float(t._intensity(v)):.3g}", v.bound,
+            fmt_si(v.act_bytes), fmt_num(t._intensity(v)), v.bound,
             fmt_si(v.lower, "s")]
 
 
@@ -71,19 +72,24 @@ def markdown(t: Any) -> str:
     return "\n".join(lines + [""] + [f"- {s}" for s in summary(t)])
 
 
+def _micro(tex: str) -> str:
+    """fmt_si's ``us`` (microseconds) as µs."""
+    return re.sub(r"(?<=\d) us\b", lambda _: r" $\mu$s", tex)
+
+
 def latex(t: Any) -> str:
     """A booktabs ``table`` float with its summary inside."""
     rows, total = body(t)
-    esc = lambda r: " & ".join(tex_escape(c) for c in r) + r" \\"  # noqa: E731
+    esc = lambda r: " & ".join(_micro(tex_escape(c)) for c in r) + r" \\"  # noqa: E731
     lines = [r"\begin{table}[ht]", r"\centering", r"\small",
              r"\begin{tabular}{l" + "r" * (len(COLUMNS) - 1) + "}", r"\toprule",
              esc(COLUMNS), r"\midrule", *map(esc, rows), r"\midrule", esc(total),
              r"\bottomrule", r"\end{tabular}"]
     if t.title:
-        lines.append(rf"\caption{{{tex_escape(t.title)}}}")
+        lines.append(rf"\caption{{{tex_text(t.title)}}}")
     # the summary stays inside the float, under its own table
     lines += [r"\par\smallskip\footnotesize\raggedright"]
-    lines += [rf"\textbf{{warning:}} {tex_escape(w)}\par" for w in t.warnings]
-    lines += [rf"{tex_escape(s)}\par" for s in summary(t)]
+    lines += [rf"\textbf{{warning:}} {tex_text(w)}\par" for w in t.warnings]
+    lines += [_micro(tex_text(s.replace(" .. ", " to "))) + r"\par" for s in summary(t)]
     lines.append(r"\end{table}")
     return "\n".join(lines)

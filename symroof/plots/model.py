@@ -25,7 +25,7 @@ from ..models.inference import ctx_star, step_time
 from ..models.transformer import Transformer, group
 from ..symbols import B as _B
 from ..symbols import S as _S
-from .roofline import _pyplot
+from .roofline import _pyplot, plain_log_ticks, unclash
 
 __all__ = ["ops_roofline_plot", "throughput_plot", "attention_share_plot"]
 
@@ -68,19 +68,6 @@ def _clusters(xs: list[float], gap: float = 0.3) -> list[list[int]]:
     return clusters
 
 
-def _unclash(fig: Any, label: Any, boxes: list, sign: int) -> None:
-    """Move ``label`` away from the roof (up for sign 1, down for -1) until it overlaps no
-    label placed before it, then record its box."""
-    renderer = fig.canvas.get_renderer()
-    for _ in range(40):
-        box = label.get_window_extent(renderer).expanded(1.02, 1.05)
-        if not any(box.overlaps(other) for other in boxes):
-            break
-        dx, dy = label.xyann
-        label.xyann = (dx, dy + 6 * sign)
-    boxes.append(label.get_window_extent(renderer))
-
-
 def ops_roofline_plot(model: Any, chip: Any, *, context: int = 2048, prefill_batch: int = 1,
                       decode_batch: int = 64, dtype: str = "bf16", groups: bool = True,
                       attention: str = "fused", path: Any = None, title: str | None = None):
@@ -117,7 +104,9 @@ def ops_roofline_plot(model: Any, chip: Any, *, context: int = 2048, prefill_bat
     ax.text(ridge, 0.02, f"ridge {ridge:.0f} FLOP/B ", transform=ax.get_xaxis_transform(),
             rotation=90, ha="right", va="bottom", fontsize=7, color="grey")
     ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo * bw / 3, peak * 30),
-           xlabel="arithmetic intensity (useful FLOP / byte)", ylabel="attainable FLOP/s")
+           xlabel="arithmetic intensity (useful FLOP / byte)", ylabel=f"attainable {dtype} TFLOP/s")
+    plain_log_ticks(ax.xaxis)
+    plain_log_ticks(ax.yaxis, 1e12)
     boxes: list = []
     for (phase, batch), pts in phases.items():
         marker, color, sign = _PHASE_STYLE[phase]
@@ -131,7 +120,7 @@ def ops_roofline_plot(model: Any, chip: Any, *, context: int = 2048, prefill_bat
                                 fontsize=7, color=color, textcoords="offset points",
                                 xytext=(-6 * sign, 8 * sign), ha="right" if sign > 0 else "left",
                                 va="bottom" if sign > 0 else "top")
-            _unclash(fig, label, boxes, sign)
+            unclash(fig, label, boxes, sign)
     ax.set_title(title or f"{m.name} on {chip.name}: ops of one prefill and one decode step "
                  f"({attention} attention)", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
@@ -184,6 +173,8 @@ def throughput_plot(model: Any, chip: Any, batches: Any = None, context: int = 2
                     fontsize=8, color="tab:red", rotation=90, ha="right", va="bottom")
     ax.set(xscale="log", yscale="log", xlabel="batch B (sequences decoded together)",
            ylabel="decode tokens/s (upper bound)")
+    plain_log_ticks(ax.xaxis)
+    plain_log_ticks(ax.yaxis)
     ax.set_title(title or f"{m.name} decode on {chip.name} ({dtype}), context {S}, "
                  f"{attention} attention", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
@@ -219,6 +210,7 @@ def attention_share_plot(models: Sequence[Any], contexts: Any = None, *, path: A
     ax.axhline(0.5, ls=":", lw=0.8, color="grey")
     ax.set(xscale="log", ylim=(0, 1), xlabel="context S (tokens attended)",
            ylabel="attention share of FLOPs per token")
+    plain_log_ticks(ax.xaxis)
     ax.set_title(title or "Attention share of a decoded token's FLOPs", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["roofline_plot", "batch_plot"]
+__all__ = ["roofline_plot", "batch_plot", "plain_log_ticks", "unclash"]
 
 
 def _pyplot():
@@ -31,6 +31,12 @@ def _pyplot():
     return plt
 
 
+def _ticker():
+    from matplotlib import ticker
+
+    return ticker
+
+
 def _intensity(value: Any) -> float:
     intensity = value.intensity if hasattr(value, "intensity") else value
     try:
@@ -40,13 +46,60 @@ def _intensity(value: Any) -> float:
                          "(substitute numbers first)") from None
 
 
-def roofline_plot(chips: Any, points: Mapping[str, Any] | None = None, *, dtype: str = "bf16",
-                  network: bool = False, path: str | None = None, title: str | None = None):
-    """Log-log roofline: attainable FLOP/s against arithmetic intensity.
+def _tick(v: float) -> str:
+    """A tick label a reader reads at once: 0.01, 0.5, 20, 1,000, 20,000."""
+    if v >= 1000:
+        return f"{v:,.0f}"
+    return f"{v:.3g}"
 
-    ``chips`` is a chip or a sequence of chips (one roof per bandwidth: HBM, and the
-    per-link network if ``network``). ``points`` maps labels to Costs (or intensities) and
-    places each on the lowest roof at its intensity.
+
+def plain_log_ticks(axis: Any, scale: float = 1.0) -> None:
+    """Label a log axis with plain numbers divided by ``scale`` (1e12 for TFLOP/s): 0.1, 1, 10,
+    100, 1,000 instead of 10^-1 ... 10^3; 1, 2, 5 per decade on a narrow axis."""
+    from matplotlib import ticker
+
+    lo, hi = sorted(axis.get_view_interval())
+    subs = (1.0, 2.0, 5.0) if hi / max(lo, 1e-300) < 1e4 else (1.0,)
+    axis.set_major_locator(ticker.LogLocator(subs=subs))
+    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: _tick(v / scale)))
+    axis.set_minor_formatter(ticker.NullFormatter())
+
+
+def unclash(fig: Any, label: Any, boxes: list, sign: int = 1, step: float = 6,
+            tries: int = 40) -> None:
+    """Move the annotation ``label`` up (``sign`` 1), down (-1) or to the nearer side of
+    either (0) in steps of ``step`` points until it overlaps no box in ``boxes`` (after
+    ``tries`` steps without a free place it stays where it was), then add its box to them."""
+    renderer = fig.canvas.get_renderer()
+    dx, dy = label.xyann
+    moves = [k * step * sign for k in range(tries)] if sign else \
+        [(k + 1) // 2 * step * (-1) ** k for k in range(tries)]  # 0, -1, +1, -2, +2, ...
+    for move in moves:
+        label.xyann = (dx, dy + move)
+        box = label.get_window_extent(renderer).expanded(1.02, 1.05)
+        if not any(box.overlaps(other) for other in boxes):
+            break
+    else:
+        label.xyann = (dx, dy + moves[0])
+    boxes.append(label.get_window_extent(renderer))
+
+
+def roofline_plot(chips: Any, points: Mapping[str, Any] | None = None, *, dtype: str = "bf16",
+                  network: bool = False, against: Any = None, path: str | None = None,
+                  title: str | None = None):
+    """Log-log roofline: attainable TFLOP/s against arithmetic intensity.
+
+    ``chips`` is a chip or a sequence of chips, each drawn in one colour: its HBM roof (and,
+    if ``network``, its per-link network roof, dashed), its ridge marked and labelled, its
+    peak and ridge in the legend. ``points`` maps labels to Costs (or intensities); each sits
+    on the HBM roof of one chip, ``against`` (a chip or its name; default the first), and the
+    legend says which.
+
+    >>> import symroof as sr
+    >>> fig = roofline_plot([sr.chip("h100"), sr.chip("tpu-v5e")], {"B=64": 64.0},
+    ...                     against="tpu-v5e")
+    >>> [t.get_text() for t in fig.legends[0].get_texts()][-1]
+    'ops, on the tpu-v5e roof'
     """
     plt = _pyplot()
     from ..hardware import as_chip
@@ -56,35 +109,48 @@ def roofline_plot(chips: Any, points: Mapping[str, Any] | None = None, *, dtype:
     for c in chips:
         if not c.critical_intensity(dtype).is_number:
             raise ValueError(f"roofline_plot needs chips with numbers; {c.name} is symbolic")
+    names = [c.name for c in chips]
+    ref = 0 if against is None else names.index(as_chip(against).name) \
+        if as_chip(against).name in names else None
+    if ref is None:
+        raise ValueError(f"against={against!r} is not one of the chips plotted: {names}")
     points = dict(points or {})
     intensities = [_intensity(v) for v in points.values()]
     ridges = [float(c.critical_intensity(dtype)) for c in chips]
     lo = min([0.1, *intensities, *ridges]) / 2
     hi = max([1e4, *intensities, *ridges]) * 2
     x = np.logspace(np.log10(lo), np.log10(hi), 400)
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for c in chips:
-        peak = float(c.peak(dtype))
-        roofs = [("HBM", float(c.hbm_bw))]
+    fig, ax = plt.subplots(figsize=(7.5, 5.2 + 0.2 * len(chips) * (1 + network)),
+                           layout="constrained")
+    for i, (c, ridge) in enumerate(zip(chips, ridges)):
+        colour, peak = f"C{i}", float(c.peak(dtype))
+        ax.plot(x, np.minimum(peak, x * float(c.hbm_bw)), color=colour, lw=1.6,
+                label=f"{c.name} HBM roof: peak {_tick(peak / 1e12)} TFLOP/s, "
+                      f"ridge {ridge:,.0f} FLOP/B")
         if network:
-            roofs.append(("network link", float(c.link_bw)))
-        for label, bw in roofs:
-            ax.plot(x, np.minimum(peak, x * bw), label=f"{c.name} {label} ({dtype})")
-        ax.axvline(float(c.critical_intensity(dtype)), ls=":", lw=0.8, color="grey")
-    low_peak = min(float(c.peak(dtype)) for c in chips)
-    low_bw = min(float(c.hbm_bw) for c in chips)
-    for (label, _), i in zip(points.items(), intensities):
-        y = min(low_peak, i * low_bw)
-        ax.plot([i], [y], "o", ms=5)
-        ax.annotate(label, (i, y), textcoords="offset points", xytext=(4, -12), fontsize=8)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("arithmetic intensity (FLOP / byte)")
-    ax.set_ylabel("attainable FLOP/s")
-    ax.set_title(title or "Roofline")
+            ax.plot(x, np.minimum(peak, x * float(c.link_bw)), color=colour, lw=1, ls="--",
+                    label=f"{c.name} network-link roof")
+        ax.axvline(ridge, ls=":", lw=0.8, color=colour)
+        ax.plot([ridge], [peak], "D", color=colour, ms=4)
+        ax.annotate(f"{ridge:,.0f}", (ridge, peak), textcoords="offset points", xytext=(0, 4),
+                    ha="center", va="bottom", fontsize=7, color=colour)
+    peak_ref, bw_ref = float(chips[ref].peak(dtype)), float(chips[ref].hbm_bw)
+    boxes: list = []
+    for n, ((label, _), i) in enumerate(zip(points.items(), intensities)):
+        y = min(peak_ref, i * bw_ref)
+        ax.plot([i], [y], "o", ms=6, color=f"C{ref}", mec="k", zorder=3,
+                label=f"ops, on the {chips[ref].name} roof" if n == 0 else None)
+        text = ax.annotate(label, (i, y), textcoords="offset points", xytext=(6, -12),
+                           fontsize=8)
+        unclash(fig, text, boxes, sign=-1)
+    ax.set(xscale="log", yscale="log", xlim=(lo, hi), xlabel="arithmetic intensity (FLOP / byte)",
+           ylabel=f"attainable {dtype} TFLOP/s")
+    plain_log_ticks(ax.xaxis)
+    plain_log_ticks(ax.yaxis, 1e12)
+    ax.set_title(title or ("Roofline" if len(chips) == 1 else "Rooflines: "
+                           + ", ".join(names) + " (ridges marked)"), fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
+    fig.legend(fontsize=7, loc="outside lower center", ncol=2)  # below: the roofs stay clear
     if path:
         fig.savefig(path, dpi=120)
     return fig
@@ -117,11 +183,14 @@ def batch_plot(chip: Any, widths: Sequence[int] = (4096, 1024), *, batches: Any 
         bound = roof_time(cost, chip, dtype)
         t = sp.lambdify(B, bound.lower, "numpy")(bs.astype(float))
         flops = sp.lambdify(B, cost.flops, "numpy")(bs.astype(float))
-        ax.plot(bs, flops / t, label=f"F=D={width}")
+        ax.plot(bs, flops / t, label=f"D = F = {width}")
+    peak = float(chip.peak(dtype))
     ax.set_xlabel("batch size B")
-    ax.set_ylabel(f"attainable {dtype} FLOP/s on {chip.name}")
-    ax.set_title(f"X[B,D] @ W[D,F] on {chip.name}: {x_bytes}-byte activations, {w_bytes}-byte "
-                 "weights", fontsize=10)
+    ax.set_ylabel(f"attainable {dtype} TFLOP/s")
+    ax.yaxis.set_major_formatter(_ticker().FuncFormatter(lambda v, _: _tick(v / 1e12)))
+    ax.set_ylim(0, peak * 1.08)
+    ax.set_title(f"X[B,D] · W[D,F] on {chip.name} (peak {_tick(peak / 1e12)} TFLOP/s): "
+                 f"{x_bytes}-byte activations, {w_bytes}-byte weights", fontsize=10)
     ax.grid(True)
     ax.legend()
     fig.tight_layout()

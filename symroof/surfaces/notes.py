@@ -8,9 +8,15 @@ folder; it asserts its claims and leaves a list ``NOTES`` of what to publish, in
 ``\\section`` titled by its docstring's first line. :func:`build_notes` writes ``notes.tex``
 and, when ``pdflatex`` is on the PATH, compiles it (twice, for the table of contents).
 
+Prose (the docstring, str paragraphs, captions) goes through
+:func:`symroof.prose.tex_text`: ``$...$`` is inline maths, the rest is escaped, quotes
+are typographic.
+
 >>> import symroof as sr
 >>> print(latex_item(sr.check(sr.model("tiny"), batch=1, new_tokens=2)).splitlines()[-1])
-\\noindent all equal: counted == symbolic for every op and quantity\\par
+\\noindent all equal: counted $=$ symbolic for every op and quantity\\par
+>>> print(latex_item(r'A "quoted" $B \\ll D$, 50%'))
+A ``quoted'' $B \\ll D$, 50\\%
 """
 
 from __future__ import annotations
@@ -26,15 +32,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..derivation import Derivation, tex_escape
+from ..derivation import Derivation
 from ..models.check import QUANTITIES, CheckReport
 from ..models.table import RooflineTable
+from ..prose import tex_escape, tex_text
 
 __all__ = ["Notes", "LatexError", "find_scripts", "run_script", "load_script", "section",
            "latex_item", "notes_latex", "build_notes", "compile_pdf"]
 
 SCRIPT = re.compile(r"^[0-9][0-9]_.*\.py$")
 FIGURE_SUFFIXES = (".png", ".pdf", ".jpg", ".jpeg")
+LONG_TABLE = 40  # rows: a check report longer than this is a longtable, not a float
 #: Unicode that scripts use in prose, declared for pdflatex (utf8 input, OT1 fonts).
 UNICODE = {"≈": r"\approx", "≤": r"\leq", "≥": r"\geq", "≪": r"\ll", "≫": r"\gg",
            "×": r"\times", "·": r"\cdot", "→": r"\to", "←": r"\leftarrow", "⇒": r"\Rightarrow",
@@ -126,6 +134,24 @@ def section(path: str | os.PathLike, namespace: dict[str, Any]) -> tuple[str, st
     return (title.strip().rstrip(".") or fallback), intro.strip(), list(items)
 
 
+_CHECK_LABEL = [(r"\bbatch=(\d+)", r"$B = \1$"), (r"\bnew_tokens=(\d+)", r"$T = \1$ new tokens"),
+                (r"\bcached=(\d+)", r"\1 cached"),
+                (r"\blast_only=False", "lm_head on every position"),
+                (r"\blast_only=True", "lm_head on the last position"),
+                (r"\battention=(\w+)", r"\1 attention")]
+
+
+def _check_caption(label: str) -> str:
+    """``tiny: batch=1, new_tokens=2, cached=0, last_only=False`` in words and maths.
+
+    >>> print(_check_caption("tiny: batch=8, new_tokens=1, cached=127, last_only=True"))
+    tiny: $B = 8$, $T = 1$ new tokens, 127 cached, lm\\_head on the last position
+    """
+    for pattern, words in _CHECK_LABEL:
+        label = re.sub(pattern, words, label)
+    return tex_text(label)
+
+
 def _check_latex(report: CheckReport) -> str:
     bad = {(m.op, m.quantity): m for m in report.mismatches}
     head = ["op", "FLOPs", "useful FLOPs", "weight B", "KV B", "act B", "verdict"]
@@ -140,11 +166,17 @@ def _check_latex(report: CheckReport) -> str:
         body.append(" & ".join(cells) + r" \\")
     verdict = ("all equal: counted == symbolic for every op and quantity" if report.ok
                else f"{len(report.mismatches)} mismatch(es)")
+    caption = r"\caption{Counted (NumPy) against symbolic: " + _check_caption(report.label) + "}"
+    head = [" & ".join(head) + r" \\"]
+    if len(body) > LONG_TABLE:  # a long table breaks across pages, its head repeated
+        return "\n".join([r"\begingroup\scriptsize", r"\begin{longtable}{lrrrrrl}",
+                          caption + r" \\", r"\toprule", *head, r"\midrule", r"\endfirsthead",
+                          r"\toprule", *head, r"\midrule", r"\endhead", *body, r"\bottomrule",
+                          r"\end{longtable}", r"\endgroup", rf"\noindent {tex_text(verdict)}\par"])
     return "\n".join([r"\begin{table}[htbp]", r"\centering", r"\scriptsize",
-                      r"\begin{tabular}{lrrrrrl}", r"\toprule", " & ".join(head) + r" \\",
-                      r"\midrule", *body, r"\bottomrule", r"\end{tabular}",
-                      rf"\caption{{Counted (NumPy) against symbolic: {tex_escape(report.label)}}}",
-                      r"\end{table}", rf"\noindent {tex_escape(verdict)}\par"])
+                      r"\begin{tabular}{lrrrrrl}", r"\toprule", *head, r"\midrule", *body,
+                      r"\bottomrule", r"\end{tabular}", caption, r"\end{table}",
+                      rf"\noindent {tex_text(verdict)}\par"])
 
 
 def _figure(path: Path, caption: str, base: Any) -> str:
@@ -158,7 +190,7 @@ def _figure(path: Path, caption: str, base: Any) -> str:
         shown = shown.relative_to(Path(base).resolve())
     return "\n".join([r"\begin{figure}[H]", r"\centering",
                       rf"\includegraphics[width=0.85\linewidth]{{{shown.as_posix()}}}",
-                      rf"\caption{{{tex_escape(caption)}}}", r"\end{figure}"])
+                      rf"\caption{{{tex_text(caption)}}}", r"\end{figure}"])
 
 
 def latex_item(obj: Any, base: str | os.PathLike | None = None) -> str:
@@ -178,7 +210,7 @@ def latex_item(obj: Any, base: str | os.PathLike | None = None) -> str:
     if isinstance(obj, Path):  # caption from the name: 01_rooflines_problem3 -> rooflines problem3
         return _figure(obj, re.sub(r"^[0-9]+_", "", obj.stem).replace("_", " "), base)
     if isinstance(obj, str):
-        return tex_escape(obj)
+        return tex_text(obj)
     raise TypeError(f"cannot publish a {type(obj).__name__} in the notes (NOTES holds "
                     "Derivation, RooflineTable, CheckReport, a Path to a figure or a "
                     "(Path, caption) pair, or str)")
@@ -189,8 +221,10 @@ def _preamble(title: str) -> list[str]:
                for c, t in UNICODE.items()]
     return [r"\documentclass[11pt]{article}", r"\usepackage[utf8]{inputenc}",
             r"\usepackage{amsmath,amssymb}", r"\usepackage{booktabs}", r"\usepackage{graphicx}",
-            r"\usepackage{float}", r"\usepackage[margin=2.2cm]{geometry}", *declare,
+            r"\usepackage{float}", r"\usepackage{longtable}",
+            r"\usepackage[margin=2.2cm]{geometry}", *declare,
             r"\providecommand{\checkmark}{\ensuremath{\surd}}", r"\emergencystretch=3em",
+            r"\allowdisplaybreaks",  # a long derivation breaks across pages
             rf"\title{{{tex_escape(title)}}}",
             r"\author{generated by symroof from its derivation scripts}", r"\date{\today}",
             r"\begin{document}", r"\maketitle", r"\tableofcontents"]
@@ -207,8 +241,8 @@ def notes_latex(sections: list[tuple[str, str, list]], base: str | os.PathLike |
     """
     body = []
     for name, intro, items in sections:
-        body += [rf"\section{{{tex_escape(name)}}}"]
-        body += [tex_escape(p.strip()) + "\n" for p in intro.split("\n\n") if p.strip()]
+        body += [rf"\section{{{tex_text(name)}}}"]
+        body += [tex_text(p.strip()) + "\n" for p in intro.split("\n\n") if p.strip()]
         body += [latex_item(item, base) + "\n" for item in items]
     # tables and figures stay where the script put them: notes read in order
     text = re.sub(r"\\begin\{(table|figure)\}(\[[a-zA-Z!]*\])?", r"\\begin{\1}[H]",
