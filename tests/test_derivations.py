@@ -1,18 +1,16 @@
 """Every derivation script runs, prints the seeds' numbers, publishes its NOTES, and every
 LaTeX string it produces compiles.
 
-Each script runs twice: as a program (a subprocess, as a reader would run it) and through
-``runpy`` with ``run_name="symroof.surfaces.notes"``, as the notes generator loads it.
+Each script runs once for the whole session (the ``derivations`` fixture of conftest.py),
+as the notes generator loads it; what it prints as a program is its ``__main__`` block run on
+the namespace the script left. (``python derivations/01_rooflines.py`` itself runs in a real
+process in tests/test_benchmarks.py, through benchmarks/derivations_time.py.)
 """
 
-import contextlib
-import io
 import os
 import re
-import runpy
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -27,8 +25,8 @@ DERIVATIONS = ROOT / "derivations"
 # Numbers the seeds print, as the scripts print them (exact values and their readings).
 KEY_NUMBERS = {
     "01_rooflines.py": [
-        "1000/989  ~ 1.01112",               # 1e12 FLOPs on an H100, ms
-        "100/91  ~ 1.0989",                  # ... on a TPU v6e
+        "= 1/989  ~ 0.00101112",             # 1e12 FLOPs on an H100, s (1.01 ms)
+        "= 1/910  ~ 0.0010989",              # ... on a TPU v6e (1.1 ms)
         "(2*N - 1)/(4*N + 2)",               # the exact dot product
         "B*D*F/(B*D + B*F + D*F)",           # matmul intensity
         "9850/41  ~ 240.244",                # B > 240 on TPU v5e
@@ -100,15 +98,66 @@ KEY_NUMBERS = {
         "04_collectives.png",
         "04_sharded_matmuls.png",
     ],
+    "05_training.py": [
+        "FLOPs^mm / (B S P_mm) = 6",         # the 6ND rule, read off the rows
+        "FLOPs^attn = 12*B*H*L*S**2*d_h",    # the attention core beside it
+        "FLOPs^attn / FLOPs^mm_layers = S/(8*D)",  # attention passes the matmuls at S = 8D
+        "all equal: counted == symbolic",    # the NumPy training step, op by op
+        "M_none / (2 B S L) = 20*D + H*S",   # no remat: ~20 D a token and layer, plus S x S
+        "M_full / (2 B S L) = D",            # block remat keeps the layer input
+        "M_state / P = 10",                  # the book's 10 bytes a parameter
+        "(B/X)^* = C/W_ici",                 # DP and FSDP: per-chip batch > alpha
+        "X_opt = sqrt(2)*sqrt(B)*sqrt(N)/sqrt(F)",  # FSDP degree at the optimum, M_X/M_Y = 2
+        "(B/N)^*_FSDP+TP = C**2/(2*F*W_ici**2)",  # current ch. 5
+        "(B/N)^*_FSDP+TP, added = 2*C**2/(F*W_ici**2)",  # the Feb 2025 revision: 4x
+        "14336/1275  ~ 11.2439",             # TP limit for LLaMA-3-70B on a v5p axis
+        "512*sqrt(10)  ~ 1619.09",           # X_opt at 4M tokens on the v5p pod
+        "1625625/14336  ~ 113.395",          # FSDP + TP minimum batch per chip
+        "1625625/3584  ~ 453.578",           # ... as ch. 6 quotes it
+        "C / W_dcn = 73440",                 # DCN bound per slice, v5p
+        "(B/N)_knee = 56",                   # the pod's FSDP + TP knee: T_FSDP = T_TP
+        "(B/N)^* = Matrix([[1923, 2395, 1923]])",  # H100: node, SuperPod, two nodes
+        "73728/4945  ~ 14.9096",             # TP limit inside an H100 node
+        "1230359/27540  ~ 44.6753",          # LLaMA-3-70B, 15T tokens, v5p pod, 40% MFU, days
+        "200291/4968  ~ 40.3162",            # ... on 4096 H100s at 45% MFU, days
+        "N_min = 226",                       # chips for 4 checkpoints a layer (book: 225)
+        "4000/3  ~ 1333.33",                 # ch. 5 problem 3's X_opt
+        "05_step_time.png",
+        "05_memory_by_remat.png",
+    ],
+    "06_inference.py": [
+        "B_crit = C*b_w/(2*W)",              # the decode step's MLP turns compute-bound
+        "10399/4100  ~ 2.53634",             # ch7 pop quiz, B = 4, ms
+        "4211648/201925  ~ 20.8575",         # B = 256, ms
+        "55421572/3203125  ~ 17.3023",       # LLaMA-3-70B int8, B = 32, v5e 2x4, ms
+        "KV_tok = 2*G*L*b_kv*d_h",           # keys and values: the factor 2
+        "B_max = 15",                        # LLaMA-2-13B on 8 v5e, multi-head
+        "B_max^GQA = 75",                    # ... with 8 KV heads
+        "B_max = (M*nu - P)/(S*kappa)",      # the dtype cancels from the largest batch
+        "B_max = 42",                        # every smallest slice (bf16, int8, int4)
+        "B_max = 138",                       # slices twice as large
+        "T_full = M/W",                      # a step with HBM full
+        "B_crit^MoE = C*E/(W*k)",            # (E/k) B_crit
+        "78800/41  ~ 1921.95",               # E = 16, k = 2 on v5e
+        "Y_ICI = F*W_ici/(B*W)",             # per-matmul T_ici = T_hbm, solved for Y
+        "Y_ICI = F/(B*beta)",                # the book's form, beta = W_hbm / W_ici
+        "2304/41  ~ 56.1951",                # ch7's example, F = 16384, B = 32
+        "T_net / ms = 168/25  ~ 6.72",       # 8x8 at B = 1: the collectives' latency floor
+        "V^*_8 = 360000",                    # latency-bound below 45 kB a shard
+        "N^* = 18*F/D",                      # 2-D weight-stationary beats 1-D
+        "8819213312/9619140625  ~ 0.91684",  # prefill of 8192 tokens, s
+        "evicted = 96",                      # KV tokens evicted per step
+        "42618354525/549575936  ~ 77.5477",  # doubling latency: 77.5x cheaper tokens
+        "FLOPs/\\$_tpu-v5e = 591000000000000000",  # C 3600 / price
+        "275600416/1154296875  ~ 0.23876",   # $ per million tokens, compute floor
+        "06_latency_throughput.png",
+    ],
 }
 SCRIPTS = sorted(DERIVATIONS.glob("[0-9][0-9]_*.py"))
 FIGURES = {"01_rooflines.py": ["01_rooflines_problem3.png"],
-           "04_sharding.py": ["04_collectives.png", "04_sharded_matmuls.png"]}
-
-
-def _env(out: Path) -> dict:
-    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    return {**os.environ, "SYMROOF_OUT": str(out), "PYTHONPATH": path, "MPLBACKEND": "Agg"}
+           "04_sharding.py": ["04_collectives.png", "04_sharded_matmuls.png"],
+           "05_training.py": ["05_step_time.png", "05_memory_by_remat.png"],
+           "06_inference.py": ["06_latency_throughput.png"]}
 
 
 def test_every_script_is_covered():
@@ -116,45 +165,29 @@ def test_every_script_is_covered():
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
-def test_script_runs_and_prints_the_seed_numbers(script, tmp_path):
-    run = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=_env(tmp_path),
-                         capture_output=True, text=True, timeout=120)
-    assert run.returncode == 0, run.stderr[-3000:]
-    missing = [n for n in KEY_NUMBERS[script.name] if n not in run.stdout]
+def test_script_runs_and_prints_the_seed_numbers(script, derivations):
+    run = derivations["runs"][script.name]
+    run.ok()
+    missing = [n for n in KEY_NUMBERS[script.name] if n not in run.program]
     assert not missing, f"{script.name} did not print {missing}"
-    assert "[FAILED]" not in run.stdout
+    assert "[FAILED]" not in run.program
     for name in FIGURES.get(script.name, []):
-        png = tmp_path / name
+        png = derivations["figures"] / name
         assert png.exists() and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
 
 
 @pytest.fixture(scope="module")
-def notes(tmp_path_factory):
-    """Each script's NOTES, loaded as the notes generator loads it (nothing may print)."""
-    out = tmp_path_factory.mktemp("notes")
-    loaded, printed = {}, {}
-    old = os.environ.get("SYMROOF_OUT")
-    os.environ["SYMROOF_OUT"] = str(out)
-    try:
-        for script in SCRIPTS:
-            buffer = io.StringIO()
-            with contextlib.redirect_stdout(buffer):
-                namespace = runpy.run_path(str(script), run_name="symroof.surfaces.notes")
-            loaded[script.name] = namespace.get("NOTES")
-            printed[script.name] = buffer.getvalue()
-    finally:
-        if old is None:
-            os.environ.pop("SYMROOF_OUT", None)
-        else:
-            os.environ["SYMROOF_OUT"] = old
-        if "matplotlib.pyplot" in sys.modules:
-            sys.modules["matplotlib.pyplot"].close("all")
-    return {"notes": loaded, "printed": printed, "out": out}
+def notes(derivations):
+    """Each script's NOTES and what it printed while loaded as notes (nothing may print)."""
+    runs = derivations["runs"]
+    return {"notes": {n: r.namespace.get("NOTES") for n, r in runs.items() if r.error is None},
+            "printed": {n: r.printed for n, r in runs.items()}, "out": derivations["figures"],
+            "runs": runs}
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
 def test_notes_are_a_list_of_publishable_items(script, notes):
-    items = notes["notes"][script.name]
+    items = notes["runs"][script.name].ok().get("NOTES")
     assert isinstance(items, list) and items, f"{script.name}: NOTES must be a non-empty list"
     kinds = (Derivation, RooflineTable, sr.CheckReport, Path)
     for item in items:
