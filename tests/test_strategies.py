@@ -187,9 +187,11 @@ def test_plan_totals_are_sums_of_parts():
     assert p.lower == sum(t.lower for t in p.time.values())
     assert p.memory_total == sum(p.memory.values())
     assert p.flops == sum(c.flops for k, c in p.step.items() if k.endswith("compute"))
-    # 6 P tokens + 12 L H d_h seq tokens, plus the rerun forward of full remat, over N chips
+    # 6 P tokens + 12 L H d_h seq tokens, plus the rerun forward of full remat (the layers:
+    # not the embedding gather nor the lm_head, V D each), over N chips
     P, toks, attn = L70.params, 2**20, 80 * 64 * 128 * 4096  # L H d_h seq
-    twin = 6 * P * toks + 12 * attn * toks + (2 * P + 4 * attn) * toks
+    layers = P - 2 * 128256 * 8192
+    twin = 6 * P * toks + 12 * attn * toks + (2 * layers + 4 * attn) * toks
     assert p.flops * 1024 == twin
     assert p.bubble == sp.Rational(7, 32 + 7) and p.bound == "compute"
 
@@ -345,7 +347,8 @@ def test_ep_shards_the_experts_and_the_batch():
     assert ep.memory["activations"] == dp.memory["activations"]  # B over X Z_e = 128 both
     assert ep.flops == dp.flops  # the same tokens per chip, 6 P_active (not P) each
     P_act, attn = mix.active_params, 32 * 32 * 128 * 4096  # L H d_h seq
-    assert ep.flops * 128 == 2**22 * (8 * P_act + 16 * attn)  # 6P + 12attn + full remat
+    layers = P_act - 2 * 32000 * 4096  # full remat reruns the layers, not embed/lm_head
+    assert ep.flops * 128 == 2**22 * (6 * P_act + 2 * layers + 16 * attn)
     a2a = sr.all_to_all(mesh, 2 * 2**22 // 16 * 4096 * 2, "Z")  # [B/X, D, min(k, Z_e)]
     assert ep.step["forward/ep/all-to-all tokens"].net_time == 2 * 32 * a2a.net_time
     rest = (mix.params - experts) * 2 // 32  # replicated weights: an AllReduce like DP's

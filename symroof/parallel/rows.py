@@ -123,7 +123,9 @@ def recompute_flops(model: Any, seq: Any, remat: Any) -> sp.Expr:
     """Backward-pass recompute FLOPs per token under ``remat`` (module docstring)."""
     attn = model.L * model.H * model.d_h * seq  # one attention matmul's FLOPs per token / 2
     if remat == "full" or isinstance(remat, int):
-        return 2 * model.active_params + 4 * attn
+        # the layers rerun; the embedding gather and the lm_head (V x D each) do not
+        outside = model.V * model.D * (1 if model.tied else 2)
+        return 2 * (model.active_params - outside) + 4 * attn
     return {"none": 0, "selective": 2 * attn, "matmul_outputs": 4 * attn}[remat]
 
 

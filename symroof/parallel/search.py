@@ -17,7 +17,7 @@ the same split. A mixture of experts is also searched with expert parallelism
 ...                       batch_tokens=[2**20, 2**22])
 >>> print(res)
 llama-3.1-70b on tpu-v5p 4x4x4, 42 splits x 2 batches:
-  1.05 M tokens: zero3 on 4x4x4 (fsdp: X,Y,Z): 21.7 s .. 22.6 s (compute-bound)
+  1.05 M tokens: zero3 on 4x4x4 (fsdp: X,Y,Z): 21.5 s .. 22.4 s (compute-bound)
   4.19 M tokens: does not fit: needs 7.56 TB = 79 chips; the smallest slice with them is 4x4x8
 >>> print(strategy_search("llama-3.1-405b", sr.mesh("tpu-v5e", "2x2"), batch_tokens=4096))
 llama-3.1-405b on tpu-v5e 2x2, 14 splits x 1 batches:
@@ -25,7 +25,7 @@ llama-3.1-405b on tpu-v5e 2x2, 14 splits x 1 batches:
 >>> moe = strategy_search("mixtral-8x7b", sr.mesh("tpu-v5p", "4x4x8"), batch_tokens=2**22)
 >>> print(moe)                     # ep splits too; compute-bound ties go to the least memory
 mixtral-8x7b on tpu-v5p 4x4x8, 73 splits x 1 batches:
-  4.19 M tokens: zero3 on 4x4x8 (fsdp: X,Y,Z): 7.97 s .. 8.55 s (compute-bound)
+  4.19 M tokens: zero3 on 4x4x8 (fsdp: X,Y,Z): 7.93 s .. 8.52 s (compute-bound)
 """
 
 from __future__ import annotations
