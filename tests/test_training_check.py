@@ -158,3 +158,36 @@ def test_adam_lowers_the_loss():
 def test_bad_input_is_named(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+DENSE = [name for name, m in sr.MODELS.items() if m.moe is None and m.mla is None
+         and m.norm == "rms" and m.gated and not m.fused_qkv and not m.post_norms
+         and m.positions == "rope" and m.act == "silu"]
+
+
+@pytest.mark.parametrize("name", DENSE)
+def test_every_llama_family_preset_trains_exactly_at_its_own_head_layout(name):
+    """Each dense Llama-family preset with its own H, G, tying, biases and window, its
+    widths shrunk (D, F, d_h, V, L) so that a float64 backward runs: counted == symbolic."""
+    m = sr.model(name)
+    small = m.replace(D=16, F=24, L=2, d_h=2, V=32, window=None if m.window is None else 6,
+                      max_position=None)
+    report = sr.check_training(small, 1, 4, "full" if m.H > 32 else "none")
+    assert report.ok, str(report)
+
+
+@pytest.mark.parametrize("name", DENSE)
+def test_dense_presets_train_at_six_params_plus_attention(name):
+    """Training FLOPs per token of each dense preset, from its rows: 6 x matmul parameters
+    plus the attention matmuls' 12 L H d_h S, and lower-order terms (norms, softmax, loss,
+    Adam) under 1 percent."""
+    m, S = sr.model(name), 4096  # within Mistral's 4096-token window
+    rows = sr.train_ops(m, 1, S)
+    per_token = sum(c.flops for c in rows.values()) / S
+    book = 6 * m.matmul_params + 12 * m.L * m.H * m.d_h * S
+    if name != "tiny":  # (tiny's D = 64: its norms and softmax are not lower order)
+        assert 1 <= per_token / book < 1.01
+    matmuls = sum(c.flops for k, c in rows.items()
+                  if k.split("/")[-1] in ("dx", "dw") or k.endswith("_proj")
+                  or k.split("/")[-1] in ("gate", "up", "down", "lm_head"))
+    assert matmuls == 6 * m.matmul_params * S  # the 6ND rule, exactly, from the rows
