@@ -125,8 +125,34 @@ def limit(expr: Any, sym: sp.Symbol, point: Any = sp.oo) -> sp.Expr:
     >>> from symroof.symbols import N
     >>> sr.limit(sr.dot(N, exact=True).intensity, N)
     1/2
+
+    Time bounds hold ``Max`` and ``Min``, which SymPy's ``limit`` cannot expand: each is
+    replaced by the argument that dominates near ``point`` first (throughput ceilings):
+
+    >>> from symroof.symbols import B
+    >>> t = sr.time(sr.matmul(B, 4096, 4096), "h100").lower
+    >>> sr.limit(B / t, B) == sp.Rational(989 * 10**12, 2 * 4096 * 4096)  # the compute roof
+    True
     """
-    return sp.limit(_expression(expr, "limit"), as_symbol(sym, "sym"), point)
+    expr, var = _expression(expr, "limit"), as_symbol(sym, "sym")
+    while True:
+        nodes = [n for n in expr.atoms(sp.Max, sp.Min) if n.has(var)
+                 and not any(a.has(sp.Max, sp.Min) for a in n.args)]
+        if not nodes:
+            return sp.limit(expr, var, point)
+        expr = expr.xreplace({n: _dominant(n, var, point) for n in nodes})
+
+
+def _dominant(node: sp.Expr, var: sp.Symbol, point: Any) -> sp.Expr:
+    """The argument of a Max (Min) that is largest (smallest) as ``var`` tends to
+    ``point``; a clear error where that depends on other symbols."""
+    sign = 1 if isinstance(node, sp.Max) else -1
+    for a in node.args:
+        gaps = [sp.limit(sign * (a - b), var, point) for b in node.args if b is not a]
+        if all(g == 0 or g.is_nonnegative or g is sp.oo for g in gaps):
+            return a
+    raise ValueError(f"limit(): which term of {sp.sstr(node)} dominates as {var} -> "
+                     f"{point} depends on the other symbols; substitute numbers first")
 
 
 def _expression(expr: Any, where: str) -> sp.Expr:

@@ -37,3 +37,21 @@ def test_latency_knee_of_a_collective():
     knee = sr.crossover(ag.t_lat, ag.t_bw, V_b)
     assert knee == 16 * 45 * 10**3     # per-shard bytes W_1 T_min = 45 kB (book ch. 3)
     assert sr.crossover(ag.net_time, 2 * ag.t_lat, V_b) == 2 * knee
+
+
+def test_limit_through_max_takes_the_dominant_branch():
+    P = sp.Symbol("P", positive=True)
+    assert sr.limit(B / sp.Max(B, P), B) == 1
+    assert sr.limit(sp.Min(B, P) / P, B) == 1
+    # the decode throughput ceiling of a serving plan at long context: B / t tends to the
+    # KV-bound rate, per chip, as the batch grows (the weights' share vanishes)
+    plan = sr.serve("llama-3.1-8b", sr.mesh("tpu-v5e", "2x2"), batch=B, context=4096)
+    ceiling = sr.limit(B / (plan.time.lower * 4), B)
+    big = sr.serve("llama-3.1-8b", sr.mesh("tpu-v5e", "2x2"), batch=10**6, context=4096)
+    assert 0.99 < float(big.tokens_per_s_per_chip / ceiling) <= 1
+
+
+def test_limit_that_depends_on_other_symbols_says_so():
+    P, Q = sp.symbols("P Q", positive=True)
+    with pytest.raises(ValueError, match="dominates as B -> oo depends on the other symbols"):
+        sr.limit(sp.Max(P * B, Q * B) / B, B)
