@@ -77,8 +77,8 @@ def test_jax_kernels_compute_the_twins_ops():
     import jax
     from jax import lax
 
-    kernels = mj._kernels(lax.Precision.HIGHEST)
-    program = mj._program(TINY, 2, 16)
+    kernels = mj.ops.kernels(lax.Precision.HIGHEST)
+    program = mj.ops.program(TINY, 2, 16)
     assert set(NUMPY) == set(kernels) == {name for name, *_ in program.values()}
     first = {name: key for key, (name, *_) in reversed(program.items())}  # one op per kernel
     with jax.default_device(jax.devices("cpu")[0]):
