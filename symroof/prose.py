@@ -4,8 +4,8 @@ r"""Prose for LaTeX and for the terminal: the text of derivations and lecture no
 (pandoc's rule, so ``$29 at batch 1, $1.5 at 32`` stays money, and ``\$`` is a dollar sign), a
 ``literal`` is typewriter code, the rest is escaped with typographic quotes, and ASCII maths
 that has one reading in prose (``->``, ``<<``, ``QK^T``, ``N^2``, ``oo``, ``1.97e14``,
-``80 us``, ``T_math``) is typeset as maths. :func:`plain_text` turns the maths back into ASCII
-for a terminal; :func:`tex_escape` escapes without reading anything into the text.
+``80 us``, ``1.5x``, ``T_math``) is typeset as maths. :func:`plain_text` turns the maths back
+into ASCII for a terminal; :func:`tex_escape` escapes without reading anything into the text.
 
 >>> print(tex_text(r"$B \ll D$, so T_math -> 2BDF/C"))
 $B \ll D$, so $T_\text{math}$ $\to$ 2BDF/C
@@ -49,6 +49,7 @@ _ASCII_MATH = [
     (r"<=", r"\le"), (r">=", r"\ge"), (r"!=", r"\ne"), (r"==", "="),
     (r"\boo\b", r"\infty"),  # SymPy's infinity
     (r"(?<=\d )u(?=s\b)", r"\mu"),  # 80 us: microseconds
+    (r"(?<![\w.])(\d+(?:\.\d+)?)x(?!\w|\.\w)", lambda m: m[1] + r"\times"),  # 1.5x faster
     (r"(?<![\w\\])([A-Z])_([A-Za-z0-9]{1,6})\b", lambda m: _subscript(m[1], m[2])),  # W_ici
 ]
 
@@ -121,8 +122,8 @@ def tex_text(text: str) -> str:
     r"""Prose as LaTeX text: ``$...$`` segments pass through as inline maths (``\$`` is a
     dollar sign), a double-backquoted literal is set in typewriter type, the rest is escaped,
     with typographic quotes, and ASCII maths that has one reading (``->``, ``<<``, ``>=``,
-    ``QK^T``, ``N^2``, ``oo``, ``1.97e14``, ``80 us``, and a capital with a subscript:
-    ``T_math``, ``W_1``, ``B_X``) typeset as maths.
+    ``QK^T``, ``N^2``, ``oo``, ``1.97e14``, ``80 us``, a multiplier ``1.5x``, and a capital
+    with a subscript: ``T_math``, ``W_1``, ``B_X``) typeset as maths.
 
     >>> print(tex_text(r'"B << D": $T_\text{math} \to 0$ at 8.2e11 B/s, 50% for \$3'))
     ``B $\ll$ D'': $T_\text{math} \to 0$ at $8.2 \times 10^{11}$ B/s, 50\% for \$3
@@ -130,6 +131,8 @@ def tex_text(text: str) -> str:
     $T_\text{comms}$ = V / $W_\text{ici}$ in 80 $\mu$s; lm\_head, \texttt{T\_math} stay code
     >>> print(tex_text("$29 at batch 1, $1.5 at 32; QK^T, S^2, (3/4)^2 and 'naive' -> oo"))
     \$29 at batch 1, \$1.5 at 32; $QK^\top$, $S^{2}$, (3/4)$^{2}$ and `naive' $\to$ $\infty$
+    >>> print(tex_text("1.5x the time, 2x. 4x4 and 8x16 are mesh shapes, 0x1f is hex"))
+    $1.5\times$ the time, $2\times$. 4x4 and 8x16 are mesh shapes, 0x1f is hex
     """
     text = _mark_quotes(text)
     out, last = [], 0
@@ -155,6 +158,7 @@ def _tex_prose(text: str) -> str:
 
 
 _PLAIN_TEX = [(r"\\(?:text|mathrm|mathit|operatorname)\{([^{}]*)\}", r"\1"),
+              (r"\\sqrt\{([^{}]*)\}", r"sqrt(\1)"),
               (r"\\frac\{([^{}]*)\}\{([^{}]*)\}", r"(\1)/(\2)"), (r"\\lim_", "lim_"),
               (r"\\to\b", "->"), (r"\\infty\b", "oo"), (r"\\ll\b", "<<"), (r"\\gg\b", ">>"),
               (r"\\leq?\b", "<="), (r"\\geq?\b", ">="), (r"\\neq?\b", "!="),
@@ -168,13 +172,15 @@ def plain_text(text: str) -> str:
 
     >>> plain_text(r"$\lim_{N\to\infty} \text{AI} = \frac{1}{2}$, and $B \ll D$ for \$3")
     'lim_N->oo AI = (1)/(2), and B << D for $3'
+    >>> plain_text(r"$X_\text{opt} = \sqrt{2 B N / F}$, $2 \alpha$, $[I, K]\{U_X\}$, $1.5\times$")
+    'X_opt = sqrt(2 B N / F), 2 alpha, [I, K]{U_X}, 1.5x'
     """
     def ascii_math(m: re.Match) -> str:
-        tex = m.group(1)
+        tex = m.group(1).replace(r"\{", "\x04").replace(r"\}", "\x05")  # braces shown
         for _ in range(3):  # nested braces, innermost first
             for pattern, repl in _PLAIN_TEX:
                 tex = re.sub(pattern, repl, tex)
-        return tex
+        return tex.replace("\x04", "{").replace("\x05", "}")
 
     return _MATH.sub(ascii_math, text).replace(r"\$", "$")
 

@@ -185,8 +185,14 @@ def test_latex_item_paragraph_and_figure_paths(tmp_path):
 # -- the notes read as typeset prose ---------------------------------------------------------
 # ASCII maths a reader must not meet in the prose of the notes (maths is typeset), as it reads
 # once the escaping is undone; and exact fractions too long to read without their decimal.
+# A Greek letter is maths ($\alpha$), a root is \sqrt, a multiplier or a product is \times:
+# "1.5x", "8xH100" and "2 x 8192" are flagged, mesh shapes ("4x4", "16x20x28") are names.
+GREEK = ("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "kappa",
+         "lambda", "mu", "nu", "xi", "pi", "rho", "sigma", "tau", "phi", "chi", "psi", "omega")
 ASCII_MATH = {"->": r"->", "<<": r"<<", "oo": r"\boo\b", "^T": r"\^T\b", "^2": r"\^\d",
-              "_math": r"_math\b", "1.25e+03": r"\d\.?\d*e[+-]\d"}
+              "_math": r"_math\b", "1.25e+03": r"\d\.?\d*e[+-]\d",
+              "alpha": r"\b(?:" + "|".join(GREEK) + r")\b", "sqrt(": r"\bsqrt\(",
+              "1.5x": r"(?<![\w.])\d+(?:\.\d+)?x(?![a-z\d]|\.\w)", "2 x 3": r"\d x \d"}
 LONG_FRACTION = 12  # digits, numerator and denominator together
 
 
@@ -250,6 +256,11 @@ def bare_fractions(tex: str) -> list[str]:
     (r"prefill QK\textasciicircum{}T + PV, T\_math, 1.25e+03", ["^T", "_math", "1.25e+03"]),
     (r"\intertext{$\lim_{N \to \infty}$ and $QK^\top$} x &= \frac{1}{2} && \text{$B \ll D$}",
      []),
+    (r"X < D/(2 alpha), beta = W/W\_ici; X\_opt = sqrt(2 B N / F), alphabet, Beta",
+     ["alpha", "alpha", "sqrt("]),
+    (r"1.5x on an axis of 4, 2x. An 8xH100 node, 6 x 16, v5e 4x4, 16x20x28, 0x1f, x7",
+     ["1.5x", "1.5x", "1.5x", "2 x 3"]),
+    (r"\intertext{$X < D/(2\alpha)$, $\sqrt{B}$, $1.5\times$ on a 4x4} B_{2\times} &= 3", []),
 ])
 def test_the_prose_scanner(text, found):
     assert [f.split(":")[0] for f in ascii_maths(prose(r"\begin{document}" + text))] == found
@@ -263,9 +274,9 @@ def test_the_fraction_scanner():
 
 
 def test_shipped_notes_typeset_their_maths(shipped):
-    """The notes' prose carries no ASCII maths (->, <<, oo, ^T, _math, 1.25e+03) and no exact
-    fraction of more than 12 digits without its decimal beside it; where pdftotext is
-    installed the PDF's text is read as well."""
+    """The notes' prose carries no ASCII maths (->, <<, oo, ^T, _math, 1.25e+03, Greek letters
+    by name, sqrt(, 1.5x, 2 x 3) and no exact fraction of more than 12 digits without its
+    decimal beside it; where pdftotext is installed the PDF's text is read as well."""
     tex = shipped.tex.read_text(encoding="utf-8")
     assert not ascii_maths(prose(tex)), "\n".join(ascii_maths(prose(tex)))
     assert not bare_fractions(tex), bare_fractions(tex)

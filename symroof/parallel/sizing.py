@@ -9,6 +9,7 @@ ratio, the cost of a million tokens, and the critical batch of a mixture-of-expe
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -95,7 +96,7 @@ def latency_throughput(model: Any, mesh: Any, *, context: Any, batches: Any = No
     >>> [round(float(x) * 1e3, 2) for x in c["latency"]], int(c["max_batch"])
     ([4.75, 5.94, 15.45], 89)
     """
-    plan = serve(model, mesh, batch=_B, context=_S, weights=weights, kv=kv)
+    plan = _symbolic_plan(model, mesh, weights, kv)
     s = np.asarray(context, dtype=np.float64)
     if s.size and not (s >= 1).all():
         raise ValueError(f"context must be >= 1, got {s.min():g}")
@@ -114,6 +115,13 @@ def latency_throughput(model: Any, mesh: Any, *, context: Any, batches: Any = No
     return {"batch": b, "context": s, "latency": t["lower"], "upper": t["upper"],
             "tokens_per_s_per_chip": b / (t["lower"] * float(plan.n)), "max_batch": cap,
             "fits": b <= cap}
+
+
+@functools.lru_cache(maxsize=32)
+def _symbolic_plan(model: Any, mesh: Any, weights: str, kv: str | None) -> ServePlan:
+    """The decode step with batch and context left as B and S, built once per (model, mesh,
+    widths): a curve's evaluations then only substitute numbers."""
+    return serve(model, mesh, batch=_B, context=_S, weights=weights, kv=kv)
 
 
 def kv_evictions(batch: Any, prompt: Any, generated: Any) -> sp.Expr:
