@@ -24,7 +24,7 @@ import sympy as sp
 
 import symroof as sr
 import symroof.plots  # noqa: F401  (matplotlib loads only for the one figure)
-from symroof.derivation import Derivation, plain_text
+from symroof.derivation import Derivation, print_notes
 from symroof.symbols import B, C, D, F, N, W, W_net
 
 BOOK = "How to Scale Your Model, part 1: https://jax-ml.github.io/scaling-book/roofline/"
@@ -285,6 +285,4 @@ assert p3_png.exists() and p3_png.stat().st_size > 0, p3_png
 assert all(ok for d in NOTES if isinstance(d, Derivation) for _, ok in d.claims)
 
 if __name__ == "__main__":
-    for item in NOTES:
-        print(f"figure: {item[0]} ({plain_text(item[1])})" if isinstance(item, tuple) else item)
-        print()
+    print_notes(NOTES)

@@ -25,7 +25,7 @@ import numpy as np
 import sympy as sp
 
 import symroof as sr
-from symroof.derivation import Derivation
+from symroof.derivation import Derivation, print_notes
 from symroof.models.table import roofline_table
 from symroof.numeric import TINY, count_params, init_params
 from symroof.symbols import B, C, D, F, G, H, S, T, W, d_h
@@ -349,6 +349,4 @@ assert all(ok for d in NOTES if isinstance(d, Derivation) for _, ok in d.claims)
 assert ops_png.exists()
 
 if __name__ == "__main__":
-    for item in NOTES:
-        print(f"figure: {item[0]} ({item[1]})" if isinstance(item, tuple) else item)
-        print()
+    print_notes(NOTES)

@@ -24,7 +24,7 @@ from pathlib import Path
 import sympy as sp
 
 import symroof as sr
-from symroof.derivation import plain_text
+from symroof.derivation import print_notes
 from symroof.symbols import B, C, H, L, M, S, W, d_h
 
 SOURCE = "seed 003, demo 4; How to Scale Your Model, part 7 (inference)"
@@ -125,6 +125,4 @@ NOTES = [d,
 assert all(ok for _, ok in d.claims) and tp_png.exists() and share_png.exists()
 
 if __name__ == "__main__":
-    for item in NOTES:
-        print(f"figure: {item[0]} ({plain_text(item[1])})" if isinstance(item, tuple) else item)
-        print()
+    print_notes(NOTES)

@@ -31,7 +31,7 @@ import sympy as sp
 
 import symroof as sr
 import symroof.plots  # noqa: F401  (matplotlib loads only for the figures)
-from symroof.derivation import Derivation, plain_text
+from symroof.derivation import Derivation, print_notes
 from symroof.symbols import B, D, F, V_b, X, Y
 
 CH2 = "How to Scale Your Model, ch. 2: https://jax-ml.github.io/scaling-book/tpus/"
@@ -418,6 +418,4 @@ assert all(ok for d in DERIVATIONS for _, ok in d.claims)
 assert coll_png.exists() and mm_png.exists()
 
 if __name__ == "__main__":
-    for item in NOTES:
-        print(f"figure: {item[0]} ({plain_text(item[1])})" if isinstance(item, tuple) else item)
-        print()
+    print_notes(NOTES)

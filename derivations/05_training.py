@@ -35,7 +35,7 @@ import numpy as np
 import sympy as sp
 
 import symroof as sr
-from symroof.derivation import Derivation, plain_text
+from symroof.derivation import Derivation, print_notes
 from symroof.models.training import ATTENTION_MATMUL_KEYS, MATMUL_KEYS
 from symroof.models.training_memory import remat_recompute
 from symroof.symbols import B, C, D, F, G, H, L, N, S, V, V_b, X, Y, Z, d_h
@@ -789,6 +789,4 @@ assert all(ok for d in DERIVATIONS for _, ok in d.claims)
 assert step_png.exists() and mem_png.exists()
 
 if __name__ == "__main__":
-    for item in NOTES:
-        print(f"figure: {item[0]} ({plain_text(item[1])})" if isinstance(item, tuple) else item)
-        print()
+    print_notes(NOTES)

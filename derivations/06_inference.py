@@ -31,7 +31,7 @@ import sympy as sp
 
 import symroof as sr
 import symroof.plots  # noqa: F401  (matplotlib loads only for the figure)
-from symroof.derivation import Derivation, plain_text
+from symroof.derivation import Derivation, print_notes
 from symroof.parallel.serving import WIDTHS
 from symroof.parallel.sizing import (
     cost_per_million_tokens,
@@ -528,6 +528,4 @@ DERIVATIONS = [n for n in NOTES if isinstance(n, Derivation)]
 assert all(ok for d in DERIVATIONS for _, ok in d.claims) and lt_png.exists()
 
 if __name__ == "__main__":
-    for item in NOTES:
-        print(f"figure: {item[0]} ({plain_text(item[1])})" if isinstance(item, tuple) else item)
-        print()
+    print_notes(NOTES)

@@ -33,7 +33,7 @@ import sympy as sp
 from .prose import plain_text, tex_escape, tex_number, tex_text
 from .render import latex
 
-__all__ = ["Derivation", "Step", "tex_escape", "tex_text", "plain_text"]
+__all__ = ["Derivation", "Step", "tex_escape", "tex_text", "plain_text", "print_notes"]
 
 def _tex(x: Any) -> str:
     return x if isinstance(x, str) else latex(x, readable=True)
@@ -179,3 +179,19 @@ class Derivation:
                               + ("" if s.at_value is None else f" = {_tex(s.at_value)}")
                               for s in self.steps)
         return r"$\begin{aligned} " + steps + r" \end{aligned}$"
+
+
+def print_notes(notes: list) -> None:
+    """Print a derivation script's ``NOTES`` for the terminal: each item as text, figures
+    as ``figure: path (caption)``, maths in captions as plain ASCII. Every script's
+    ``__main__`` block is this one call.
+
+    >>> print_notes(["a paragraph", ("out/f.png", r"time against $B$")])
+    a paragraph
+    <BLANKLINE>
+    figure: out/f.png (time against B)
+    <BLANKLINE>
+    """
+    for item in notes:
+        print(f"figure: {item[0]} ({plain_text(item[1])})" if isinstance(item, tuple) else item)
+        print()
