@@ -35,6 +35,9 @@ SIZES = {"small": (30, 200, 2, 3), "full": (1000, 20000, 5, 9)}  # grid side, lo
 
 
 def main(size: str = "full") -> dict:
+    """Time the three paths; check one grid value against the exact plan; return the ratios."""
+    if size not in SIZES:
+        raise ValueError(f"size must be one of {sorted(SIZES)}, got {size!r}")
     side, n_loop, n_plans, reps = SIZES[size]
     model, mesh = sr.model("llama-3.1-8b"), sr.mesh("tpu-v5e", "4x4")
     batches = np.arange(1, side + 1, dtype=np.float64)[:, None]
