@@ -31,12 +31,19 @@ from .chips import RECORDS as _RECORDS
 from .topology import Level, Switched, Torus
 from .topology import exact_figure as _exact
 
-__all__ = ["Chip", "chip", "as_chip", "symbolic_chip", "CHIPS", "DTYPE_BYTES"]
+__all__ = ["Chip", "chip", "as_chip", "symbolic_chip", "CHIPS", "DTYPE_BYTES",
+           "STORAGE_BYTES"]
 
 #: Bytes per element of each dtype name used for peaks (the default operand width of a
 #: computation "in" that dtype).
 DTYPE_BYTES: dict[str, int] = {"fp64": 8, "fp32": 4, "tf32": 4, "bf16": 2, "fp16": 2,
                                "fp8": 1, "int8": 1}
+
+#: Bytes per element of the dtypes weights and KV caches are *stored* in: the compute
+#: dtypes' widths, and the 4-bit formats at half a byte (no peak is quoted "in" them here).
+STORAGE_BYTES: dict[str, sp.Expr] = {
+    **{k: sp.Integer(DTYPE_BYTES[k]) for k in ("fp32", "bf16", "fp16", "fp8", "int8")},
+    "int4": sp.Rational(1, 2), "fp4": sp.Rational(1, 2)}
 
 _FIGURES = ("hbm_bw", "hbm_bytes", "link_bw")
 _UNSOURCED = "user assumption"

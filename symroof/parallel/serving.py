@@ -38,6 +38,7 @@ import sympy as sp
 
 from ..analysis import TimeBound, crossover, time
 from ..cost import Cost, as_dimension
+from ..hardware.chip import STORAGE_BYTES
 from ..hardware.collectives import all_reduce, all_to_all
 from ..hardware.mesh import Mesh
 from ..render import fmt_si
@@ -46,8 +47,7 @@ from .serving_2d import LAYOUTS, layout_conditions, split_axes, ws2d_rows
 __all__ = ["ServePlan", "serve", "WIDTHS"]
 
 #: bytes per element of the storage dtypes a plan takes (int4/fp4: half a byte)
-WIDTHS = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": sp.Rational(1, 2),
-          "fp4": sp.Rational(1, 2)}
+WIDTHS = STORAGE_BYTES  # one home: symroof.hardware.chip
 #: rows every chip repeats in full (activations are replicated): norms, residual adds,
 #: embedding gathers, softcaps, and a mixture of experts' small router and its combine
 _REPLICATED = ("norm", "residual", "embed", "softcap", "moe/router", "moe/route",
