@@ -97,6 +97,7 @@ from .parallel import (
     training_run,
 )
 from .render import document, latex
+from .surfaces.compare import Comparison, compare
 
 #: ``sr.plot`` is the same package as ``sr.plots`` (one plotting package since the mesh work;
 #: the old name stays so that code written against it keeps running).
@@ -127,5 +128,7 @@ __all__ = [
     "min_training_slice", "MinSlice", "strategy_search", "SearchResult",
     # tables, documents, plots
     "roofline_table", "RooflineTable", "Derivation", "latex", "document", "plot", "plots",
+    # side by side
+    "compare", "Comparison",
 ]
 __version__ = "0.1.0"

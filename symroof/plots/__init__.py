@@ -5,6 +5,7 @@
 - ``measured``: this machine's measured roofline (``symroof measure``).
 - ``network``: collective time against buffer size; sharded matmuls' compute against
   communication time.
+- ``compare``: a side-by-side comparison's bars (``sr.compare(...).plot()``).
 - ``serving``: step latency against tokens/s per chip as the batch grows, HBM cap marked.
 
 >>> import symroof as sr
@@ -12,6 +13,7 @@
 True
 """
 
+from .compare import compare_plot
 from .model import attention_share_plot, ops_roofline_plot, throughput_plot
 from .network import collective_plot, sharded_matmul_plot
 from .roofline import batch_plot, roofline_plot
@@ -19,4 +21,4 @@ from .serving import latency_throughput_plot
 
 __all__ = ["roofline_plot", "batch_plot", "ops_roofline_plot", "throughput_plot",
            "attention_share_plot", "collective_plot", "sharded_matmul_plot",
-           "latency_throughput_plot"]
+           "latency_throughput_plot", "compare_plot"]

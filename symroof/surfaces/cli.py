@@ -36,6 +36,7 @@ from .cli_args import (
     size,
 )
 from .cli_args import load_model as _model
+from .cli_compare import add_compare
 from .cli_format import (
     WIDTHS,
     critical_batch_text,
@@ -64,6 +65,7 @@ EXAMPLES = """examples:
   symroof serve --model llama-3.1-70b --mesh tpu-v5e:4x4 --batch 32 --context 8k
   symroof solve "t_math = t_mem" --for batch --model llama-3.1-8b --chip h100 --context 4096
   symroof check --model tiny --batch 4 --new-tokens 16 --cached 0
+  symroof compare --chips h100,tpu-v5e,b200 --model llama-3.1-70b --batch 64 --context 8k
   symroof notes --out notes                        lecture notes (LaTeX, PDF with pdflatex)
 """
 
@@ -222,7 +224,7 @@ def build_parser(with_measure: bool = False) -> argparse.ArgumentParser:
                            "the dtype's, 1 for int8 and fp8, 2 for bf16)"))
     c.add_argument("--d", type=SIZE, help="with --f: the exact root for these widths")
     c.add_argument("--f", type=SIZE, help="with --d (default: the B << D, F regime)")
-    for add in (add_report, add_train, add_serve, add_solve):
+    for add in (add_report, add_train, add_serve, add_solve, add_compare):
         add(command)
     c = command("check", cmd_check, "run the counted NumPy model and compare every op's "
                 "FLOPs and bytes with the symbolic formulas, exactly (exit 1 on a mismatch)",

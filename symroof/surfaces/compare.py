@@ -1,0 +1,444 @@
+"""Side by side: one question asked of several chips, models, meshes or weight dtypes
+(``sr.compare``, ``symroof compare``).
+
+A question is a decode step, a prefill, the critical batch, a serving plan or a training
+plan; an axis is what varies. Every cell is read from the function that answers the
+question alone, never recomputed here: ``sr.roofline_table`` (the totals ``symroof report``
+prints), ``sr.critical_batch`` and ``solve_step`` (``symroof critical-batch``, ``symroof
+solve``), ``sr.serve`` and ``sr.cost_per_million_tokens`` (``symroof serve``),
+``sr.strategy_search`` (``symroof train``). Both tables are data: :data:`AXES` (the setting
+field an axis varies and how a value is read) and :data:`QUESTIONS` (the fields a question
+reads, its columns and its answer); a new axis or question is one entry.
+
+>>> c = compare("critical-batch", "chips", ["tpu-v5e", "h100"])
+>>> c.cells["tpu-v5e"]["b_star"], c.cells["h100"]["b_star"]
+(9850/41, 19780/67)
+>>> print(c.to_text().splitlines()[2])
+tpu-v5e  240 FLOP/B  240
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import sympy as sp
+
+from ..analysis import critical_batch
+from ..hardware import Chip, Mesh, as_chip, mesh
+from ..hardware import chip as _chip
+from ..hardware.prices import PRICES
+from ..models import Transformer, model
+from ..models.table import roofline_table
+from ..parallel import cost_per_million_tokens, serve, strategy_search
+from ..parallel.serving import WIDTHS, width
+from ..prose import tex_escape
+from ..render import fmt_num, fmt_si
+from .solve import solve_step
+
+__all__ = ["Setting", "Axis", "AXES", "Column", "Question", "QUESTIONS", "Comparison",
+           "compare"]
+
+
+@dataclass(frozen=True)
+class Setting:
+    """Everything a question may read: the model, one chip or a mesh, the storage dtypes
+    of the weights and the KV cache, the peak's dtype, batch and context (``train``: tokens
+    per step and sequence length), and a price per chip-hour with its source."""
+
+    model: Transformer | None = None
+    chip: Chip | None = None
+    mesh: Mesh | None = None
+    weights: str = "bf16"
+    kv: str | None = None
+    dtype: str = "bf16"
+    batch: int | None = None
+    context: int | None = None
+    price: Any = None
+    price_source: str = "command line"
+
+    def on_chip(self) -> Chip:
+        """The chip: the one given, else the mesh's."""
+        if self.chip is None and self.mesh is None:
+            raise ValueError("this question needs a chip (--chip or --chips) or a mesh "
+                             "(--mesh or --meshes)")
+        return self.chip if self.chip is not None else self.mesh.chip
+
+    def weights_model(self) -> Transformer:
+        """The model with the weights (and the KV cache, if given) stored as asked."""
+        m = self.model
+        changes = {"w_bytes": width(self.weights, "weights")}
+        if self.kv is not None:
+            changes["kv_bytes"] = width(self.kv, "KV")
+        return m.replace(**changes)
+
+
+def _as_mesh(value: Any) -> Mesh:
+    if isinstance(value, Mesh):
+        return value
+    chip_text, sep, shape = str(value).rpartition(":")
+    if not sep:
+        raise ValueError(f"mesh {value!r}: write CHIP:SHAPE, e.g. tpu-v5e:4x4 or h100:8")
+    return mesh(chip_text.strip(), shape.strip())
+
+
+def _as_dtype(value: Any) -> str:
+    key = str(value).strip().lower()
+    width(key, "weights")  # an unknown dtype fails here, naming the known ones
+    return key
+
+
+def _mesh_label(m: Mesh) -> str:
+    return f"{m.chip.name}:{'x'.join(str(a.size) for a in m.axes)}"
+
+
+@dataclass(frozen=True)
+class Axis:
+    """What varies: the ``Setting`` field it sets, how a value is read (a name, or the
+    object itself) and how it is labelled."""
+
+    field: str
+    read: Callable[[Any], Any]
+    label: Callable[[Any], str]
+    what: str
+    header: str
+
+
+#: axis -> its entry; ``compare(question, axis, values)`` sets ``field`` to each value
+AXES: dict[str, Axis] = {
+    "chips": Axis("chip", lambda v: as_chip(v) if isinstance(v, Chip) else _chip(v),
+                  lambda c: c.name, "chip presets (symroof chips)", "chip"),
+    "models": Axis("model", lambda v: v if isinstance(v, Transformer) else model(v),
+                   lambda m: m.name, "model presets or config.json paths", "model"),
+    "meshes": Axis("mesh", _as_mesh, _mesh_label, "CHIP:SHAPE slices", "mesh"),
+    "dtypes": Axis("weights", _as_dtype, str, f"weight storage dtypes ({', '.join(WIDTHS)})",
+                   "weights"),
+}
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: its key in the cells, its header, its unit (fmt_si's), and whether the
+    plot draws it (columns drawn together share a unit)."""
+
+    key: str
+    header: str
+    unit: str = ""
+    plotted: bool = False
+
+
+# -- the questions: each reads the API that answers it alone ------------------------------
+def _step(s: Setting, prefill: bool) -> dict[str, Any]:
+    chip = s.on_chip() if s.mesh is None else None
+    if chip is None:
+        if prefill:
+            raise ValueError("a prefill step on a mesh is not modelled (as in symroof report "
+                             "--mesh): compare chips (--chips, --chip) for a prefill")
+        plan = serve(s.model, s.mesh, batch=s.batch, context=s.context, weights=s.weights,
+                     kv=s.kv, compute_dtype=s.dtype)
+        t = plan.time
+        return {"t_math": t.t_math, "t_mem": t.t_mem, "t_net": t.t_net, "lower": t.lower,
+                "upper": t.upper, "bound": t.bound,
+                "notes": () if plan.fits else (_no_fit(plan),)}
+    T = s.context if prefill else 1
+    table = roofline_table(s.weights_model(), chip, batch=s.batch, new_tokens=T,
+                           cached=s.context - T, dtype=s.dtype)
+    total, (lower, upper) = table.as_dict()["total"], table.bounds
+    return {"t_math": total["t_math_s"], "t_mem": total["t_mem_s"], "t_net": None,
+            "lower": lower, "upper": upper, "bound": total["bound"],
+            "per_op_sum": table.per_op_sum, "notes": table.warnings}
+
+
+def _no_fit(plan: Any) -> str:
+    return (f"does not fit: {fmt_si(plan.hbm_used, 'B')} per chip of "
+            f"{fmt_si(plan.mesh.chip.hbm_bytes, 'B')}")
+
+
+def _critical(s: Setting) -> dict[str, Any]:
+    c = s.on_chip()
+    out = {"ridge": c.critical_intensity(s.dtype),
+           "b_star": critical_batch(c, dtype=s.dtype, w_bytes=width(s.weights, "weights"))}
+    if s.model is not None:
+        if s.context is None:
+            raise ValueError("the decode step's critical batch needs a context (--context)")
+        sol = solve_step("t_math = t_mem", "batch", s.weights_model(), chip=c, dtype=s.dtype,
+                         context=s.context)
+        out["b_decode"] = sol.root if sol.root is not None else "never"
+    return out
+
+
+def _price(s: Setting) -> tuple[Any, str] | None:
+    """The price of a chip-hour and its source: the one given, else the one on record."""
+    if s.price is not None:
+        return s.price, s.price_source
+    p = PRICES.get(s.mesh.chip.name)
+    return (p.usd_per_chip_hour, f"{p.source}, {p.date}") if p else None
+
+
+def _serve(s: Setting) -> dict[str, Any]:
+    if s.mesh is None:
+        raise ValueError("a serving plan shards over a mesh: give --mesh CHIP:SHAPE or "
+                         "--meshes")
+    plan = serve(s.model, s.mesh, batch=s.batch, context=s.context, weights=s.weights,
+                 kv=s.kv, compute_dtype=s.dtype)
+    out = {"chips": plan.n, "hbm_used": plan.hbm_used, "fits": plan.fits,
+           "max_batch": plan.max_batch}
+    price = _price(s)
+    if plan.fits:
+        out.update(lower=plan.time.lower, bound=plan.time.bound,
+                   tokens_per_s_per_chip=plan.tokens_per_s_per_chip,
+                   usd_per_mtok=cost_per_million_tokens(plan, *price) if price else None)
+    out["notes"] = (f"${float(price[0]):.2f} per chip-hour ({price[1]})",) if price and \
+        plan.fits else () if plan.fits else (_no_fit(plan),)
+    return out
+
+
+def _train(s: Setting) -> dict[str, Any]:
+    if s.mesh is None:
+        raise ValueError("a training plan needs a mesh: give --mesh CHIP:SHAPE or --meshes")
+    res = strategy_search(s.model, s.mesh, batch_tokens=s.batch, seq=s.context,
+                          dtype=s.dtype)
+    best = res.choice(0)
+    if best["candidate"] is None:
+        return {"strategy": "none", "why": best["why"]}
+    return {"strategy": str(best["candidate"]), "lower": best["lower"],
+            "upper": best["upper"], "bound": best["bound"], "memory": best["memory"]}
+
+
+@dataclass(frozen=True)
+class Question:
+    """A question: the ``Setting`` fields it reads (an axis over any other is refused),
+    those it needs, its columns, and the function that answers it for one setting."""
+
+    name: str
+    what: str
+    reads: tuple[str, ...]
+    needs: tuple[str, ...]
+    columns: tuple[Column, ...]
+    answer: Callable[[Setting], dict[str, Any]]
+    plot_label: str = "time per step"
+
+
+_TIMES = (Column("t_math", "t_math", "s", True), Column("t_mem", "t_mem", "s", True),
+          Column("t_net", "t_net", "s", True), Column("lower", "step (max)", "s"),
+          Column("upper", "step (sum)", "s"), Column("bound", "bound"))
+_STEP = ("model", "chip", "mesh", "weights", "kv", "dtype", "batch", "context")
+#: question -> its entry (``symroof compare --question``; ``--phase`` names the first two)
+QUESTIONS: dict[str, Question] = {
+    "decode": Question(
+        "decode step", "one decode step (per chip on a mesh: sr.serve's plan)", _STEP,
+        ("model", "batch", "context"), _TIMES + (Column("per_op_sum", "per-op sum", "s"),),
+        lambda s: _step(s, prefill=False)),
+    "prefill": Question(
+        "prefill", "one prefill of the whole context (one chip)", _STEP,
+        ("model", "batch", "context"), _TIMES + (Column("per_op_sum", "per-op sum", "s"),),
+        lambda s: _step(s, prefill=True)),
+    "critical-batch": Question(
+        "critical batch", "the batch where a matmul turns compute-bound (and, with a model "
+        "and a context, the decode step)",
+        ("model", "chip", "mesh", "weights", "kv", "dtype", "context"), (),
+        (Column("ridge", "C/W", "FLOP/B"), Column("b_star", "B* matmul", "", True),
+         Column("b_decode", "B decode t_math = t_mem", "", True)), _critical,
+        "batch B (sequences)"),
+    "serve": Question(
+        "serving plan", "one decode step sharded over a mesh (sr.serve)", _STEP + ("price",),
+        ("model", "batch", "context"),
+        (Column("chips", "chips"), Column("hbm_used", "HBM/chip", "B"),
+         Column("max_batch", "max batch"), Column("lower", "step", "s"),
+         Column("bound", "bound"), Column("tokens_per_s_per_chip", "tokens/s/chip", "", True),
+         Column("usd_per_mtok", "$/Mtok", "$")), _serve, "tokens/s per chip"),
+    "train": Question(
+        "training plan", "the fastest training strategy that fits (sr.strategy_search)",
+        ("model", "mesh", "dtype", "batch", "context"), ("model", "batch", "context"),
+        (Column("strategy", "strategy"), Column("lower", "step (max)", "s", True),
+         Column("upper", "step (sum)", "s", True), Column("bound", "bound"),
+         Column("memory", "memory/chip", "B"), Column("why", "why none")), _train),
+}
+
+
+def _cell(value: Any, unit: str) -> str:
+    """A cell as a person reads it: SI prefixes and units, 3 significant figures."""
+    if value is None:
+        return "-"
+    if isinstance(value, (str, bool)):
+        return {True: "yes", False: "no"}.get(value, value) if isinstance(value, bool) \
+            else value
+    value = sp.sympify(value)
+    if not value.is_finite:
+        return "unbounded" if value == sp.oo else "-"
+    if unit == "$":
+        return f"${float(value):.3g}"
+    return fmt_si(value, unit) if unit else fmt_num(value)
+
+
+def _json(value: Any) -> Any:
+    if value is None or isinstance(value, (str, bool)):
+        return value
+    if isinstance(value, float):
+        return value
+    value = sp.sympify(value)
+    if not value.is_finite:
+        return None
+    return int(value) if value.is_Integer else float(value)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One question's answers side by side: ``cells[label][column key]`` holds each exact
+    value as the API returned it; ``settings[label]`` the setting asked."""
+
+    question: str
+    axis: str
+    labels: tuple[str, ...]
+    columns: tuple[Column, ...]
+    cells: dict[str, dict[str, Any]]
+    settings: dict[str, Setting] = field(repr=False)
+    title: str = ""
+
+    @property
+    def plot_label(self) -> str:
+        """The plot's value axis: what the plotted columns measure."""
+        return QUESTIONS[self.question].plot_label
+
+    @property
+    def notes(self) -> list[str]:
+        """What an answer rests on or what makes it implausible, per label (a step's
+        warnings, a plan that does not fit, the price used)."""
+        by_text: dict[str, list[str]] = {}
+        for label in self.labels:
+            for note in self.cells[label].get("notes", ()):
+                by_text.setdefault(note, []).append(label)
+        return [f"{', '.join(labels)}: {note}" for note, labels in by_text.items()]
+
+    def rows(self) -> list[list[str]]:
+        """The table's text cells, header first."""
+        head = [AXES[self.axis].header, *(c.header for c in self.columns)]
+        return [head] + [[label, *(_cell(self.cells[label].get(c.key), c.unit)
+                                   for c in self.columns)] for label in self.labels]
+
+    def to_text(self) -> str:
+        from .cli_format import table
+
+        notes = "".join(f"\nnote: {n}" for n in self.notes)
+        return f"{self.title}\n" + table("text", self.rows()) + notes
+
+    __str__ = to_text
+
+    def to_markdown(self) -> str:
+        from .cli_format import table
+
+        notes = "".join(f"\n- {n}" for n in self.notes)
+        return f"**{self.title}**\n\n" + table("markdown", self.rows()) + (
+            "\n" + notes if notes else "")
+
+    _repr_markdown_ = to_markdown
+
+    def to_latex(self) -> str:
+        """A booktabs tabular in a ``center`` block (no float: it stays under its text)."""
+        rows = self.rows()
+        esc = lambda r: " & ".join(tex_escape(c) for c in r) + r" \\"  # noqa: E731
+        lines = [r"\begin{center}", r"\small", tex_escape(self.title) + r"\\[4pt]",
+                 r"\begin{tabular}{l" + "r" * (len(rows[0]) - 1) + "}", r"\toprule",
+                 esc(rows[0]), r"\midrule", *map(esc, rows[1:]), r"\bottomrule",
+                 r"\end{tabular}"]
+        lines += [r"\par\footnotesize " + tex_escape(n) for n in self.notes]
+        return "\n".join(lines + [r"\end{center}"])
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready: numbers as numbers (exact ones also as strings), oo as null."""
+        def exact(v: Any) -> Any:
+            return str(v) if isinstance(v, sp.Basic) and not v.is_Integer else None
+
+        return {"question": self.question, "axis": self.axis, "title": self.title,
+                "columns": {c.key: {"header": c.header, "unit": c.unit}
+                            for c in self.columns},
+                "rows": {label: {**{c.key: _json(self.cells[label].get(c.key))
+                                    for c in self.columns},
+                                 **{f"{c.key}_exact": exact(self.cells[label].get(c.key))
+                                    for c in self.columns
+                                    if exact(self.cells[label].get(c.key)) is not None}}
+                         for label in self.labels},
+                "notes": self.notes}
+
+    def to_json(self) -> str:
+        from .cli_args import dumps
+
+        return dumps(self.as_dict())
+
+    def plot(self, path: Any = None) -> Any:
+        """One bar chart of the plotted columns (:func:`symroof.plots.compare_plot`)."""
+        from ..plots.compare import compare_plot
+
+        return compare_plot(self, path=path)
+
+
+def _title(question: str, axis: str, base: Setting) -> str:
+    parts = [f"{QUESTIONS[question].name}, {axis} side by side"]
+    if base.model is not None and axis != "models":
+        parts.append(base.model.name)
+    if base.chip is not None and axis != "chips":
+        parts.append(f"on {base.chip.name}")
+    if base.mesh is not None and axis != "meshes":
+        parts.append(f"on {_mesh_label(base.mesh)}")
+    if base.batch is not None:
+        parts.append(f"{'tokens' if question == 'train' else 'batch'} {base.batch:,}")
+    if base.context is not None:
+        parts.append(f"{'sequence' if question == 'train' else 'context'} {base.context:,}")
+    if axis != "dtypes":
+        parts.append(f"weights {base.weights}")
+    parts.append(f"{base.dtype} peak")
+    return ", ".join(parts)
+
+
+def compare(question: str, axis: str, values: Sequence[Any], **setting: Any) -> Comparison:
+    """Ask ``question`` (a key of :data:`QUESTIONS`) once per value of ``axis`` (a key of
+    :data:`AXES`); ``setting``: the other :class:`Setting` fields (names are read as the
+    axes read them: ``model="llama-3.1-70b"``, ``chip="h100"``, ``mesh="tpu-v5e:4x4"``).
+
+    >>> c = compare("decode", "chips", ["h100", "b200"], model="llama-3.1-8b", batch=64,
+    ...             context=8192)
+    >>> import symroof as sr
+    >>> t = sr.roofline_table(sr.model("llama-3.1-8b"), sr.chip("b200"), batch=64,
+    ...                       new_tokens=1, cached=8191)
+    >>> c.cells["b200"]["lower"] == t.bounds[0]
+    True
+    """
+    if question not in QUESTIONS:
+        raise ValueError(f"unknown question {question!r}; questions: {', '.join(QUESTIONS)}")
+    if axis not in AXES:
+        raise ValueError(f"unknown axis {axis!r}; axes: {', '.join(AXES)}")
+    q, ax = QUESTIONS[question], AXES[axis]
+    if ax.field not in q.reads:
+        raise ValueError(f"{question} does not depend on {axis} ({ax.field}); it reads "
+                         f"{', '.join(q.reads)}")
+    values = list(values)
+    if len(values) < 2:
+        raise ValueError(f"compare needs two or more {axis} ({ax.what}), got {values!r}")
+    unknown = set(setting) - {f for f in Setting.__dataclass_fields__}
+    if unknown:
+        raise ValueError(f"unknown setting(s) {sorted(unknown)}; settings: "
+                         f"{', '.join(Setting.__dataclass_fields__)}")
+    readers = {a.field: a.read for a in AXES.values()}
+    base = Setting(**{k: readers[k](v) if k in readers and v is not None else v
+                      for k, v in setting.items()})
+    if ax.field in setting and setting[ax.field] is not None:
+        raise ValueError(f"{ax.field} is the axis ({axis}): give it once, in the {axis}")
+    if axis == "chips" and base.mesh is not None or axis == "meshes" and base.chip is not None:
+        raise ValueError("compare chips on their own (--chips, no --mesh) or meshes (--meshes, "
+                         "no --chip)")
+    for need in q.needs:
+        if getattr(base, need) is None and ax.field != need:
+            raise ValueError(f"{question} needs --{need}")
+    settings = {}
+    for v in values:
+        s = replace(base, **{ax.field: ax.read(v)})
+        label = ax.label(getattr(s, ax.field))
+        if label in settings:
+            raise ValueError(f"{axis}: {label!r} is given twice")
+        settings[label] = s
+    cells = {label: q.answer(s) for label, s in settings.items()}
+    used = tuple(c for c in q.columns if any(cells[x].get(c.key) is not None for x in cells))
+    return Comparison(question, axis, tuple(settings), used, cells, settings,
+                      _title(question, axis, base))
+
