@@ -40,6 +40,7 @@ from .cli_compare import add_compare
 from .cli_format import (
     WIDTHS,
     critical_batch_text,
+    model_structure,
     network_data,
     network_text,
     num,
@@ -115,14 +116,18 @@ def cmd_models(args: argparse.Namespace) -> int:
     dims = ("D", "F", "L", "H", "G", "d_h", "V")
     data = {m.name: {**{d: int(getattr(m, d)) for d in dims}, "tied": m.tied,
                      "qkv_bias": m.qkv_bias, "params": int(m.params),
+                     "active_params": int(m.active_params), **model_structure(m),
                      "max_position": num(m.max_position) if m.max_position else None,
                      **{w: num(getattr(m, w)) for w in WIDTHS}, "notes": list(m.notes),
                      "source": m.source}
             for m in ms}
-    rows = [["model", *dims, "tied", "params", "max context", "source"]]
+    rows = [["model", *dims, "tied", "params", "active", "attention", "MLP", "max context",
+             "family", "source"]]
     rows += [[m.name, *(str(getattr(m, d)) for d in dims), "yes" if m.tied else "no",
-              f"{int(m.params):,} ({fmt_si(m.params)})",
-              f"{int(m.max_position):,}" if m.max_position else "?", m.source] for m in ms]
+              f"{int(m.params):,} ({fmt_si(m.params)})", fmt_si(m.active_params),
+              *(model_structure(m)[k] for k in ("attention", "mlp")),
+              f"{int(m.max_position):,}" if m.max_position else "?",
+              model_structure(m)["family"], m.source] for m in ms]
     notes = [f"{m.name}: {note}" for m in ms for note in m.notes]
     return _emit(args, data, rows, "".join(f"\nnote: {n}" for n in notes))
 

@@ -17,7 +17,7 @@ from ..hardware import dtype_bytes
 from ..render import fmt_si
 
 __all__ = ["num", "table", "critical_batch_text", "report_widths", "report_title", "roofs",
-           "network_text", "network_data"]
+           "network_text", "network_data", "model_structure"]
 
 WIDTHS = ("w_bytes", "act_bytes", "kv_bytes")
 
@@ -100,3 +100,38 @@ def network_data(net: Any) -> dict[str, Any] | None:
             "node_egress": num(net.node_egress) if len(net.levels) > 1 else None,
             "sharp": net.sharp, "hop_latency": num(net.hop_latency),
             "pcie_bw": num(net.pcie_bw)}
+
+
+def _mlp(m: Any) -> str:
+    act = {"silu": "SwiGLU", "gelu_tanh": "GeGLU", "gelu": "GeGLU"}[m.act] if m.gated \
+        else m.act.split("_")[0].upper()
+    moe = m.moe
+    if moe is None:
+        return f"dense {act}"
+    text = f"MoE {moe.E} experts, top-{moe.k}" + (" + shared" if moe.shared_F != 0 else "")
+    return text + (f", first {moe.dense_layers} dense" if moe.dense_layers else "")
+
+
+def _attention(m: Any) -> str:
+    if m.mla is not None:
+        return f"MLA (latent {m.mla.kv_rank})"
+    H, G = int(m.H), int(m.G)
+    kind = "MHA" if G == H else "MQA" if G == 1 else f"GQA {H // G}:1"
+    return kind + (f", window {int(m.window):,}" if m.window is not None else "")
+
+
+def model_structure(m: Any) -> dict[str, str]:
+    """A model record's structure in words, read from its fields: ``family`` (the Llama
+    decoder and what the record has beyond it: the family fields that differ, MoE, MLA),
+    ``attention`` (MHA, GQA, MQA or MLA; a sliding window) and ``mlp`` (dense, or a
+    mixture of experts).
+
+    >>> from symroof.models import model
+    >>> model_structure(model("mixtral-8x7b"))
+    {'family': 'llama + MoE', 'attention': 'GQA 4:1', 'mlp': 'MoE 8 experts, top-2'}
+    >>> model_structure(model("deepseek-v3"))["mlp"]
+    'MoE 256 experts, top-8 + shared, first 3 dense'
+    """
+    extra = [{"moe": "MoE", "mla": "MLA"}.get(f, f) for f in m.features]
+    return {"family": "llama" if not extra else "llama + " + ", ".join(extra),
+            "attention": _attention(m), "mlp": _mlp(m)}
