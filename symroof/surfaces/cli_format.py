@@ -117,7 +117,11 @@ def _attention(m: Any) -> str:
         return f"MLA (latent {m.mla.kv_rank})"
     H, G = int(m.H), int(m.G)
     kind = "MHA" if G == H else "MQA" if G == 1 else f"GQA {H // G}:1"
-    return kind + (f", window {int(m.window):,}" if m.window is not None else "")
+    if m.window is None:
+        return kind
+    pattern = m.window_pattern
+    share = "" if all(pattern) else f" on {sum(pattern)} of {len(pattern)} layers"
+    return f"{kind}, window {int(m.window):,}{share}"
 
 
 def model_structure(m: Any) -> dict[str, str]:
