@@ -162,3 +162,38 @@ def test_plot_draws_each_plotted_column(decode):
     heights = sorted(p.get_height() for p in ax.patches)
     expected = sorted(float(decode.cells[n][k]) * 1e3 for n in CHIPS for k in ("t_math", "t_mem"))
     assert heights == pytest.approx(expected, rel=1e-12)
+
+
+def test_price_records_are_sourced_and_match_the_books_flops_per_dollar():
+    from symroof.hardware.prices import PRICES
+
+    for name, p in PRICES.items():
+        assert name in sr.CHIPS and p.usd_per_chip_hour > 0
+        assert "http" in p.source and len(p.date) == 7 and p.date[4] == "-"
+    # How to Scale Your Model, ch. 8 (Feb 2025 table): FLOPs per dollar = C * 3600 / price,
+    # H100 3.3e17, v5p 3.9e17 (its v5e entry, 5.8e17, does not follow from its own row)
+    per_dollar = {n: sr.chip(n).peak() * 3600 / p.usd_per_chip_hour for n, p in PRICES.items()}
+    assert round(float(per_dollar["h100"]) / 1e17, 1) == 3.3
+    assert round(float(per_dollar["tpu-v5p"]) / 1e17, 1) == 3.9
+
+
+def test_serve_price_is_the_python_cost_per_million_tokens(cli):
+    from symroof.hardware.prices import PRICES
+
+    args = ["serve", "--model", M70, "--mesh", "tpu-v5e:4x4", "--batch", "32", "--context",
+            "8k", "--weights", "int8", "--kv", "int8"]
+    plan = sr.serve(M70, sr.mesh("tpu-v5e", "4x4"), batch=32, context=8192, weights="int8",
+                    kv="int8")
+    v5e = PRICES["tpu-v5e"]
+    cost = sr.cost_per_million_tokens(plan, v5e.usd_per_chip_hour, v5e.source)
+    text = cli([*args, "--price", "record"]).stdout
+    assert f"  ${float(cost):.3g} per million tokens at $1.20 per chip-hour ({v5e.source}" in text
+    data = json.loads(cli([*args, "--price", "2.5", "--format", "json"]).stdout)
+    assert data["price"] == {"usd_per_chip_hour": 2.5, "source": "--price on the command line",
+                             "usd_per_million_tokens": float(sr.cost_per_million_tokens(
+                                 plan, sp.Rational(5, 2), "x"))}
+    assert "per million tokens" not in cli(args).stdout  # no price, no cost line
+    for bad, words in (("-1", "--price must be a positive number of US dollars"),
+                       ("record", "no price on record for chip 'b200'")):
+        r = cli([*args[:4], "b200:8", *args[5:], "--price", bad])
+        assert r.returncode == 2 and words in r.stderr

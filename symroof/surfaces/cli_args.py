@@ -32,7 +32,7 @@ from ..parallel.serving import WIDTHS
 
 __all__ = ["size", "width", "arg_type", "SIZE", "WIDTH", "load_model", "load_chip",
            "add_chip_options", "chip_of", "add_mesh_options", "mesh_of", "dumps",
-           "OVERRIDE"]
+           "OVERRIDE", "usd"]
 
 #: sizes take binary suffixes, as contexts are quoted (128k = 131,072, 4M = 4 x 2^20)
 _SUFFIX = {"": 1, "k": 2**10, "K": 2**10, "M": 2**20, "G": 2**30}
@@ -68,6 +68,22 @@ def width(text: str) -> Any:
         raise ValueError(f"must be a positive number of bytes or a dtype "
                          f"({', '.join(WIDTHS)}), got {text!r}")
     return int(value) if value.is_Integer else value
+
+
+def usd(text: str) -> Any:
+    """A price in US dollars (per chip-hour), exact through its shortest decimal.
+
+    >>> usd("1.2"), usd("10.8")
+    (6/5, 54/5)
+    """
+    try:
+        number = float(text)
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number) or number <= 0:
+        raise ValueError(f"must be a positive number of US dollars per chip-hour, got "
+                         f"{text!r}")
+    return sp.Rational(repr(number))
 
 
 def arg_type(read: Any, *args: Any) -> Any:

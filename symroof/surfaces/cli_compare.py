@@ -14,7 +14,7 @@ from typing import Any
 
 from ..hardware.prices import PRICES
 from ..parallel.serving import WIDTHS
-from .cli_args import SIZE, load_chip, load_model, mesh_of
+from .cli_args import SIZE, arg_type, load_chip, load_model, mesh_of, usd
 from .compare import AXES, QUESTIONS, compare
 
 __all__ = ["cmd_compare", "add_compare"]
@@ -70,19 +70,6 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _usd(text: str) -> Any:
-    from ..cost import as_exact
-
-    try:
-        value = as_exact(float(text), "--price")
-    except ValueError:
-        value = None
-    if value is None or not value.is_positive or not value.is_finite:
-        raise argparse.ArgumentTypeError(f"must be a positive number of US dollars per "
-                                         f"chip-hour, got {text!r}")
-    return value
-
-
 def add_compare(command: Any) -> None:
     """The ``compare`` subcommand's options (``command``: build_parser's adder)."""
     c = command("compare", cmd_compare, "one question side by side for several chips, "
@@ -107,7 +94,7 @@ def add_compare(command: Any) -> None:
                    f"{', '.join(WIDTHS)} (default: bf16)")
     c.add_argument("--kv", help="storage dtype of the KV cache (default: the model's, bf16)")
     c.add_argument("--dtype", help="whose peak FLOP/s: bf16 (default), fp8, int8, ...")
-    c.add_argument("--price", type=_usd, metavar="USD_PER_CHIP_HOUR", help="serve: the "
+    c.add_argument("--price", type=arg_type(usd), metavar="USD_PER_CHIP_HOUR", help="serve: the "
                    "price of a chip-hour, for $ per million tokens (default: the price on "
                    f"record, for {', '.join(PRICES)})")
     c.add_argument("--plot", metavar="PATH", help="also draw the comparison (PNG or SVG)")

@@ -15,13 +15,23 @@ from typing import Any
 
 import sympy as sp
 
+from ..hardware.prices import PRICES
+from ..hardware.prices import price as price_on_record
 from ..models import OP_GROUPS, group
 from ..models.sanity import step_warnings
 from ..models.table import RooflineTable
-from ..parallel import serve, smallest_slice
+from ..parallel import cost_per_million_tokens, serve, smallest_slice
 from ..parallel.serving import WIDTHS
 from ..render import fmt_si
-from .cli_args import SIZE, add_chip_options, add_mesh_options, dumps, load_model, mesh_of
+from .cli_args import (
+    SIZE,
+    add_chip_options,
+    add_mesh_options,
+    dumps,
+    load_model,
+    mesh_of,
+    usd,
+)
 from .cli_format import num
 
 __all__ = ["cmd_serve", "add_serve", "report_mesh"]
@@ -112,8 +122,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
              f"{s or 'none on record'}" for w, s in slices.items()]
     by = (f"smallest {mesh.chip.name} slice for batch {args.batch} at context "
           f"{args.context:,} (KV {plan.kv}), by weight dtype: " + ", ".join(sizes))
+    price = _price(args.price, plan)
+    if price is not None and plan.fits:
+        lines.append(_price_line(plan, *price))
     if args.format == "json":
-        print(dumps(_serve_data(args, plan, dtype, slices, lines)))
+        print(dumps({**_serve_data(args, plan, dtype, slices, lines),
+                     **_price_data(plan, price)}))
     elif args.format == "markdown":
         print("\n".join([f"**{head}**", "", *(f"- {line}" for line in lines), f"- {by}"]))
     else:
@@ -145,6 +159,36 @@ def _serve_data(args: argparse.Namespace, plan: Any, dtype: str, slices: dict,
     return out
 
 
+def _price(text: str | None, plan: Any) -> tuple[Any, str] | None:
+    """``--price``: a number of US dollars per chip-hour (its source: the command line), or
+    ``record`` for the price on record for the mesh's chip (``hardware.prices``)."""
+    if text is None:
+        return None
+    if text.strip().lower() == "record":
+        p = price_on_record(plan.mesh.chip.name)
+        return p.usd_per_chip_hour, f"{p.source}, {p.date}"
+    try:
+        value = usd(text)
+    except ValueError as err:
+        raise ValueError(f"--price {err} (or 'record': the price on record, for "
+                         f"{', '.join(PRICES)})") from None
+    return value, "--price on the command line"
+
+
+def _price_line(plan: Any, usd: Any, source: str) -> str:
+    cost = cost_per_million_tokens(plan, usd, source)
+    return (f"${float(cost):.3g} per million tokens at ${float(usd):.2f} per chip-hour "
+            f"({source})")
+
+
+def _price_data(plan: Any, price: tuple[Any, str] | None) -> dict[str, Any]:
+    if price is None:
+        return {}
+    cost = cost_per_million_tokens(plan, *price) if plan.fits else None
+    return {"price": {"usd_per_chip_hour": float(price[0]), "source": price[1],
+                      "usd_per_million_tokens": None if cost is None else float(cost)}}
+
+
 def add_serve(command: Any) -> None:
     c = command("serve", cmd_serve, "one decode step sharded over a mesh (book ch. 7): memory "
                 "per chip, largest batch, time bounds with the collectives, tokens/s per chip, "
@@ -158,6 +202,9 @@ def add_serve(command: Any) -> None:
                    f"{', '.join(WIDTHS)} (default: %(default)s; int4 and fp4 are half a byte)")
     c.add_argument("--kv", help="storage dtype of the KV cache (default: the model's, bf16)")
     c.add_argument("--dtype", help="whose peak FLOP/s: bf16 (default), fp8, int8, ...")
+    c.add_argument("--price", metavar="USD_PER_CHIP_HOUR", help="the price of a chip-hour, "
+                   "for dollars per million tokens; 'record': the chip's price on record "
+                   f"({', '.join(PRICES)}: the book's Feb 2025 list)")
     add_chip_options(c, chip_flag=False)
 
 

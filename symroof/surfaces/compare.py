@@ -387,6 +387,8 @@ def _title(question: str, axis: str, base: Setting) -> str:
         parts.append(f"{'sequence' if question == 'train' else 'context'} {base.context:,}")
     if axis != "dtypes":
         parts.append(f"weights {base.weights}")
+    if base.kv is not None:
+        parts.append(f"KV {base.kv}")
     parts.append(f"{base.dtype} peak")
     return ", ".join(parts)
 
