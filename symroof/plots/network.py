@@ -187,32 +187,45 @@ def _crossing(lhs: sp.Expr, rhs: sp.Expr, sym: sp.Symbol, xs: np.ndarray) -> flo
     return float(np.sqrt(lo * hi))
 
 
-def _draw_case(ax: Any, sm: Any, sym: sp.Symbol, xs: np.ndarray, i: int, n: int) -> str:
+def _draw_case(ax: Any, sm: Any, sym: sp.Symbol, xs: np.ndarray, i: int,
+               drawn: dict, label: str) -> str:
     """Draw one case's compute (solid) and communication (dashed) time, and its crossover;
-    return its legend text. Equal curves stay visible: earlier cases are drawn wider and
-    dashes interleave."""
+    return its legend text. A curve equal to an earlier case's is drawn once, in that
+    case's colour, and the legend says whose it is (two colours on one path blend, and two
+    dash patterns merge into one line)."""
     color = f"C{i}"
     t_math = _curve(sm.t_math, sym, xs)
-    ax.plot(xs, t_math, color=color, lw=1.3 + 2.4 * (n - 1 - i) / max(n - 1, 1))
+    shared = []
+    if ("math", sm.t_math) in drawn:
+        shared.append(f"compute time as {drawn[('math', sm.t_math)]}")
+    else:
+        ax.plot(xs, t_math, color=color, lw=1.8)
+        drawn[("math", sm.t_math)] = f"'{label}'"
     steps = ", ".join(f"{_BOOK[s.collective.kind]}_{''.join(s.collective.axes)}"
                       for s in sm.steps) or "no communication"
+    note = f" ({'; '.join(shared)})" if shared else ""
     if sm.t_comms == 0:
-        return steps
+        return steps + note
     t_comms = _curve(sm.t_comms, sym, xs)
-    ax.plot(xs, t_comms, color=color, lw=1.6, ls=(3 * i, (3, 3 * max(n - 1, 1))))
+    if ("comms", sm.t_comms) in drawn:
+        shared.append(f"communication time as {drawn[('comms', sm.t_comms)]}")
+    else:
+        ax.plot(xs, t_comms, color=color, lw=1.8, ls=(0, (5, 3)))
+        drawn[("comms", sm.t_comms)] = f"'{label}'"
+    note = f" ({'; '.join(shared)})" if shared else ""
     at = _crossing(sm.t_math, sm.t_comms, sym, xs)
     if at is None or not xs.min() <= at <= xs.max():
         side = "compute" if t_math[-1] > t_comms[-1] else "comms"
-        return f"{steps}, {side}-bound throughout"
+        return f"{steps}, {side}-bound throughout{note}"
     ax.plot([at], [float(_curve(sm.t_math, sym, np.array([at]))[0])], "o", color=color,
-            ms=6, zorder=3)
-    return f"{steps}, {sym.name}* = {at:,.0f}"
+            ms=7, mec="white", mew=0.8, zorder=3)
+    return f"{steps}, {sym.name}* = {at:,.0f}{note}"
 
 
 def _layout(fig: Any, ax: Any, mesh: Mesh, sizes: dict, var: str, rows: int) -> None:
     """Axes, title and the legend under the axes (0.55 in for the x labels, 0.17 an entry)."""
     ax.plot([], [], color="k", lw=1.2, label="solid: compute time per chip")
-    ax.plot([], [], color="k", ls="--", lw=1.2, label="dashed: communication time")
+    ax.plot([], [], color="k", ls=(0, (5, 3)), lw=1.2, label="dashed: communication time")
     ax.set(xscale="log", yscale="log", xlabel=_AXIS_LABEL.get(var, var),
            ylabel="time per chip")
     _si_axis(ax.xaxis, "")
@@ -262,18 +275,15 @@ def sharded_matmul_plot(mesh: Mesh, texts: Any, var: str = "B", values: Any = No
         raise ValueError(f"values of {var} must be at least two positive numbers")
     rows = len(cases) + 2  # legend entries, drawn under the axes
     fig, ax = plt.subplots(figsize=(8, 4.2 + 0.2 * rows))
-    seen: dict = {}  # compute-time formula -> the first case that has it
+    drawn: dict = {}  # (kind, formula) -> the first case that drew it
     for i, (label, text, strategy) in enumerate(cases):
         sm = shard_matmul(mesh, text, strategy=strategy, **sizes)
         extra = (sm.t_math.free_symbols | sm.t_comms.free_symbols) - {sym}
         if extra:
             raise ValueError(f"{text!r}: give sizes for {', '.join(sorted(map(str, extra)))} "
                              f"(only {var} varies)")
-        legend = f"{label}: " + _draw_case(ax, sm, sym, xs, i, len(cases))
-        if sm.t_math in seen:
-            legend += f" (compute time as {seen[sm.t_math]})"
-        seen.setdefault(sm.t_math, f"'{label}'")
-        ax.plot([], [], color=f"C{i}", lw=1.6, label=legend)
+        legend = f"{label}: " + _draw_case(ax, sm, sym, xs, i, drawn, label)
+        ax.plot([], [], color=f"C{i}", lw=1.8, label=legend)
     _layout(fig, ax, mesh, sizes, var, rows)
     if title:
         ax.set_title(title, fontsize=10)

@@ -26,8 +26,9 @@ def latency_throughput_plot(model: Any, meshes: Sequence[Any], *, context: int =
                             batches: Any = None, path: Any = None, title: str | None = None):
     """Per-token latency (ms) against throughput (tokens/s per chip) for batches 1, 2, 4, ...
     (and the cap) on each mesh; the batch where weights + KV cache fill HBM ends the solid
-    curve (beyond it, dotted: the batch does not fit), with a marker and its batch beside it.
-    Each mesh's curve is one compiled evaluation over all its batches."""
+    curve (beyond it, dotted: the batch does not fit), with a marker.
+    Each mesh's curve is one compiled evaluation over all its batches; the legend names
+    each mesh's cap."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     for i, mesh in enumerate(meshes):
@@ -36,26 +37,27 @@ def latency_throughput_plot(model: Any, meshes: Sequence[Any], *, context: int =
         label = f"{mesh.chip.name} {shape} ({mesh.n_chips} chips)"
         cap = int(latency_throughput(model, mesh, context=context, batches=[1], weights=weights,
                                      kv=kv)["max_batch"])
+        if cap < 1:  # nothing to draw: the legend says why
+            ax.plot([], [], "o-", color=colour, ms=3,
+                    label=f"{label}: the weights alone do not fit")
+            continue
         top = np.asarray(batches if batches is not None else 2 ** np.arange(0, 13), float)
-        if cap >= 1:  # the cap itself is a point of the curve, and one batch past it
-            top = np.union1d(top, [cap, cap + 1])
+        top = np.union1d(top, [cap, cap + 1])  # the cap is a point of the curve, and one past
         c = latency_throughput(model, mesh, context=context, batches=top, weights=weights,
                                kv=kv)
         x, y, fits = c["tokens_per_s_per_chip"], c["latency"] * 1e3, c["fits"]
-        ax.plot(x[fits], y[fits], "o-", color=colour, ms=3, label=label)
+        ax.plot(x[fits], y[fits], "o-", color=colour, ms=3, label=f"{label}: HBM full at "
+                f"B={cap}")
         last = np.flatnonzero(fits)[-1:]  # dotted from the last batch that fits
         over = np.concatenate([last, np.flatnonzero(~fits)[:2]])
         if over.size > len(last):
             ax.plot(x[over], y[over], ":", color=colour, alpha=0.6)
-        if cap >= 1:
-            k = int(np.flatnonzero(c["batch"] == cap)[0])
-            ax.plot([x[k]], [y[k]], "s", color=colour, ms=7, mfc="white")
-            ax.annotate(f"HBM full at B={cap}", (x[k], y[k]), textcoords="offset points",
-                        xytext=(-8, 8 + 12 * i), ha="right", fontsize=8, color=colour,
-                        arrowprops={"arrowstyle": "-", "color": colour, "lw": 0.5})
-        else:
-            ax.text(0.02, 0.95 - 0.05 * i, f"{label}: the weights alone do not fit",
-                    transform=ax.transAxes, fontsize=8, color=colour)
+        k = int(np.flatnonzero(c["batch"] == cap)[0])
+        ax.plot([x[k]], [y[k]], "s", color=colour, ms=7, mfc="white")
+    # the caps are named in the legend, not beside their markers: labels there crowd each
+    # other and the curves whenever two slices cap at similar throughput
+    ax.plot([], [], "s", color="0.4", ms=7, mfc="white",
+            label="HBM full: the largest batch that fits (dotted: past it)")
     ax.set(xscale="log", yscale="log", xlabel="tokens/s per chip",
            ylabel="step latency (ms, per generated token)")
     name = model if isinstance(model, str) else model.name
