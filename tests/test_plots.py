@@ -235,7 +235,7 @@ def test_latency_throughput_plot_marks_each_hbm_cap(tmp_path):
     # each cap is named in the legend, beside its slice, not in text that can crowd
     assert texts[:2] == [f"tpu-v5e 4x4 (16 chips): HBM full at B={cap}",  # holds int8 weights
                          "tpu-v5e 2x2 (4 chips): the weights alone do not fit"]  # 64 < 70.6 GB
-    assert ax.texts == []
+    assert len(ax.texts) == 0
     assert path.stat().st_size > 10_000
 
 
