@@ -736,7 +736,7 @@ def memory_figure(path):
     an inset zooms on block remat's bar."""
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(7.5, 4.6))
+    fig = Figure(figsize=(10, 4.6))
     ax = fig.subplots()
     inset = ax.inset_axes([0.8, 0.42, 0.17, 0.4])
     x_ = np.arange(len(POLICIES))
@@ -758,9 +758,10 @@ def memory_figure(path):
     ax.set(ylabel="HBM per chip (GB; a v5p has 96)", ylim=(0, float(bottom.max()) * 1.1),
            xlabel="remat policy",
            title="LLaMA-3-70B, 1024 x 4096 tokens, everything sharded over a v5p pod")
-    handles, labels = ax.get_legend_handles_labels()
-    ax.legend(handles[::-1], labels[::-1], fontsize=8, loc="upper center")
-    fig.subplots_adjust(left=0.09, right=0.98, top=0.93, bottom=0.11)
+    handles, labels = ax.get_legend_handles_labels()  # beside the axes: clear of every bar
+    ax.legend(handles[::-1], labels[::-1], fontsize=8, loc="upper left",
+              bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
+    fig.subplots_adjust(left=0.07, right=0.7, top=0.93, bottom=0.11)
     fig.savefig(path, dpi=100)
 
 

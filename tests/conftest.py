@@ -82,11 +82,28 @@ def _run(script: Path, figures: Path) -> ScriptRun:
 
 @pytest.fixture(scope="session")
 def derivations(tmp_path_factory) -> dict[str, Any]:
-    """``{"out": folder, "figures": out / "figures", "runs": {name: ScriptRun}}``."""
+    """``{"out": folder, "figures": out / "figures", "runs": {name: ScriptRun},
+    "overlaps": {figure file name: the texts that overlap in it}}`` (each figure checked as
+    it is saved, :func:`symroof.plots.overlaps.text_overlaps`)."""
+    from unittest import mock
+
+    from matplotlib.figure import Figure
+
+    from symroof.plots.overlaps import text_overlaps
+
     out = tmp_path_factory.mktemp("derivations")
     figures = out / "figures"
-    return {"out": out, "figures": figures,
-            "runs": {s.name: _run(s, figures) for s in SCRIPTS}}
+    overlaps: dict[str, list] = {}
+    savefig = Figure.savefig
+
+    def checked(fig: Figure, path: Any, *args: Any, **kwargs: Any) -> Any:
+        done = savefig(fig, path, *args, **kwargs)
+        overlaps[Path(path).name] = text_overlaps(fig)
+        return done
+
+    with mock.patch.object(Figure, "savefig", checked):
+        runs = {s.name: _run(s, figures) for s in SCRIPTS}
+    return {"out": out, "figures": figures, "runs": runs, "overlaps": overlaps}
 
 
 @pytest.fixture(scope="session")

@@ -90,3 +90,14 @@ def test_stopwatch_times_each_scope_once():
     with pytest.raises(RuntimeError, match="opened inside 'b'"):
         with watch.op("b"):
             watch.op("c")
+
+
+def test_plot_labels_overlap_nothing_and_name_the_sizes(tiny):
+    from symroof.plots.measured import measured_figure
+    from symroof.plots.overlaps import text_overlaps
+
+    fig = measured_figure(tiny)
+    assert text_overlaps(fig) == []
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    sizes = ", ".join(str(n) for n in SIZES["tiny"]["matmuls"])
+    assert f"standalone fp64 matmuls (n = {sizes})" in legend  # the sizes it timed

@@ -6,7 +6,7 @@ backend is switched).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,6 +31,50 @@ def _clusters(points: list[tuple[float, float, str, str]]) -> list[list]:
     return clusters
 
 
+def _place(fig: Any, ax: Any, cluster: list, boxes: list, labels: list) -> None:
+    """Label a cluster of ops (names stacked) right of its rightmost point or left of its
+    leftmost, at its middle, or a few lines up or down with a leader line: the first place
+    inside the axes that overlaps no marker or roof and no other label (``boxes``), else the
+    first that overlaps no other label (``labels``), else right beside the points."""
+    renderer = fig.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    middle = float(np.exp(np.mean([np.log(p[1]) for p in cluster])))
+    ends = {"left": max(p[0] for p in cluster), "right": min(p[0] for p in cluster)}
+    names, color = "\n".join(p[2] for p in cluster), cluster[0][3]
+    probe = ax.text(0, 0, names, fontsize=6)  # its size, measured once
+    size = probe.get_window_extent(renderer)
+    w, h, pt = size.width, size.height, fig.dpi / 72
+    probe.remove()
+    anchors = {ha: ax.transData.transform((ends[ha], middle)) for ha in ends}
+    places = [(ha, dy) for k in range(16) for dy in ((0,) if k == 0 else (4 * k, -4 * k))
+              for ha in ("left", "right")]
+
+    def box(ha: str, dy: int) -> tuple[float, float, float, float]:
+        x, y = anchors[ha]
+        x0 = x + 5 * pt if ha == "left" else x - 5 * pt - w
+        y0 = y + dy * pt - h / 2
+        return x0, y0, x0 + w, y0 + h
+
+    def free(ha: str, dy: int, avoid: list) -> bool:
+        x0, y0, x1, y1 = box(ha, dy)
+        if not (frame.x0 <= x0 and x1 <= frame.x1 and frame.y0 <= y0 and y1 <= frame.y1):
+            return False
+        pad_x, pad_y = 0.02 * w, 0.05 * h
+        b = np.asarray(avoid or [(0, 0, 0, 0)])
+        return not np.any((b[:, 0] < x1 + pad_x) & (b[:, 2] > x0 - pad_x)
+                          & (b[:, 1] < y1 + pad_y) & (b[:, 3] > y0 - pad_y))
+
+    # off every marker, roof and label; else off every label; else right beside the points
+    ha, dy = next((p for p in places if free(*p, boxes)), None) or next(
+        (p for p in places if free(*p, labels)), ("left", 0))
+    ax.annotate(names, (ends[ha], middle), xytext=(5 if ha == "left" else -5, dy),
+                textcoords="offset points", fontsize=6, ha=ha, va="center", color=color,
+                arrowprops=None if dy == 0 else {"arrowstyle": "-", "lw": 0.4,
+                                                 "color": color, "shrinkA": 0, "shrinkB": 3})
+    boxes.append(box(ha, dy))
+    labels.append(boxes[-1])
+
+
 def plot_measured(result: MeasureResult, path: str) -> str:
     """Save :func:`measured_figure` as ``path`` (PNG or SVG by the suffix); return ``path``."""
     fig = measured_figure(result)
@@ -42,12 +86,12 @@ def plot_measured(result: MeasureResult, path: str) -> str:
 def measured_figure(result: MeasureResult):
     """Measured points (achieved GFLOP/s against intensity) under the measured roofs; ops
     with no FLOPs (embed, kv_write) have no place on it. Each cluster of nearby ops carries
-    one label, right beside it, its names stacked; labels move apart (a few lines at most)
-    until none overlaps another or a marker."""
+    one label beside it, its names stacked, placed where it overlaps no other label and no
+    marker (``_place``)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg  # lazily; no pyplot
     from matplotlib.figure import Figure
 
-    from .roofline import plain_log_ticks, unclash
+    from .roofline import plain_log_ticks
 
     points = [op for op in [*result.matmuls, *result.ops] if op.flops > 0 and op.bytes > 0]
     x, W = np.logspace(-2, 4, 200), float(result.chip.hbm_bw)
@@ -59,12 +103,13 @@ def measured_figure(result: MeasureResult):
         ax.plot(x, np.minimum(C, W * x), style, color="k",
                 label=f"{dtype} roof: {C / 1e9:,.1f} GFLOP/s, {W / 1e9:,.1f} GB/s")
     labelled = []
+    sizes = ", ".join(dict.fromkeys(op.key.split("n=")[1] for op in result.matmuls))
     for op in points:
         rate, intensity = op.flops / op.measured, op.flops / op.bytes
         if op.key.startswith("matmul"):  # standalone: one legend entry per dtype, no label
             dtype = op.key.split()[1]
             ax.scatter([intensity], [rate], marker="s", s=22, color=_DTYPE_COLOR[dtype],
-                       label=f"standalone {dtype} matmuls (n = 512, 1024, 2048)")
+                       label=f"standalone {dtype} matmuls (n = {sizes})")
             continue
         color = "C3" if op.bound == "overhead" else "C0"
         ax.scatter([intensity], [rate], s=18, color=color)
@@ -76,18 +121,20 @@ def measured_figure(result: MeasureResult):
                     else ""), fontsize=10)
     plain_log_ticks(ax.xaxis)
     plain_log_ticks(ax.yaxis, 1e9)
-    from matplotlib.transforms import Bbox
-
     marks = [(op.flops / op.bytes, op.flops / op.measured) for op in points]
-    boxes: list = [Bbox.from_bounds(px - 4, py - 4, 8, 8)  # labels keep off every marker
-                   for px, py in ax.transData.transform(marks)]
-    for c in _clusters(labelled):  # right of the cluster's rightmost point, at its middle
-        right = max(p[0] for p in c)
-        middle = float(np.exp(np.mean([np.log(p[1]) for p in c])))
-        text = ax.annotate("\n".join(p[2] for p in c), (right, middle), fontsize=6,
-                           xytext=(5, 0), textcoords="offset points", va="center",
-                           color=c[0][3])
-        unclash(fig, text, boxes, sign=0, step=3, tries=15)
+    # labels keep off every marker (x0, y0, x1, y1 in pixels) and off the roofs (a small
+    # box every pixel or two along each)
+    boxes: list = [(px - 5, py - 5, px + 5, py + 5) for px, py in ax.transData.transform(marks)]
+    for line in ax.get_lines():
+        xy = ax.transData.transform(line.get_xydata())
+        n = int(np.hypot(*np.diff(xy, axis=0).T).sum() // 1.5) + 2
+        t = np.linspace(0, len(xy) - 1, n)
+        px, py = np.interp(t, np.arange(len(xy)), xy[:, 0]), np.interp(t, np.arange(len(xy)),
+                                                                      xy[:, 1])
+        boxes += list(zip(px - 1.5, py - 1.5, px + 1.5, py + 1.5))
+    placed: list = []  # the labels' boxes
+    for c in _clusters(labelled):
+        _place(fig, ax, c, boxes, placed)
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles))  # one entry per label
     ax.legend(unique.values(), unique.keys(), loc="upper left", bbox_to_anchor=(1.01, 1),

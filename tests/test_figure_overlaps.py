@@ -1,0 +1,38 @@
+"""No text of a figure the notes or the tour make overlaps another, and no legend covers a
+text or a bar (:func:`symroof.plots.overlaps.text_overlaps`, run as each figure is saved by
+the session's derivations; the tour's figures are checked in tests/test_tour.py)."""
+
+from __future__ import annotations
+
+import pytest
+from matplotlib.figure import Figure
+
+from symroof.plots.overlaps import text_overlaps
+
+
+def test_every_figure_of_the_notes_was_checked(derivations):
+    saved = {p.name for p in derivations["figures"].glob("*.png")}
+    assert saved and saved <= set(derivations["overlaps"])
+
+
+@pytest.mark.parametrize("name", ["01_rooflines_problem3.png", "02_ops_roofline.png",
+                                  "03_throughput.png", "03_attention_share.png",
+                                  "04_collectives.png", "04_sharded_matmuls.png",
+                                  "05_step_time.png", "05_memory_by_remat.png",
+                                  "06_latency_throughput.png"])
+def test_no_text_overlaps_in_the_notes_figures(derivations, name):
+    assert derivations["overlaps"].get(name) == [], name
+
+
+def test_overlaps_are_found():
+    fig = Figure(figsize=(4, 3))
+    ax = fig.subplots()
+    ax.bar([0, 1], [3, 1])
+    ax.text(0.3, 2.0, "a label", fontsize=12)
+    ax.text(0.35, 2.0, "on a label", fontsize=12)
+    ax.plot([0, 1], [2, 2], label="a long legend entry over the bars")
+    ax.text(0.05, 0.5, "under the legend", transform=ax.transAxes, va="center")
+    ax.legend(loc="center left")
+    assert text_overlaps(fig) == [
+        ("a label", "on a label"), ("under the legend", "a long legend entry over the bars"),
+        ("legend", "under the legend"), ("legend", "a bar")]  # the first bar, not the second
