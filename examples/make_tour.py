@@ -26,7 +26,7 @@ hardware enters only as an argument. In a notebook a `Cost`, a time bound, a per
 check report, a derivation and a solved condition render as LaTeX or Markdown.
 
 Sections: **1** one op on one chip, **2** whole models, **3** meshes and collectives,
-**4** sharded matmuls, **5** training on a TPU v5p slice, **6** serving.
+**4** sharded matmuls, **5** training on a TPU v5p slice, **6** serving, **7** sliders.
 
 This file is written by `examples/make_tour.py` (edit that, then run it)."""),
     ("py", """\
@@ -168,6 +168,43 @@ print(serving)"""),
     ("py", """\
 sr.plot.latency_throughput_plot(m, [sr.mesh("tpu-v5e", "2x2"), sr.mesh("h100", {"G": 8})],
                                 context=4096);"""),
+
+    ("md", """\
+## 7. Sliders
+
+One decode step of Llama-3.1-8B: move the batch, the context, the weights' storage dtype or
+the chip and the roofline and the per-op table redraw (ipywidgets' `interact`, from the
+`notebook` extra: `pip install -e ".[notebook]"`). Each redraw is one compiled table,
+evaluated in microseconds; the plot's points are the table's own intensities."""),
+    ("py", """\
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+
+from symroof.hardware.chip import STORAGE_BYTES
+
+
+def decode_step(batch=32, context=8192, dtype="bf16", chip="h100"):
+    \"\"\"Llama-3.1-8B's decode step on ``chip``: its op groups under the roofline, its table.\"\"\"
+    title = f"{m.name} decode on {chip}: batch {batch}, context {context:,}, {dtype} weights"
+    table = sr.roofline_table(m.replace(w_bytes=STORAGE_BYTES[dtype]), sr.chip(chip),
+                              batch=batch, new_tokens=1, cached=context - 1, groups=True,
+                              title=title)
+    rows = table.as_dict()["rows"]
+    points = {name: row["intensity"] for name, row in rows.items() if row["flops"]}
+    sr.plot.roofline_plot(sr.chip(chip), points, title=title)
+    plt.show()
+    display(table)
+
+
+powers = [2**k for k in range(11)]  # 1 .. 1024 sequences
+contexts = [2**k for k in range(10, 18)]  # 1k .. 128k tokens
+widgets.interact(
+    decode_step,
+    batch=widgets.SelectionSlider(options=powers, value=32, continuous_update=False),
+    context=widgets.SelectionSlider(options=contexts, value=8192, continuous_update=False),
+    dtype=widgets.Dropdown(options=["bf16", "int8", "int4"]),
+    chip=widgets.Dropdown(options=["h100", "h200", "b200", "a100", "tpu-v5e", "tpu-v5p",
+                                   "tpu-v6e"]));"""),
 ]
 
 
