@@ -89,10 +89,10 @@ def from_hf_config(config: str | os.PathLike | Mapping[str, Any]) -> Transformer
     For llama, mistral, qwen2 and qwen3 (its per-head q/k norms) it reads hidden_size,
     intermediate_size, num_hidden_layers, num_attention_heads, num_key_value_heads (default:
     MHA), head_dim (default hidden_size / heads), vocab_size, tie_word_embeddings,
-    attention_bias (Qwen2 always has q/k/v biases), sliding_window (unless
-    use_sliding_window is false) and max_position_embeddings; mixtral, qwen2_moe, deepseek_v3, gemma, gemma2, gpt2, gpt_neox
-    and phi3 are read by :mod:`symroof.models.hf`. Another model_type, features these do not
-    have (MLP biases in a llama config), a missing or malformed field fail, naming it.
+    attention_bias (Qwen2 always has q/k/v biases), sliding_window (unless use_sliding_window is
+    false) and max_position_embeddings; mixtral, qwen2_moe, deepseek_v3, gemma, gemma2, gpt2,
+    gpt_neox and phi3 are read by :mod:`symroof.models.hf`. Another model_type, features these
+    do not have (MLP biases in a llama config), a missing or malformed field fail, naming it.
 
     ``torch_dtype`` sets the element widths (float32: 4 bytes) and ``quantization_config``
     the weights' (its bits over 8); what cannot be honoured, and a missing ``model_type``
