@@ -68,9 +68,11 @@ ms, us = sp.Integer(1000), sp.Integer(10**6)
 GB = sp.Integer(10**9)
 llama70, llama13 = sr.model("llama-3.1-70b"), sr.model("llama-2-13b")
 CTX = 8192
-PRICE_SOURCE = ("Google Cloud TPU pricing, Feb 2025, as quoted in ch. 8 (What's the LLaMA "
-                "Serving Story?)")
-PRICES = {"h100": 10.8, "tpu-v5p": 4.2, "tpu-v5e": 1.2}  # USD per chip-hour, PRICE_SOURCE
+# the prices on record beside the chip records (symroof.hardware.prices: the book's ch. 8
+# table, Google Cloud, Feb 2025), USD per chip-hour as exact decimals
+PRICES = {name: sp.Rational(str(p.usd_per_chip_hour)) for name, p in
+          sr.hardware.PRICES.items()}
+PRICE_SOURCE = sr.hardware.PRICES["tpu-v5e"].source + ", " + sr.hardware.PRICES["tpu-v5e"].date
 
 
 def v5e_slice(shape):
@@ -489,8 +491,8 @@ floor = cost_d.step("and its floor when compute-bound: $2P$ FLOPs a token at pea
                     r"\$/\text{token}_\text{min}", 2 * P / flops_usd)
 per_chip = {}
 for name, usd in PRICES.items():
-    value = flops_usd.subs({C: sr.chip(name).peak(), price: sp.Rational(str(usd))})
-    per_chip[name] = cost_d.step(f"{name} (\\${usd} an hour)",
+    value = flops_usd.subs({C: sr.chip(name).peak(), price: usd})
+    per_chip[name] = cost_d.step(f"{name} (\\${float(usd):g} an hour)",
                                  rf"\text{{FLOPs}}/\$_\text{{{name}}}", value, value=value)
 usd_plans = [int8_16[1], int8_16[32], int8_16[138], int8_plan("4x4", lt2.max_batch, 2048)]
 usd = [cost_per_million_tokens(plan, PRICES["tpu-v5e"], PRICE_SOURCE) for plan in usd_plans]
@@ -498,7 +500,7 @@ cost_d.step("LLaMA-3-70B int8 on a v5e 4x4 (plan's step): $B$ = 1, 32, 138 (HBM 
             "tokens; 552 (cap) at 2048", r"\$/\text{Mtok}", sp.ImmutableMatrix([row(usd, 3)]))
 floor70 = cost_d.step("its compute-bound floor at 100% MFU", r"\$/\text{Mtok}_\text{min}",
                       10**6 * floor.subs({P: llama70.params, C: v5e.peak(),
-                                  price: sp.Rational(str(PRICES["tpu-v5e"]))}))
+                                  price: PRICES["tpu-v5e"]}))
 cost_d.claim("FLOPs per dollar: H100 3.3e17, v5p 3.9e17, v5e 5.9e17 (the Feb 2025 table "
              "omits the 3600 s an hour: 9.2e13, 1.09e14, 1.64e14, its H100 entry truncated to "
              "9.1e13; later revisions print the v5e as 5.8e17)",

@@ -4,6 +4,9 @@ when the question is asked alone, on every surface (table, JSON, plot)."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 from fractions import Fraction
 
 import pytest
@@ -197,3 +200,17 @@ def test_serve_price_is_the_python_cost_per_million_tokens(cli):
                        ("record", "no price on record for chip 'b200'")):
         r = cli([*args[:4], "b200:8", *args[5:], "--price", bad])
         assert r.returncode == 2 and words in r.stderr
+
+
+@pytest.mark.skipif(shutil.which("pdflatex") is None and not os.environ.get("CI"),
+                    reason="pdflatex is not on the PATH (CI installs it)")
+def test_latex_tables_compile(decode, tmp_path):
+    served = sr.compare("serve", "meshes", ["tpu-v5e:4x4", "h100:8"], model=M70, batch=32,
+                        context=8192, weights="int8")
+    body = decode.to_latex() + "\n\n" + served.to_latex()
+    usd = served.cells["tpu-v5e:4x4"]["usd_per_mtok"]
+    assert f"& \\${float(usd):.3g} \\\\" in body  # the dollar sign escaped, last column
+    (tmp_path / "t.tex").write_text(sr.document(body))
+    run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "t.tex"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout[-2000:]
