@@ -68,17 +68,17 @@ def test_decode_on_meshes_is_the_serving_plans_step():
 
 
 def test_critical_batch_by_dtype_is_the_books():
-    c = sr.compare("critical-batch", "dtypes", ["bf16", "int8", "int4"], chip="tpu-v5e",
+    c = sr.compare("critical-batch", "dtypes", ["bf16", "int8"], chip="tpu-v5e",
                    model="llama-3.1-8b", context=4096)
-    for dtype in ("bf16", "int8", "int4"):
+    for dtype in ("bf16", "int8"):
         assert c.cells[dtype]["b_star"] == sr.critical_batch(sr.chip("tpu-v5e"),
                                                              w_bytes=width(dtype, "weights"))
     # How to Scale Your Model, ch. 1: B > 240 for bf16 on a v5e, B > 120 with int8 weights
     assert (c.cells["bf16"]["b_star"], c.cells["int8"]["b_star"]) == \
         (sp.Rational(9850, 41), sp.Rational(4925, 41))
-    m8 = sr.model("llama-3.1-8b").replace(w_bytes=width("int4", "weights"))
+    m8 = sr.model("llama-3.1-8b").replace(w_bytes=width("int8", "weights"))
     root = solve_step("t_math = t_mem", "batch", m8, chip=sr.chip("tpu-v5e"), context=4096)
-    assert c.cells["int4"]["b_decode"] == (root.root if root.root is not None else "never")
+    assert c.cells["int8"]["b_decode"] == (root.root if root.root is not None else "never")
 
 
 def test_serving_plans_with_prices():
