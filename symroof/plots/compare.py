@@ -31,7 +31,8 @@ def _number(value: Any) -> float | None:
 
 def compare_plot(comparison: Any, *, path: Any = None, title: str | None = None):
     """Bars of the comparison's plotted columns (they share a unit), grouped by label; a
-    log axis where the bars span more than 30x; a cell without a number has no bar."""
+    log axis where the bars span more than 30x; a cell without a number has no bar, and its
+    text ("never") or "none" stands in its group's place."""
     plt = _pyplot()
     labels = list(comparison.labels)
     cols = [c for c in comparison.columns if c.plotted and any(
@@ -44,16 +45,25 @@ def compare_plot(comparison: Any, *, path: Any = None, title: str | None = None)
         ylabel, scale = (f"{ylabel} (ms)", 1e-3) if top < 1 else (f"{ylabel} (s)", 1.0)
     fig, ax = plt.subplots(figsize=(max(5.0, 1.3 * len(labels) * len(cols) ** 0.5 + 2.5), 4))
     width = 0.8 / len(cols)
-    heights = []
+    heights, empty = [], {}
     for j, col in enumerate(cols):
         xs, ys = [], []
         for i, label in enumerate(labels):
-            h = _number(comparison.cells[label].get(col.key))
+            value = comparison.cells[label].get(col.key)
+            h = _number(value)
             if h is not None:
                 xs.append(i - 0.4 + width * (j + 0.5))
                 ys.append(h / scale)
+            else:  # no bar: say so under the group ("never", or no answer at all)
+                empty.setdefault(i, []).append(value if isinstance(value, str) else "none")
         heights += ys
         ax.bar(xs, ys, width=width * 0.92, color=f"C{j}", label=col.header)
+    from matplotlib.transforms import blended_transform_factory
+
+    under = blended_transform_factory(ax.transData, ax.transAxes)
+    for i, texts in empty.items():
+        ax.text(i, 0.03, " / ".join(dict.fromkeys(texts)), transform=under, ha="center",
+                fontsize=8, color="0.35")
     ax.set_xticks(range(len(labels)), labels)
     ax.set_xlim(-0.6, len(labels) - 0.4)
     if heights and max(heights) > 30 * min(heights):

@@ -385,7 +385,7 @@ def _title(question: str, axis: str, base: Setting) -> str:
         parts.append(f"{'tokens' if question == 'train' else 'batch'} {base.batch:,}")
     if base.context is not None:
         parts.append(f"{'sequence' if question == 'train' else 'context'} {base.context:,}")
-    if axis != "dtypes":
+    if axis != "dtypes" and "weights" in QUESTIONS[question].reads:
         parts.append(f"weights {base.weights}")
     if base.kv is not None:
         parts.append(f"KV {base.kv}")
