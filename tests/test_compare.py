@@ -160,7 +160,11 @@ def test_cli_prints_one_table_and_writes_one_plot(cli, tmp_path, decode):
 
 
 def test_plot_draws_each_plotted_column(decode):
-    ax = decode.plot().axes[0]
+    from symroof.plots.overlaps import text_overlaps
+
+    fig = decode.plot()
+    assert text_overlaps(fig) == []
+    ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()] == CHIPS
     heights = sorted(p.get_height() for p in ax.patches)
     expected = sorted(float(decode.cells[n][k]) * 1e3 for n in CHIPS for k in ("t_math", "t_mem"))
