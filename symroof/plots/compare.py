@@ -32,7 +32,13 @@ def _number(value: Any) -> float | None:
 def compare_plot(comparison: Any, *, path: Any = None, title: str | None = None):
     """Bars of the comparison's plotted columns (they share a unit), grouped by label; a
     log axis where the bars span more than 30x; a cell without a number has no bar, and its
-    text ("never") or "none" stands in its group's place."""
+    text ("never") or "none" stands in its group's place.
+
+    >>> import symroof as sr
+    >>> c = sr.compare("critical-batch", "dtypes", ["bf16", "int8"], chip="h100")
+    >>> compare_plot(c).axes[0].get_ylabel()
+    'batch B (sequences)'
+    """
     plt = _pyplot()
     labels = list(comparison.labels)
     cols = [c for c in comparison.columns if c.plotted and any(

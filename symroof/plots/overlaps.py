@@ -22,7 +22,14 @@ def text_overlaps(fig: Any, margin: float = 1.0) -> list[tuple[str, str]]:
     """The pairs of drawn texts of ``fig`` whose boxes overlap by more than ``margin``
     pixels each way, and ``("legend", text)`` or ``("legend", "a bar")`` where a legend's
     frame covers another text or a bar; a tick label outside the view (never drawn) is not
-    counted. The figure is laid out without rendering (Agg, the figure's own dpi)."""
+    counted. The figure is laid out without rendering (Agg, the figure's own dpi).
+
+    >>> from matplotlib.figure import Figure
+    >>> fig = Figure()
+    >>> _ = fig.subplots().set(title="a title", xlabel="x", ylabel="y")
+    >>> text_overlaps(fig)
+    []
+    """
     from unittest import mock
 
     from matplotlib.backends.backend_agg import FigureCanvasAgg

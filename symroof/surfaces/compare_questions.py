@@ -47,14 +47,24 @@ class Setting:
     price_source: str = "command line"
 
     def on_chip(self) -> Chip:
-        """The chip: the one given, else the mesh's."""
+        """The chip: the one given, else the mesh's.
+
+        >>> import symroof as sr
+        >>> Setting(mesh=sr.mesh("tpu-v5e", "2x2")).on_chip().name
+        'tpu-v5e'
+        """
         if self.chip is None and self.mesh is None:
             raise ValueError("this question needs a chip (--chip or --chips) or a mesh "
                              "(--mesh or --meshes)")
         return self.chip if self.chip is not None else self.mesh.chip
 
     def weights_model(self) -> Transformer:
-        """The model with the weights (and the KV cache, if given) stored as asked."""
+        """The model with the weights (and the KV cache, if given) stored as asked.
+
+        >>> import symroof as sr
+        >>> Setting(model=sr.model("tiny"), weights="int4").weights_model().w_bytes
+        1/2
+        """
         m = self.model
         changes = {"w_bytes": width(self.weights, "weights")}
         if self.kv is not None:
