@@ -72,7 +72,7 @@ CTX = 8192
 # table, Google Cloud, Feb 2025), USD per chip-hour as exact decimals
 PRICES = {name: sp.Rational(str(p.usd_per_chip_hour)) for name, p in
           sr.hardware.PRICES.items()}
-PRICE_SOURCE = sr.hardware.PRICES["tpu-v5e"].source + ", " + sr.hardware.PRICES["tpu-v5e"].date
+PRICE_SOURCE = sr.hardware.PRICES["tpu-v5e"].cited
 
 
 def v5e_slice(shape):

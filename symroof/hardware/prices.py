@@ -21,7 +21,7 @@ from fractions import Fraction
 __all__ = ["Price", "PRICES", "price"]
 
 _BOOK_CH8 = ("How to Scale Your Model, ch. 8 'What's the LLaMA Serving Story?' (Google Cloud "
-             "list prices, Feb 2025), https://jax-ml.github.io/scaling-book/applied-inference/")
+             "list prices), https://jax-ml.github.io/scaling-book/applied-inference/")
 
 
 @dataclass(frozen=True)
@@ -32,8 +32,13 @@ class Price:
     source: str
     date: str
 
+    @property
+    def cited(self) -> str:
+        """Its source and when it was quoted, in one line."""
+        return f"{self.source}; quoted {self.date}"
+
     def __str__(self) -> str:
-        return f"${float(self.usd_per_chip_hour):.2f} per chip-hour ({self.source}, {self.date})"
+        return f"${float(self.usd_per_chip_hour):.2f} per chip-hour ({self.cited})"
 
 
 #: chip name -> its price; the names are chip presets (``symroof chips``)

@@ -166,7 +166,7 @@ def _price(text: str | None, plan: Any) -> tuple[Any, str] | None:
         return None
     if text.strip().lower() == "record":
         p = price_on_record(plan.mesh.chip.name)
-        return p.usd_per_chip_hour, f"{p.source}, {p.date}"
+        return p.usd_per_chip_hour, p.cited
     try:
         value = usd(text)
     except ValueError as err:

@@ -128,7 +128,7 @@ def _price(s: Setting) -> tuple[Any, str] | None:
     if s.price is not None:
         return s.price, s.price_source
     p = PRICES.get(s.mesh.chip.name)
-    return (p.usd_per_chip_hour, f"{p.source}, {p.date}") if p else None
+    return (p.usd_per_chip_hour, p.cited) if p else None
 
 
 def _serve(s: Setting) -> dict[str, Any]:
