@@ -134,6 +134,8 @@ def test_models_side_by_side_in_prefill():
                         context=8), "unknown weights dtype 'int3'"),
     (lambda: sr.compare("decode", "chips", ["h100", "h100"], model=M70, batch=1, context=8),
      "'h100' is given twice"),
+    (lambda: sr.compare("train", "meshes", ["tpu-v5p:4x4x4", "tpu-v5p:4x4x8"], model=M70,
+                        batch=1000, context=4096), "batch 1,000 tokens is not a whole number"),
 ])
 def test_bad_input_is_named(call, words):
     with pytest.raises(ValueError, match=words):

@@ -10,6 +10,7 @@ a flag here.
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from ..hardware.prices import PRICES
@@ -65,6 +66,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     print({"text": result.to_text, "markdown": result.to_markdown, "latex": result.to_latex,
            "json": result.to_json}[args.format]())
     if args.plot:
+        Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
         result.plot(args.plot)
         print(f"wrote {args.plot}")
     return 0

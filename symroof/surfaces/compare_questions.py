@@ -152,6 +152,10 @@ def _serve(s: Setting) -> dict[str, Any]:
 def _train(s: Setting) -> dict[str, Any]:
     if s.mesh is None:
         raise ValueError("a training plan needs a mesh: give --mesh CHIP:SHAPE or --meshes")
+    if s.batch % s.context:
+        raise ValueError(f"train: batch {s.batch:,} tokens is not a whole number of sequences "
+                         f"of context {s.context:,} (for train, --batch is tokens per step and "
+                         "--context the sequence length: 4M = 1,024 x 4096)")
     res = strategy_search(s.model, s.mesh, batch_tokens=s.batch, seq=s.context,
                           dtype=s.dtype)
     best = res.choice(0)
