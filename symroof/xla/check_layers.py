@@ -116,7 +116,16 @@ def serve_predicted(plan: ServePlan) -> list[dict]:
 
 def train_layer_case_of(plan: Any) -> LayerCase:
     """The oracle's training step of one whole layer for a training plan (module docstring);
-    refused, with the reason, where :func:`~symroof.xla.check.layer_case_of` refuses."""
+    refused, with the reason, where :func:`~symroof.xla.check.layer_case_of` refuses.
+
+    >>> import symroof as sr
+    >>> toy = sr.Transformer(D=128, F=512, L=2, H=8, G=8, d_h=16, V=256, name="toy")
+    >>> plan = sr.train_plan(toy, sr.mesh("tpu-v5e", "4x2"), "fsdp+tp", fsdp=("X",),
+    ...                      tp=("Y",), step=sr.TrainStep(16, 8))
+    >>> case = train_layer_case_of(plan)
+    >>> case.spec("x"), case.spec("wo")          # x[b_X, T, D_Y], W_o[H_Y, d_h, D_X]
+    ((('X',), (), ('Y',)), (('Y',), (), ('X',)))
+    """
     mlp = layer_case_of(plan)  # pipelines, ZeRO-1/2 and experts refused there
     (data, tp), fsdp = mlp.x_spec, mlp.w_in_spec[0]
     m = plan.model
@@ -143,7 +152,18 @@ def check_layers(plans: Iterable[Any], predictions: Iterable[list] | None = None
     """Compile one layer per plan (serving or training, one JAX process) and compare XLA's
     collectives with the plan's per-layer ones; ``predictions`` overrides them where an entry
     is not None (for planting a wrong one in a test; a plan given twice compiles once). One
-    report per plan."""
+    report per plan.
+
+    >>> import symroof as sr
+    >>> toy = sr.Transformer(D=128, F=256, L=2, H=8, G=8, d_h=16, V=256, name="toy")
+    >>> plan = sr.serve(toy, sr.mesh("tpu-v5e", "4x2"), sr.Step(8, context=64))
+    >>> [report] = check_layers([plan])   # doctest: +SKIP
+    >>> report.ok, report.matched         # doctest: +SKIP
+    (True, 2)
+
+    (Skipped here because it starts JAX; tests/test_xla_layers.py checks this plan and
+    seven more in one process.)
+    """
     plans = list(plans)
     cases, predicted = zip(*map(_case_and_predicted, plans)) if plans else ((), ())
     results = compile_layers(cases)
