@@ -88,6 +88,8 @@ from .parallel import (
     TrainPlan,
     cost_per_million_tokens,
     latency_throughput,
+    max_params,
+    min_chips,
     min_training_slice,
     serve,
     shard_matmul,
@@ -125,6 +127,8 @@ __all__ = [
     # training on a mesh: strategies, conditions, whole runs, search
     "train_plan", "TrainPlan", "Condition", "training_run", "TrainingRun",
     "min_training_slice", "MinSlice", "strategy_search", "SearchResult",
+    # inverse questions
+    "max_params", "min_chips",
     # tables, documents, plots
     "roofline_table", "RooflineTable", "Derivation", "latex", "document", "plot", "plots",
 ]

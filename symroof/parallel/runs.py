@@ -34,26 +34,11 @@ from ..hardware.mesh import Mesh
 from ..models.training_memory import train_memory
 from ..models.transformer import Transformer
 from ..render import fmt_si
-from .sizing import slices
+from .inverse import MinSlice, min_chips, training_slices
 
 __all__ = ["TrainingRun", "training_run", "MinSlice", "min_training_slice", "training_slices"]
 
 _DAY = 86400
-
-
-def training_slices(chip: Any) -> list[tuple[int, str]]:
-    """(chips, shape) of the slices of ``chip``, smallest first: ``sizing.slices`` and,
-    for a TPU, its whole pod (16x20x28 on v5p, which is not a power of two).
-
-    >>> training_slices("tpu-v5p")[-2:]
-    [(4096, '16x16x16'), (8960, '16x20x28')]
-    """
-    chip = as_chip(chip)
-    out = [(math.prod(int(s) for s in shape.split("x")), shape) for shape in slices(chip)]
-    pod = getattr(chip.network, "pod", None)
-    if pod and math.prod(pod) > out[-1][0]:
-        out.append((math.prod(pod), "x".join(map(str, pod))))
-    return out
 
 
 def _model(model: Any) -> Any:
@@ -125,37 +110,15 @@ def training_run(model: Transformer | str, tokens: Any, mesh: Mesh | Any, *, mfu
                        as_dimension(seq, "seq"), dtype)
 
 
-@dataclass(frozen=True)
-class MinSlice:
-    """The bytes a run holds (whole model), the chips they need, and the slice that has them."""
-
-    bytes: dict[str, sp.Expr]
-    chip: Any
-    chips: int
-    slice: str
-    slice_chips: int
-
-    @property
-    def total(self) -> sp.Expr:
-        return sum(self.bytes.values())
-
-    def per_chip(self, n_chips: int) -> sp.Expr:
-        """Bytes per chip when everything is sharded over ``n_chips``."""
-        return self.total / n_chips
-
-    def __str__(self) -> str:
-        return (f"{fmt_si(self.total, 'B')} needs {self.chips} {self.chip.name} "
-                f"({fmt_si(self.chip.hbm_bytes, 'B')} each): slice {self.slice} "
-                f"({self.slice_chips} chips)")
-
-
 def min_training_slice(model: Transformer | str, chip: Any, *, batch_tokens: Any = 0,
                        seq: int = 4096, remat: Any = "full",
                        widths: Mapping[str, Any] | None = None) -> MinSlice:
     """The smallest slice of ``chip`` whose HBM holds params, grads, master and moments
     (and the activations of ``batch_tokens`` under ``remat``, a policy name or n
     checkpoints of width D per layer), everything sharded; a clear error where no slice
-    on record holds it.
+    on record holds it (:func:`min_chips` of its bytes, by part). ``remat`` may also be a
+    tuple of kept tensors (:mod:`symroof.models.training_memory`). Symbolic where
+    ``batch_tokens`` is a symbol (the chips a ``ceiling``, no slice chosen).
 
     >>> import symroof as sr
     >>> print(sr.min_training_slice("llama-3.1-70b", "h100", widths={"grad_bytes": 0}))
@@ -172,12 +135,4 @@ def min_training_slice(model: Transformer | str, chip: Any, *, batch_tokens: Any
     else:
         mem = train_memory(m, 1, 1, "full", **widths)
         mem["activations"] = sp.Integer(0)
-    total = sum(mem.values())
-    need = max(1, math.ceil(total / chip.hbm_bytes))
-    shapes = training_slices(chip)
-    for n, shape in shapes:
-        if n >= need:
-            return MinSlice(mem, chip, need, shape, n)
-    raise ValueError(f"does not fit: {m.name} needs {float(total) / 1e12:.3g} TB, at least "
-                     f"{need} {chip.name} chips, more than the largest slice on record "
-                     f"({shapes[-1][1]})")
+    return min_chips(mem, chip, name=m.name)
