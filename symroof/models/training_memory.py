@@ -12,7 +12,7 @@ and recomputes the rest from what it kept. Kept tensors are named by the op that
 | ``selective`` | all but the S x S softmax output | scores and softmax (Megatron-LM) |
 | ``matmul_outputs`` | the layer input and the outputs of the weight matmuls | the rest |
 | ``full`` | the layer input | the whole layer forward |
-| a tuple of keys, e.g. ``("layer_input", "mlp/gate", "mlp/up")`` | those tensors | what the backward reads and they do not give, rebuilt from them |
+| a tuple of tensor keys | those tensors | the rest of what the backward reads |
 
 ``matmul_outputs`` is JAX's ``dots_with_no_batch_dims_saveable`` and the book's "keep only
 the big matmul outputs": the two attention matmuls (scores, attention x V) and every

@@ -93,11 +93,7 @@ def _held(need: Any) -> dict[str, sp.Expr]:
     if isinstance(need, Mapping):
         parts = {str(k): as_exact(v, f"bytes[{k!r}]") for k, v in need.items()}
     else:
-        try:
-            parts = {"total": as_exact(need, "bytes")}
-        except TypeError as err:
-            raise TypeError(f"min_chips() takes bytes (a number or expression), a dict of "
-                            f"them or a Cost; got {need!r}") from err
+        parts = {"total": as_exact(need, "bytes")}
     bad = [k for k, v in parts.items() if v.is_number and (not v.is_real or v < 0)]
     if bad:
         raise ValueError(f"min_chips(): bytes must be non-negative, got "

@@ -21,7 +21,6 @@ llama-3.1-70b, 15 T tokens: 6.35e+24 FLOPs (attention: 4.83e+23 more at seq 4096
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
