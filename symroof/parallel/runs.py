@@ -35,7 +35,8 @@ from ..models.transformer import Transformer
 from ..render import fmt_si
 from .inverse import MinSlice, min_chips, training_slices
 
-__all__ = ["TrainingRun", "training_run", "MinSlice", "min_training_slice", "training_slices"]
+__all__ = ["TrainingRun", "training_run", "MinSlice", "min_training_slice", "training_slices",
+           "mfu"]
 
 _DAY = 86400
 
@@ -135,3 +136,20 @@ def min_training_slice(model: Transformer | str, chip: Any, *, batch_tokens: Any
         mem = train_memory(m, 1, 1, "full", **widths)
         mem["activations"] = sp.Integer(0)
     return min_chips(mem, chip, name=m.name)
+
+
+def mfu(run: TrainingRun, chip_hours: Any) -> sp.Expr:
+    """The MFU a run achieved if it took ``chip_hours`` chip-hours: its 6 P tokens FLOPs over
+    chip-hours x 3600 x C (the inverse of :func:`training_run`'s wall time), exact.
+
+    >>> import symroof as sr
+    >>> run = sr.training_run("llama-3.1-70b", 15 * 10**12, "tpu-v5p", chips=8960, mfu=1)
+    >>> round(float(sr.mfu(run, 8960 * 3.8e6 / 3600)), 2)   # ch. 6: 3.8e6 s on the pod
+    0.41
+    """
+    if not isinstance(run, TrainingRun):
+        raise TypeError(f"mfu() takes a TrainingRun (sr.training_run(...)), got {run!r}")
+    hours = as_exact(chip_hours, "chip_hours")
+    if hours.is_number and not hours > 0:
+        raise ValueError(f"chip_hours must be positive, got {chip_hours!r}")
+    return run.flops / (hours * 3600 * run.chip.peak(run.dtype))
