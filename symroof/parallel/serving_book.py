@@ -2,8 +2,9 @@
 KV bytes per token, a prefill on a slice at an MFU, and the decode step's ICI condition.
 
 - ``serve_params``: a decode step of ``P`` parameters (2 B P FLOPs, every parameter a
-  matmul weight read once) and ``B S KV_tok`` bytes of KV cache, spread evenly over the
-  mesh, as a :class:`ServePlan` (no collectives: nothing is known of the layers);
+  matmul weight read once) and ``B S KV_tok`` bytes of KV cache, as a :class:`ServePlan`
+  whose whole cost ``sr.time(cost, mesh, per_chip=False)`` spreads evenly over the mesh
+  (no collectives: nothing is known of the layers);
 - ``prefill``: one forward pass over ``prompt`` tokens of ``batch`` sequences on a mesh;
   its time at an MFU is the FLOPs per chip over C x MFU (the book's TTFT, 2 P T / (N C
   MFU), is ``book_time`` beside it), its roofline at peak says whether it is compute-bound;
@@ -15,7 +16,7 @@ KV bytes per token, a prefill on a slice at an MFU, and the decode step's ICI co
 >>> import symroof as sr
 >>> plan = sr.serve_params(200e9, sr.mesh("tpu-v4p", "2x4x4"))   # ch. 2: "around 10ms"
 >>> print(plan.time)
-t_math 45.5 us, t_mem 10.4 ms: 10.4 ms .. 10.5 ms (memory-bound)
+t_math 45.5 us, t_mem 10.4 ms: 10.4 ms .. 10.5 ms (memory-bound), spread evenly over 32 chips
 """
 
 from __future__ import annotations
@@ -75,8 +76,14 @@ class ParamModel:
 
 
 class ParamServePlan(ServePlan):
-    """A :class:`ServePlan` of a :class:`ParamModel`: no layers, so no layout conditions,
-    and no cap on the batch where there is no KV cache."""
+    """A :class:`ServePlan` of a :class:`ParamModel`: its ``rows`` (and ``cost``) are the
+    whole model's, which ``time`` spreads evenly over the mesh (``sr.time(cost, mesh,
+    per_chip=False)``, an ideal split with no collectives, and the bound says so); no layers,
+    so no layout conditions, and no cap on the batch where there is no KV cache."""
+
+    @property
+    def time(self) -> TimeBound:
+        return time(self.cost, self.mesh, self.compute_dtype, useful=True, per_chip=False)
 
     @property
     def conditions(self) -> dict[str, Condition]:
@@ -111,12 +118,9 @@ def serve_params(params: Any, mesh: Mesh, *, batch: Any = 1, context: Any = 1,
             raise ValueError(f"serve_params(): {name} must be positive, got {v}")
     B, S = as_dimension(batch, "batch"), as_dimension(context, "context")
     m = ParamModel(P, kv_tok, width(weights, "weights"), width(kv, "KV"))
-    whole = {"weights": Cost(flops=2 * B * P, weight_bytes=P * m.w_bytes),
-             "kv": Cost(kv_bytes=B * m.kv_cache_bytes(S))}
-    # spread evenly over the chips (the integrator's sr.time(cost, mesh, per_chip=False)
-    # will say so itself; until then the per-chip share is taken here)
+    rows = {"weights": Cost(flops=2 * B * P, weight_bytes=P * m.w_bytes),
+            "kv": Cost(kv_bytes=B * m.kv_cache_bytes(S))}  # the whole model's
     N = mesh.n_chips
-    rows = {key: cost * (1 / sp.sympify(N)) for key, cost in whole.items()}
     memory = {"weights": P * m.w_bytes / N, "kv": B * m.kv_cache_bytes(S) / N}
     return ParamServePlan(m, mesh, B, S, weights, kv, rows, memory, compute_dtype)
 
@@ -124,9 +128,10 @@ def serve_params(params: Any, mesh: Mesh, *, batch: Any = 1, context: Any = 1,
 @dataclass(frozen=True)
 class PrefillPlan:
     """One prefill of ``batch`` sequences of ``prompt`` tokens on ``mesh`` at ``mfu``:
-    ``rows`` per chip (the model's forward rows split evenly), ``time`` their roofline at
-    peak, ``seconds`` the FLOPs per chip at the MFU, ``book_time`` the book's 2 P B T /
-    (N C MFU)."""
+    ``rows`` the model's forward rows (whole), ``time`` their roofline at peak spread evenly
+    over the chips (``sr.time(cost, mesh, per_chip=False)``: an ideal split, no
+    collectives), ``seconds`` the FLOPs per chip at the MFU, ``book_time`` the book's 2 P B
+    T / (N C MFU)."""
 
     model: Any
     mesh: Mesh
@@ -146,8 +151,8 @@ class PrefillPlan:
 
     @property
     def time(self) -> TimeBound:
-        """The roofline of the per-chip cost at the chip's peak."""
-        return time(self.cost, self.mesh, self.compute_dtype)
+        """The roofline at the chip's peak of the cost spread evenly over the chips."""
+        return time(self.cost, self.mesh, self.compute_dtype, useful=True, per_chip=False)
 
     @property
     def seconds(self) -> sp.Expr:
@@ -194,10 +199,7 @@ def prefill(model: Any, mesh: Mesh, *, prompt: Any, batch: Any = 1, mfu: Any = 1
         P = as_exact(model, "model")
         m = ParamModel(P, sp.Integer(0), width(weights, "weights"), sp.Integer(2))
         whole = {"weights": Cost(flops=2 * B * T * P, weight_bytes=P * m.w_bytes)}
-    # spread evenly over the chips (as serve_params: the integrator's per_chip=False)
-    share = 1 / sp.sympify(mesh.n_chips)
-    return PrefillPlan(m, mesh, B, T, u, {k: c * share for k, c in whole.items()},
-                       compute_dtype)
+    return PrefillPlan(m, mesh, B, T, u, whole, compute_dtype)
 
 
 def ici_condition(plan: ServePlan) -> dict[str, Condition]:
