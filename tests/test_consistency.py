@@ -12,7 +12,7 @@ import sympy as sp
 import symroof as sr
 from symroof.surfaces.cli import main
 from symroof.surfaces.solve import solve_step
-from symroof.symbols import B, S
+from symroof.symbols import B
 
 M70 = sr.model("llama-3.1-70b")
 M8 = sr.model("llama-3.1-8b")

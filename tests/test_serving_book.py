@@ -98,3 +98,31 @@ def test_flops_per_dollar_and_mfu():
         sr.mfu(run, -1)
     with pytest.raises(TypeError, match="mfu\\(\\) takes a TrainingRun"):
         sr.mfu(6e24, 10)
+
+
+def test_the_workload_as_a_step():
+    step = sr.serve_params(30e9, V5E_4x4, sr.Step(4, context=8192), kv_bytes_per_token=100e3,
+                           weights="int8", kv="int8")
+    kw = sr.serve_params(30e9, V5E_4x4, batch=4, context=8192, kv_bytes_per_token=100e3,
+                         weights="int8", kv="int8")
+    assert step.time.lower == kw.time.lower
+    with pytest.raises(ValueError, match="1 new token per sequence.*for a prompt use sr.prefill"):
+        sr.serve_params(30e9, V5E_4x4, sr.Step(1, new_tokens=512))
+    with pytest.raises(ValueError, match="give a Step or batch= and prompt=, not both"):
+        sr.prefill("llama-3.1-8b", V5E_4x4, sr.Step(1, new_tokens=512), prompt=512)
+    with pytest.raises(ValueError, match=r"needs a Step \(sr.Step\(batch, new_tokens=T\)\)"):
+        sr.prefill("llama-3.1-8b", V5E_4x4)
+    # a prompt after a cached prefix attends to more: more FLOPs than the prompt alone
+    cold = sr.prefill("llama-3.1-8b", V5E_4x4, sr.Step(1, new_tokens=512))
+    warm = sr.prefill("llama-3.1-8b", V5E_4x4, sr.Step(1, new_tokens=512, cached=4096))
+    assert warm.seconds > cold.seconds and warm.book_time == cold.book_time
+
+
+def test_params_and_a_full_model_give_one_book_time():
+    m = sr.model("llama-3.1-8b")
+    full = sr.serve(m, V5E_4x4, batch=16, context=4096)
+    bare = sr.serve_params(m.params, V5E_4x4, batch=16, context=4096,
+                           kv_bytes_per_token=m.kv_bytes_per_token)
+    # a bare model reads exactly what each chip holds: its weights and KV cache
+    assert bare.time.t_mem == full.hbm_used / V5E_4x4.chip.hbm_bw
+    assert bare.hbm_used == full.hbm_used and bare.max_batch == full.max_batch

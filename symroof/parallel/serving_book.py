@@ -36,6 +36,7 @@ from ..symbols import B as _B
 from ..symbols import D as _D
 from ..symbols import F as _F
 from ..symbols import Y as _Y
+from ..workload import Step
 from .conditions import Condition
 from .matmul import shard_matmul
 from .serving import ServePlan, width
@@ -96,12 +97,13 @@ class ParamServePlan(ServePlan):
         return super().max_batch
 
 
-def serve_params(params: Any, mesh: Mesh, *, batch: Any = 1, context: Any = 1,
-                 kv_bytes_per_token: Any = 0, weights: str = "bf16", kv: str = "bf16",
-                 compute_dtype: str = "bf16") -> ServePlan:
+def serve_params(params: Any, mesh: Mesh, step: Step | None = None, *, batch: Any = None,
+                 context: Any = None, kv_bytes_per_token: Any = 0, weights: str = "bf16",
+                 kv: str = "bf16", compute_dtype: str = "bf16") -> ServePlan:
     """A decode step of a model given as ``params`` parameters stored in ``weights`` and
-    ``kv_bytes_per_token`` bytes of KV cache a token (in ``kv``), ``batch`` sequences at
-    ``context`` tokens, spread evenly over ``mesh`` (module docstring).
+    ``kv_bytes_per_token`` bytes of KV cache a token (in ``kv``): ``step`` (a decode
+    :class:`~symroof.Step`) or ``batch`` sequences at ``context`` tokens (default one
+    sequence, one token), spread evenly over ``mesh`` (module docstring).
 
     >>> import symroof as sr
     >>> p = sr.serve_params(30e9, sr.mesh("tpu-v5e", "4x4"), batch=4, context=8192,
@@ -116,7 +118,16 @@ def serve_params(params: Any, mesh: Mesh, *, batch: Any = 1, context: Any = 1,
     for name, v in (("params", P), ("kv_bytes_per_token", kv_tok)):
         if v.is_number and (v < 0 or (name == "params" and v == 0)):
             raise ValueError(f"serve_params(): {name} must be positive, got {v}")
-    B, S = as_dimension(batch, "batch"), as_dimension(context, "context")
+    if step is not None:
+        if batch is not None or context is not None:
+            raise ValueError("give a Step or batch= and context=, not both")
+        if step.new_tokens != 1:
+            raise ValueError(f"serve_params() plans one decode step (1 new token per "
+                             f"sequence); this step has {step.new_tokens}: for a prompt use "
+                             "sr.prefill")
+        batch, context = step.batch, step.context
+    B = as_dimension(1 if batch is None else batch, "batch")
+    S = as_dimension(1 if context is None else context, "context")
     m = ParamModel(P, kv_tok, width(weights, "weights"), width(kv, "KV"))
     rows = {"weights": Cost(flops=2 * B * P, weight_bytes=P * m.w_bytes),
             "kv": Cost(kv_bytes=B * m.kv_cache_bytes(S))}  # the whole model's
@@ -140,6 +151,7 @@ class PrefillPlan:
     mfu: sp.Expr
     rows: dict
     compute_dtype: str = "bf16"
+    cached: Any = 0
 
     @property
     def n(self) -> Any:
@@ -172,21 +184,36 @@ class PrefillPlan:
                 f"{fmt_si(self.time.lower, 's')})")
 
 
-def prefill(model: Any, mesh: Mesh, *, prompt: Any, batch: Any = 1, mfu: Any = 1,
-            weights: str = "bf16", compute_dtype: str = "bf16") -> PrefillPlan:
-    """Plan the prefill of ``batch`` prompts of ``prompt`` tokens of ``model`` (a
-    Transformer, a preset name, or a parameter count) on ``mesh`` at ``mfu``.
+def prefill(model: Any, mesh: Mesh, step: Step | None = None, *, prompt: Any = None,
+            batch: Any = None, mfu: Any = 1, weights: str = "bf16",
+            compute_dtype: str = "bf16") -> PrefillPlan:
+    """Plan the prefill of ``batch`` prompts (default 1) of ``prompt`` tokens, or of a
+    :class:`~symroof.Step` (``sr.Step(1, new_tokens=8192)``; its cached tokens a prefix
+    already in the cache), of ``model`` (a Transformer, a preset name, or a parameter count)
+    on ``mesh`` at ``mfu``.
 
     >>> import symroof as sr
     >>> p = sr.prefill("llama-3.1-70b", sr.mesh("tpu-v5e", "4x4"), prompt=8192, mfu=0.4)
     >>> round(float(p.book_time), 2), p.time.bound       # ch. 8: "0.91s" with 70e9
     (0.92, 'compute')
+    >>> q = sr.prefill("llama-3.1-70b", sr.mesh("tpu-v5e", "4x4"), sr.Step(1, new_tokens=8192),
+    ...                mfu=0.4)
+    >>> q.seconds == p.seconds
+    True
     """
     from ..models import model as _model
 
     if not isinstance(mesh, Mesh):
         raise TypeError(f"prefill() takes a Mesh (sr.mesh(chip, '4x4')), got {mesh!r}")
-    B, T = as_dimension(batch, "batch"), as_dimension(prompt, "prompt")
+    cached: Any = 0
+    if step is not None:
+        if batch is not None or prompt is not None:
+            raise ValueError("give a Step or batch= and prompt=, not both")
+        batch, prompt, cached = step.batch, step.new_tokens, step.cached
+    if prompt is None:
+        raise ValueError("prefill() needs a Step (sr.Step(batch, new_tokens=T)) or prompt=")
+    B = as_dimension(1 if batch is None else batch, "batch")
+    T = as_dimension(prompt, "prompt")
     u = as_exact(mfu, "mfu")
     if u.is_number and not 0 < u <= 1:
         raise ValueError(f"prefill(): mfu must be in (0, 1], got {mfu!r}")
@@ -194,12 +221,12 @@ def prefill(model: Any, mesh: Mesh, *, prompt: Any, batch: Any = 1, mfu: Any = 1
         model = _model(model)
     if hasattr(model, "ops"):
         m = model.replace(w_bytes=width(weights, "weights"))
-        whole = m.ops(B, T, 0, last_only=True, attention="fused")
+        whole = m.ops(B, T, cached, last_only=True, attention="fused")
     else:
         P = as_exact(model, "model")
         m = ParamModel(P, sp.Integer(0), width(weights, "weights"), sp.Integer(2))
         whole = {"weights": Cost(flops=2 * B * T * P, weight_bytes=P * m.w_bytes)}
-    return PrefillPlan(m, mesh, B, T, u, whole, compute_dtype)
+    return PrefillPlan(m, mesh, B, T, u, whole, compute_dtype, cached)
 
 
 def ici_condition(plan: ServePlan) -> dict[str, Condition]:
