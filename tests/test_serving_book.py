@@ -126,3 +126,15 @@ def test_params_and_a_full_model_give_one_book_time():
     # a bare model reads exactly what each chip holds: its weights and KV cache
     assert bare.time.t_mem == full.hbm_used / V5E_4x4.chip.hbm_bw
     assert bare.hbm_used == full.hbm_used and bare.max_batch == full.max_batch
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: sr.prefill({}, V5E_4x4, prompt=8), "takes a Transformer, a preset name or a "
+                                                "parameter count, got {}"),
+    (lambda: sr.serve_params(-1, V5E_4x4), r"params must be positive, got -1"),
+    (lambda: sr.serve_params(1e9, "tpu-v5e"), r"takes a Mesh \(sr.mesh\(chip, '4x4'\)\)"),
+    (lambda: sr.max_params("tpu-v5p", chips=0), "chips must be a positive integer"),
+])
+def test_bad_input_names_it(call, message):
+    with pytest.raises((ValueError, TypeError), match=message):
+        call()

@@ -27,7 +27,7 @@ from typing import Any
 
 import sympy as sp
 
-from ..cost import Cost, as_exact
+from ..cost import Cost, as_dimension, as_exact
 from ..hardware.chip import STORAGE_BYTES, as_chip
 from ..hardware.mesh import Mesh
 from ..models.training_memory import state_bytes
@@ -157,7 +157,7 @@ def max_params(chip_or_mesh: Any, widths: Mapping[str, Any] | str | None = None,
             raise ValueError("max_params(): give a mesh or chips=, not both")
         chip, n = chip_or_mesh.chip, chip_or_mesh.n_chips
     else:
-        chip, n = as_chip(chip_or_mesh), as_exact(chips, "chips")
+        chip, n = as_chip(chip_or_mesh), as_dimension(chips, "chips")
     if isinstance(widths, str):
         key = widths.strip().lower()
         if key not in STORAGE_BYTES:

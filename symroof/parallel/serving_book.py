@@ -72,7 +72,11 @@ class ParamModel:
         return self.params
 
     def kv_cache_bytes(self, S: Any) -> sp.Expr:
-        """S x KV bytes per token."""
+        """The KV cache of one sequence at context S: S x KV bytes per token.
+
+        >>> ParamModel(sp.Integer(10**9), sp.Integer(1000), 2, 2).kv_cache_bytes(4096)
+        4096000
+        """
         return sp.sympify(S) * self.kv_bytes_per_token
 
 
@@ -223,7 +227,11 @@ def prefill(model: Any, mesh: Mesh, step: Step | None = None, *, prompt: Any = N
         m = model.replace(w_bytes=width(weights, "weights"))
         whole = m.ops(B, T, cached, last_only=True, attention="fused")
     else:
-        P = as_exact(model, "model")
+        try:
+            P = as_exact(model, "model")
+        except TypeError:
+            raise TypeError(f"prefill() takes a Transformer, a preset name or a parameter "
+                            f"count, got {model!r}") from None
         m = ParamModel(P, sp.Integer(0), width(weights, "weights"), sp.Integer(2))
         whole = {"weights": Cost(flops=2 * B * T * P, weight_bytes=P * m.w_bytes)}
     return PrefillPlan(m, mesh, B, T, u, whole, compute_dtype, cached)
@@ -232,7 +240,14 @@ def prefill(model: Any, mesh: Mesh, step: Step | None = None, *, prompt: Any = N
 def ici_condition(plan: ServePlan) -> dict[str, Condition]:
     """``{"ici": Y < F/(B beta)}`` of a decode plan with layers (module docstring): the
     mesh width below which sharding a weight matmul over F keeps it HBM-bound, solved on
-    a ring of the plan's chip with its bf16 peak, HBM and per-link bandwidth."""
+    a ring of the plan's chip with its peak, HBM and per-link bandwidth; ``{}`` for a model
+    known only by its parameters.
+
+    >>> import symroof as sr
+    >>> plan = sr.serve("llama-3.1-70b", sr.mesh("tpu-v5e", "4x8"), batch=64, context=8192)
+    >>> print(ici_condition(plan)["ici"])     # F/(B beta) = 28672 / (64 x 8.2e11 / 9e10)
+    decode stays HBM-bound: Y < 49.17 (plan: 32): holds
+    """
     m = plan.model
     if not hasattr(m, "F"):
         return {}
