@@ -96,7 +96,9 @@ class Condition:
         """The chips at which ``batch`` tokens meet this per-chip batch condition exactly,
         N = batch / threshold (exact, symbolic where either is): more chips than this and
         the plan's strategy turns communication-bound (the book's "16e6 / (2550 / 3) =
-        18,823 chips", ch. 5). Only for a ``B/N`` condition.
+        18,823 chips", ch. 5). Only for a ``B/N`` condition. The threshold is the one of
+        this plan's mesh axes; where it moves with the chip count (a GPU's DP over few
+        nodes, alpha (X - 1)/X), plan again at the answer.
 
         >>> import symroof as sr
         >>> plan = sr.train_plan("llama-3.1-70b", sr.mesh("tpu-v5p", "4x4x4"), "fsdp",
