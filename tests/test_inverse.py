@@ -145,3 +145,15 @@ def test_crossover_select_with_symbolic_roots():
     assert sr.crossover(B**2 + a * b, (a + b) * B, B, select="largest") == sp.Max(a, b)
     with pytest.raises(ValueError, match="several roots"):
         sr.crossover(*quad, B)
+
+
+def test_min_training_slice_of_a_train_step():
+    kw = dict(remat=THREE, widths={"grad_bytes": 0})
+    by_step = sr.min_training_slice("llama-3.1-8b", "tpu-v5p", step=sr.TrainStep(1024, 4096),
+                                    **kw)
+    by_tokens = sr.min_training_slice("llama-3.1-8b", "tpu-v5p", batch_tokens=1024 * 4096,
+                                      seq=4096, **kw)
+    assert by_step.total == by_tokens.total and by_step.slice == by_tokens.slice
+    with pytest.raises(ValueError, match="give a TrainStep or batch_tokens=, not both"):
+        sr.min_training_slice("llama-3.1-8b", "tpu-v5p", step=sr.TrainStep(8, 4096),
+                              batch_tokens=4096)

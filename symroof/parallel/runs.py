@@ -33,6 +33,7 @@ from ..hardware.mesh import Mesh
 from ..models.training_memory import train_memory
 from ..models.transformer import Transformer
 from ..render import fmt_si
+from ..workload import TrainStep
 from .inverse import MinSlice, min_chips, training_slices
 
 __all__ = ["TrainingRun", "training_run", "MinSlice", "min_training_slice", "training_slices",
@@ -110,15 +111,17 @@ def training_run(model: Transformer | str, tokens: Any, mesh: Mesh | Any, *, mfu
                        as_dimension(seq, "seq"), dtype)
 
 
-def min_training_slice(model: Transformer | str, chip: Any, *, batch_tokens: Any = 0,
+def min_training_slice(model: Transformer | str, chip: Any, *,
+                       step: TrainStep | None = None, batch_tokens: Any = 0,
                        seq: int = 4096, remat: Any = "full",
                        widths: Mapping[str, Any] | None = None) -> MinSlice:
     """The smallest slice of ``chip`` whose HBM holds params, grads, master and moments
     (and the activations of ``batch_tokens`` under ``remat``, a policy name or n
     checkpoints of width D per layer), everything sharded; a clear error where no slice
     on record holds it (:func:`min_chips` of its bytes, by part). ``remat`` may also be a
-    tuple of kept tensors (:mod:`symroof.models.training_memory`). Symbolic where
-    ``batch_tokens`` is a symbol (the chips a ``ceiling``, no slice chosen).
+    tuple of kept tensors (:mod:`symroof.models.training_memory`). The batch: a
+    :class:`~symroof.TrainStep`, or ``batch_tokens`` in sequences of ``seq``. Symbolic where
+    the batch is a symbol (the chips a ``ceiling``, no slice chosen).
 
     >>> import symroof as sr
     >>> print(sr.min_training_slice("llama-3.1-70b", "h100", widths={"grad_bytes": 0}))
@@ -126,6 +129,10 @@ def min_training_slice(model: Transformer | str, chip: Any, *, batch_tokens: Any
     """
     m, chip = _model(model), as_chip(chip)
     widths = dict(widths or {})
+    if step is not None:
+        if batch_tokens:
+            raise ValueError("give a TrainStep or batch_tokens=, not both")
+        batch_tokens, seq = step.tokens, step.seq
     if batch_tokens:
         B, s = as_dimension(batch_tokens, "batch_tokens"), as_dimension(seq, "seq")
         policy = "full" if isinstance(remat, int) else remat
