@@ -61,7 +61,7 @@ class MinSlice:
 
     bytes: dict[str, sp.Expr]
     chip: Any
-    chips: Any
+    chips: sp.Expr
     slice: str | None
     slice_chips: int | None
 
@@ -79,8 +79,11 @@ class MinSlice:
         return self.total / n_chips
 
     def __str__(self) -> str:
-        if self.slice is None:
+        if not self.chips.is_number:
             return f"{self.total} bytes need {self.chips} {self.chip.name}"
+        if self.slice is None:
+            return (f"{fmt_si(self.total, 'B')} needs {self.chips} {self.chip.name} "
+                    f"({fmt_si(self.chip.hbm_bytes, 'B')} each): no slice on record has them")
         return (f"{fmt_si(self.total, 'B')} needs {self.chips} {self.chip.name} "
                 f"({fmt_si(self.chip.hbm_bytes, 'B')} each): slice {self.slice} "
                 f"({self.slice_chips} chips)")
@@ -101,11 +104,10 @@ def _held(need: Any) -> dict[str, sp.Expr]:
     return parts
 
 
-def min_chips(need: Any, chip: Any, *, name: str = "it") -> MinSlice:
+def min_chips(need: Any, chip: Any) -> MinSlice:
     """The chips of ``chip`` whose HBM holds ``need`` (bytes; a dict of parts; or a Cost,
     whose weight and KV bytes are what it keeps resident): the exact fraction, its ceiling
-    and the smallest slice on record with that many; a clear error where none has them
-    (``name``: what the bytes are, for that message).
+    and the smallest slice on record with that many (``None`` where no slice has them).
 
     >>> import symroof as sr
     >>> need = sr.min_chips(400e9, "tpu-v5e")          # 200e9 bf16 parameters
@@ -121,16 +123,11 @@ def min_chips(need: Any, chip: Any, *, name: str = "it") -> MinSlice:
     fraction = total / chip.hbm_bytes
     if not fraction.is_number:
         return MinSlice(parts, chip, sp.Max(1, sp.ceiling(fraction)), None, None)
-    chips = max(1, math.ceil(fraction))
+    chips = sp.Integer(max(1, math.ceil(fraction)))
     if chip.network is None:
         return MinSlice(parts, chip, chips, None, None)
-    shapes = training_slices(chip)
-    for n, shape in shapes:
-        if n >= chips:
-            return MinSlice(parts, chip, chips, shape, n)
-    raise ValueError(f"does not fit: {name} needs {fmt_si(total, 'B')}, at least {chips} "
-                     f"{chip.name} chips, more than the largest slice on record "
-                     f"({shapes[-1][1]})")
+    n, shape = next(((n, s) for n, s in training_slices(chip) if n >= chips), (None, None))
+    return MinSlice(parts, chip, chips, shape, n)
 
 
 def max_params(chip_or_mesh: Any, widths: Mapping[str, Any] | str | None = None, *,

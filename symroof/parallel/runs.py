@@ -142,7 +142,12 @@ def min_training_slice(model: Transformer | str, chip: Any, *,
     else:
         mem = train_memory(m, 1, 1, "full", **widths)
         mem["activations"] = sp.Integer(0)
-    return min_chips(mem, chip, name=m.name)
+    need = min_chips(mem, chip)
+    if need.slice is None and need.chips.is_number and chip.network is not None:
+        raise ValueError(f"does not fit: {m.name} needs {float(need.total) / 1e12:.3g} TB, at "
+                         f"least {need.chips} {chip.name} chips, more than the largest slice "
+                         f"on record ({training_slices(chip)[-1][1]})")
+    return need
 
 
 def mfu(run: TrainingRun, chip_hours: Any) -> sp.Expr:

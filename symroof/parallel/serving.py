@@ -143,9 +143,11 @@ class ServePlan:
 
     @property
     def min_chips(self) -> Any:
-        """ceil(weight bytes / HBM per chip): the fewest chips that hold the weights."""
-        need = self.model.params * self.model.w_bytes / self.mesh.chip.hbm_bytes
-        return math.ceil(need) if need.is_number else sp.ceiling(need)
+        """ceil(weight bytes / HBM per chip): the fewest chips that hold the weights
+        (``sr.min_chips`` of them)."""
+        from .inverse import min_chips
+
+        return min_chips(self.model.params * self.model.w_bytes, self.mesh.chip).chips
 
     @property
     def tokens_per_s_per_chip(self) -> sp.Expr:

@@ -10,7 +10,6 @@ weight dtype (``sr.smallest_slice``); a plan that does not fit says what it need
 from __future__ import annotations
 
 import argparse
-import math
 from typing import Any
 
 import sympy as sp
@@ -18,7 +17,7 @@ import sympy as sp
 from ..models import OP_GROUPS, group
 from ..models.sanity import step_warnings
 from ..models.table import RooflineTable
-from ..parallel import serve, smallest_slice
+from ..parallel import min_chips, serve, smallest_slice
 from ..parallel.serving import WIDTHS
 from ..render import fmt_si
 from .cli_args import SIZE, add_chip_options, add_mesh_options, dumps, load_model, mesh_of
@@ -38,7 +37,7 @@ def _needs(plan: Any) -> tuple[Any, int]:
     """Bytes of the weights and the batch's KV cache, unsharded, and the chips they need."""
     m = plan.model
     total = m.params * m.w_bytes + plan.batch * plan.context * m.kv_bytes_per_token
-    return total, int(math.ceil(total / plan.mesh.chip.hbm_bytes))
+    return total, int(min_chips(total, plan.mesh.chip).chips)
 
 
 def _slices(plan: Any, kv: str | None) -> dict[str, str | None]:
