@@ -10,7 +10,6 @@ ratio, the cost of a million tokens, and the critical batch of a mixture-of-expe
 from __future__ import annotations
 
 import functools
-import math
 from typing import Any
 
 import numpy as np
@@ -64,8 +63,9 @@ def slices(chip: Any) -> list[str]:
 
 def smallest_slice(model: Any, chip: Any, *, weights: str = "bf16", kv: str | None = None,
                    batch: int = 0, context: int = 1) -> str:
-    """The smallest slice (``slices(chip)``) whose HBM holds the weights and ``batch``
-    sequences of KV cache at ``context``; fails with what it would need if none does."""
+    """The smallest slice (``slices(chip)``, and a TPU's whole pod) whose HBM holds the
+    weights and ``batch`` sequences of KV cache at ``context`` (``sr.min_chips`` of those
+    bytes); fails with what it would need if none does."""
     from ..models import model as _model
 
     m = _model(model) if isinstance(model, str) else model
@@ -74,10 +74,11 @@ def smallest_slice(model: Any, chip: Any, *, weights: str = "bf16", kv: str | No
     if batch:
         kv_width = width(kv, "KV") if kv else m.kv_bytes
         need += batch * m.kv_cache_bytes(context) / m.kv_bytes * kv_width
-    for shape in slices(chip):
-        n = math.prod(int(side) for side in shape.split("x"))
-        if n * chip.hbm_bytes >= need:
-            return shape
+    from .inverse import min_chips
+
+    held = min_chips(need, chip)
+    if held.slice is not None:
+        return held.slice
     raise ValueError(f"{m.name} needs {float(need) / 1e9:.1f} GB, more than the largest "
                      f"{chip.name} slice holds ({slices(chip)[-1]})")
 
