@@ -158,3 +158,13 @@ def test_min_training_slice_of_a_train_step():
     with pytest.raises(ValueError, match="give a TrainStep or batch_tokens=, not both"):
         sr.min_training_slice("llama-3.1-8b", "tpu-v5p", step=sr.TrainStep(8, 4096),
                               batch_tokens=4096)
+
+
+@pytest.mark.parametrize("kept", [THREE, ("layer_input", "attn/softmax", "attn/v_proj"),
+                                  ("layer_input", "attn/q_proj", "mlp_norm", "mlp/swiglu")])
+def test_remat_tuple_checks_exactly_against_the_twin(kept):
+    # the NumPy step reruns what its own forward graph says is missing; every row and every
+    # kept tensor must equal the symbolic ones, integer for integer
+    report = sr.check_training(sr.model("tiny"), batch=2, seq=8, remat=kept)
+    assert report.ok, report.mismatches[:3]
+    assert any(k.startswith("recompute/") for k in report.counted)
