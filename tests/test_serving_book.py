@@ -138,3 +138,18 @@ def test_params_and_a_full_model_give_one_book_time():
 def test_bad_input_names_it(call, message):
     with pytest.raises((ValueError, TypeError), match=message):
         call()
+
+
+def test_params_plan_is_the_books_formulas_symbolically():
+    from symroof.symbols import C, S, W, X
+
+    P, KV = sp.Symbol("P", positive=True), sp.Symbol("KV_tok", positive=True)
+    ring = sr.mesh(sr.symbolic_chip(), {"X": X})
+    plan = sr.serve_params(P, ring, batch=B, context=S, kv_bytes_per_token=KV)
+    # ch. 7: T_min = (B KV_seq + P_bytes) / W_tot; the general form beside it
+    assert sp.simplify(plan.time.t_mem - (B * S * KV + 2 * P) / (X * W)) == 0
+    assert sp.simplify(plan.book_time - (B * S * KV / (X * W)
+                                         + sp.Max(2 * B * P / (X * C), 2 * P / (X * W)))) == 0
+    mfu = sp.Symbol("u", positive=True)  # ch. 7: prefill 2 P T / (N C MFU)
+    assert sr.prefill(P, ring, prompt=S, batch=B, mfu=mfu).seconds == 2 * B * P * S / (
+        X * C * mfu)
