@@ -153,3 +153,10 @@ def test_params_plan_is_the_books_formulas_symbolically():
     mfu = sp.Symbol("u", positive=True)  # ch. 7: prefill 2 P T / (N C MFU)
     assert sr.prefill(P, ring, prompt=S, batch=B, mfu=mfu).seconds == 2 * B * P * S / (
         X * C * mfu)
+
+
+def test_a_mesh_axis_of_one_chip_has_no_layout_condition():
+    # one H100 node written as {"N": 1, "G": 8}: the 2-D layout needs two axes that carry
+    # traffic, so only the ICI condition is left (this used to fail in crossover)
+    plan = sr.serve("llama-3.1-8b", sr.mesh("h100", {"N": 1, "G": 8}), batch=8, context=4096)
+    assert list(plan.conditions) == ["ici"]
