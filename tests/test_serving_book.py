@@ -160,3 +160,17 @@ def test_a_mesh_axis_of_one_chip_has_no_layout_condition():
     # traffic, so only the ICI condition is left (this used to fail in crossover)
     plan = sr.serve("llama-3.1-8b", sr.mesh("h100", {"N": 1, "G": 8}), batch=8, context=4096)
     assert list(plan.conditions) == ["ici"]
+
+
+def test_shard_matmul_takes_numbers_on_a_ring_of_symbolic_size():
+    # sizes that are numbers on an axis that is a symbol: divisibility cannot be decided,
+    # so it is not refused (it used to fail: 'D = 8192 does not divide over ... (Y devices)')
+    from symroof.symbols import Y
+
+    ring = sr.mesh(sr.symbolic_chip(), {"Y": Y})
+    mm = sr.shard_matmul(ring, "X[B, D_Y] @ W[D, F_Y] -> [B, F_Y]", strategy="gather",
+                         B=64, D=8192, F=28672)
+    assert mm.compute.weight_bytes == 2 * 8192 * 28672 / Y
+    with pytest.raises(ValueError, match="D = 8192 does not divide"):
+        sr.shard_matmul(sr.mesh(sr.symbolic_chip(), {"Y": 3}),
+                        "X[B, D_Y] @ W[D, F_Y] -> [B, F_Y]", B=64, D=8192, F=28672)
