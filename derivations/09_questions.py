@@ -87,7 +87,8 @@ b_tok = sp.Symbol("b", positive=True)
 run_sym = sr.min_training_slice(llama70, "tpu-v5p", batch_tokens=b_tok, seq=4096, remat=4,
                                 widths=BOOK)
 mem_d.step(r"LLaMA-3-70B with 4 checkpoints of width $D$ a layer at $b$ tokens: $10P + 2 D b "
-           r"\cdot 4 L$ over 96 GB", r"N", run_sym.chips)
+           r"\cdot 4 L$ over 96 GB (coefficients to 4 digits)", r"N",
+           run_sym.chips.replace(sp.ceiling, lambda a: sp.ceiling(sp.N(a, 4))))
 serve_min = {w: sr.min_chips(llama70.params * WIDTHS[w], "tpu-v5e") for w in
              ("bf16", "int8", "int4")}
 mem_d.step("ch. 8: LLaMA-3-70B's weights on v5e chips (16 GB), in bf16, int8 and int4",
