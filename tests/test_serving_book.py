@@ -157,9 +157,12 @@ def test_params_plan_is_the_books_formulas_symbolically():
 
 def test_a_mesh_axis_of_one_chip_has_no_layout_condition():
     # one H100 node written as {"N": 1, "G": 8}: the 2-D layout needs two axes that carry
-    # traffic, so only the ICI condition is left (this used to fail in crossover)
+    # traffic (this used to fail in crossover); the ICI condition is the book's TPU form
     plan = sr.serve("llama-3.1-8b", sr.mesh("h100", {"N": 1, "G": 8}), batch=8, context=4096)
-    assert list(plan.conditions) == ["ici"]
+    assert plan.conditions == {}
+    on_tpu = sr.serve("llama-3.1-8b", sr.mesh("tpu-v5e", {"X": 1, "Y": 8}), batch=8,
+                      context=4096)
+    assert list(on_tpu.conditions) == ["ici"]
 
 
 def test_shard_matmul_takes_numbers_on_a_ring_of_symbolic_size():

@@ -31,6 +31,7 @@ from ..cost import Cost, as_dimension, as_exact
 from ..hardware.chip import symbolic_chip
 from ..hardware.mesh import Mesh
 from ..hardware.mesh import mesh as _mesh
+from ..hardware.topology import Switched
 from ..render import fmt_si
 from ..symbols import B as _B
 from ..symbols import D as _D
@@ -240,18 +241,17 @@ def prefill(model: Any, mesh: Mesh, step: Step | None = None, *, prompt: Any = N
 def ici_condition(plan: ServePlan) -> dict[str, Condition]:
     """``{"ici": Y < F/(B beta)}`` of a decode plan with layers (module docstring): the
     mesh width below which sharding a weight matmul over F keeps it HBM-bound, solved on
-    a ring of the plan's chip with its peak, HBM and per-link bandwidth; ``{}`` for a model
-    known only by its parameters.
+    a ring of the plan's chip with its peak, HBM and per-link bandwidth (a TPU's torus, as
+    the book has it); ``{}`` for a model known only by its parameters and on GPUs.
 
     >>> import symroof as sr
     >>> plan = sr.serve("llama-3.1-70b", sr.mesh("tpu-v5e", "4x8"), batch=64, context=8192)
     >>> print(ici_condition(plan)["ici"])     # F/(B beta) = 28672 / (64 x 8.2e11 / 9e10)
     decode stays HBM-bound: Y < 49.17 (plan: 32): holds
     """
-    m = plan.model
-    if not hasattr(m, "F"):
-        return {}
-    chip = plan.mesh.chip
+    m, chip = plan.model, plan.mesh.chip
+    if not hasattr(m, "F") or isinstance(chip.network, Switched):
+        return {}  # no layers; or a GPU, whose NVLink is no ring of per-link figures
     ring_chip = symbolic_chip(f"{chip.name} ring", C=chip.peak(plan.compute_dtype),
                               W=chip.hbm_bw, W_net=chip.link_bw)
     ring = _mesh(ring_chip, {"Y": _Y})
