@@ -8,6 +8,8 @@ tpus.md (ch. 2), inference.md (ch. 7), applied-inference.md (ch. 8), applied-tra
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import sympy as sp
 
@@ -177,3 +179,17 @@ def test_shard_matmul_takes_numbers_on_a_ring_of_symbolic_size():
     with pytest.raises(ValueError, match="D = 8192 does not divide"):
         sr.shard_matmul(sr.mesh(sr.symbolic_chip(), {"Y": 3}),
                         "X[B, D_Y] @ W[D, F_Y] -> [B, F_Y]", B=64, D=8192, F=28672)
+
+
+def test_serve_command_prints_requests_per_chip(capsys):
+    from symroof.surfaces.cli import main
+
+    argv = ["serve", "--model", "llama-3.1-70b", "--mesh", "tpu-v5e:4x4", "--batch", "42",
+            "--context", "8k", "--generated", "512"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    plan = sr.serve("llama-3.1-70b", V5E_4x4, batch=42, context=8192)
+    q, book = (float(plan.requests_per_s_per_chip(512, form=f)) for f in ("plan", "book"))
+    assert f"{q:.3g} requests/s per chip at 512 generated tokens each ({book:.3g} from" in text
+    assert main([*argv, "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["requests_per_s_per_chip"] == q
