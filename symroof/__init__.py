@@ -96,7 +96,7 @@ from .parallel import (
     train_plan,
     training_run,
 )
-from .render import document, latex
+from .render import Readable, document, latex, readable
 
 #: ``sr.plot`` is the same package as ``sr.plots`` (one plotting package since the mesh work;
 #: the old name stays so that code written against it keeps running).
@@ -127,5 +127,7 @@ __all__ = [
     "min_training_slice", "MinSlice", "strategy_search", "SearchResult",
     # tables, documents, plots
     "roofline_table", "RooflineTable", "Derivation", "latex", "document", "plot", "plots",
+    # readable numbers, handouts, problem sets
+    "readable", "Readable",
 ]
 __version__ = "0.1.0"
