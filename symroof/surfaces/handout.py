@@ -142,7 +142,8 @@ def derivation_latex(d: Derivation) -> str:
     \\end{align*}
     """
     lines = [rf"\subsection*{{{tex_text(for_students(d.title))}}}"]
-    rows = [_row(s) for s in d.steps]
+    rows = [_row(s) for s in d.steps  # a quantity named for an internal reference goes too
+            if not (isinstance(s.lhs, str) and INTERNAL.search(s.lhs))]
     if rows:
         lines += [r"\begin{align*}", " \\\\\n".join(rows), r"\end{align*}"]
     claims = [short_claim(t) for t, ok in d.claims if ok]
