@@ -17,11 +17,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import sympy as sp
+
 from ..derivation import Derivation, Step
 from ..prose import tex_text
 from ..render import latex
 
-__all__ = ["INTERNAL", "for_students", "short_claim", "unit_of", "derivation_latex"]
+__all__ = ["INTERNAL", "for_students", "short_claim", "unit_of", "stated_unit",
+           "derivation_latex"]
 
 #: what a handout never shows: internal references, errata and the book's slips, code
 INTERNAL = re.compile(
@@ -114,12 +117,39 @@ def _tex(x: Any, unit: str = "") -> str:
     return latex(x, unit=unit)
 
 
+#: a statement that names its value's unit last, in brackets: "attention core (ms)"
+_STATED = re.compile(r"\((ms|us|ns|s|kB|MB|GB|TB|GB/s|TB/s|%|days|years)\)\s*$")
+
+
+def stated_unit(statement: str) -> str | None:
+    """The unit a statement gives its value in (the value is a pure number in it), if any.
+
+    >>> stated_unit("decode: attention core (ms)"), stated_unit("the ridge")
+    ('ms', None)
+    """
+    m = _STATED.search(statement)
+    return None if m is None else m.group(1)
+
+
+def _in_unit(x: Any, unit: str) -> str:
+    """A pure number in a stated unit: ``3.69\\,\\mathrm{ms}``."""
+    shown = latex(x)
+    if not (isinstance(x, sp.Basic) and x.is_number):
+        return shown
+    tex = {"us": r"\mu\mathrm{s}", "%": r"\%"}.get(unit, rf"\mathrm{{{unit}}}")
+    return rf"{shown}\,{tex}"
+
+
 def _row(s: Step) -> str:
     statement = for_students(s.statement)
-    unit = unit_of(s.lhs)
-    row = f"{_tex(s.lhs)} &= {_tex(s.rhs, unit)}"
+    stated = stated_unit(s.statement)
+    unit = unit_of(s.lhs) if stated is None else ""
+
+    def value(x: Any) -> str:
+        return _tex(x, unit) if stated is None or isinstance(x, str) else _in_unit(x, stated)
+    row = f"{_tex(s.lhs)} &= {value(s.rhs)}"
     if s.at_value is not None:
-        row += r" \\*" + "\n" + f"&= {_tex(s.at_value, unit)}"
+        row += r" \\*" + "\n" + f"&= {value(s.at_value)}"
     if s.because:
         row += rf" && \text{{{tex_text(for_students(s.because))}}}"
     return (rf"\intertext{{{tex_text(statement)}}}" + "\n" if statement else "") + row
