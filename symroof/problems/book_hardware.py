@@ -155,12 +155,12 @@ def _gather(p: dict[str, Any], d: Derivation) -> dict[str, tuple[Any, str]]:
     v_x = d.step(r"$\text{AllGather}_X$: each $X$-group ends with $\text{bf16}[B, D_Y]$",
                  r"V_b^X", 2 * B * D / Y, at=at)
     t_x = all_gather(m, v_x, "X")
-    tx = d.step(f"gathered over the {x} chips of $X$ (symroof's collective on this slice)",
-                r"T_\text{AG}^X", t_x.time)
+    tx = d.step(f"gathered over the {x} chips of $X$: {t_x.bound}-bound (symroof's collective "
+                "on this slice)", r"T_\text{AG}^X", t_x.time)
     v_xy = d.step(r"$\text{AllGather}_{XY}$: each group ends with the whole array",
                   r"V_b^{XY}", 2 * B * D, at=at)
     t_xy = all_gather(m, v_xy, "XY")
-    txy = d.step("over both axes at once", r"T_\text{AG}^{XY}", t_xy.time)
+    txy = d.step(f"over both axes at once: {t_xy.bound}-bound", r"T_\text{AG}^{XY}", t_xy.time)
     w_bidi = 2 * m.chip.link_bw  # both directions of a wrapped axis
     d.claim(r"bandwidth terms $V_b / W_\text{ici}$ and $V_b / (2 W_\text{ici})$ with the "
             r"bidirectional $W_\text{ici}$ of a wrapped axis",
