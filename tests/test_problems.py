@@ -58,6 +58,8 @@ def test_sharding_book_answers():
     a = answers("sharding", "allgather")
     assert round(float(a[r"T_\text{AG}^X"]) * 1e6, 1) == 23.3
     assert round(float(a[r"T_\text{AG}^{XY}"]) * 1e6, 1) == 46.6
+    # ch. 3 question 3: "we can do the full gather in only 2 hops, so roughly 2us"
+    assert answers("sharding", "latency-bound")[r"T_\text{AG}"] == sp.Rational(2, 10**6)
 
 
 def test_transformers_book_answers():
@@ -101,7 +103,7 @@ def test_gpus_book_answers():
 
 
 def test_every_template_is_pinned_by_a_book_test():
-    assert len(TEMPLATES) == 14 and CHAPTERS == (
+    assert len(TEMPLATES) == 15 and CHAPTERS == (
         "rooflines", "tpus", "sharding", "transformers", "training", "inference", "gpus")
     assert all(sum(t.chapter == c for t in TEMPLATES) >= 2 for c in CHAPTERS)
 
@@ -155,7 +157,7 @@ def test_cli_writes_both_sheets(cli, tmp_path):
     r = cli(["problems", "--chapter", "sharding", "--seed", "2027", "--out", str(tmp_path),
              "--no-pdf"])
     assert r.returncode == 0, r.stderr
-    assert "2 problem(s), seed 2027" in r.stdout
+    assert "3 problem(s), seed 2027" in r.stdout
     assert (tmp_path / "sharding-2027.tex").is_file()
     assert (tmp_path / "sharding-2027-solutions.tex").is_file()
     bad = cli(["problems", "--seed", "x"])

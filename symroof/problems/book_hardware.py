@@ -174,6 +174,33 @@ def _draw_gather(rng: random.Random) -> dict[str, Any]:
             "B": pick(rng, (256, 512, 1024, 2048, 4096)), "D": pick(rng, (2048, 4096, 8192))}
 
 
+def _tiny_gather(p: dict[str, Any], d: Derivation) -> dict[str, tuple[Any, str]]:
+    m = mesh(p["chip"], p["shape"])
+    axis = m["X"]
+    v = d.step(r"the gathered $\text{bf16}[B]$", r"V_b", 2 * B, at={B: p["B"]})
+    t = all_gather(m, v, "X")
+    bw = d.step("its bandwidth term, at the ring's bidirectional bandwidth", r"T_\text{bw}",
+                t.t_bw)
+    lat = d.step(f"the latency floor: {axis.size // 2} hops each way round the ring of "
+                 f"{axis.size}, {shown_time(axis.hop_latency)} a hop", r"T_\text{lat}", t.t_lat)
+    total = d.step(f"the larger of the two: {t.bound}-bound", r"T_\text{AG}", t.time)
+    d.claim("latency-bound: the floor is the time, far above the bandwidth term",
+            t.bound == "latency" and total == lat and bw < lat / 10
+            and lat == sp.Rational(axis.size, 2) * axis.hop_latency)
+    return {r"T_\text{AG}": (total, "s")}
+
+
+def shown_time(seconds: Any) -> str:
+    """``1/1000000`` as ``1 us`` for a statement."""
+    return f"{float(seconds) * 1e6:g} us"
+
+
+def _draw_tiny(rng: random.Random) -> dict[str, Any]:
+    side = pick(rng, (4, 8, 16))
+    return {"chip": pick(rng, ("tpu-v4p", "tpu-v5p")), "shape": f"{side}x{side}x{side}",
+            "B": pick(rng, (64, 128, 256, 512))}
+
+
 HARDWARE_TEMPLATES = [
     Template("rooflines", "int8-matmul", "An int8 matmul",
              r"A matmul $\text{{int8}}[B, D] \cdot \text{{int8}}[D, F] \to "
@@ -220,4 +247,9 @@ HARDWARE_TEMPLATES = [
              _gather, {"chip": "tpu-v4p", "shape": "4x4x4", "B": 1024, "D": 4096},
              _draw_gather, "ch. 3, question 2",
              "The book: 23 us and 46 us (46.6, truncated), far above the 4 us latency floor."),
+    Template("sharding", "latency-bound", "A latency-bound AllGather",
+             r"On a {chip} {shape} slice, how long does $\text{{AllGather}}_X$ of "
+             r"$\text{{bf16}}[B_X]$ take with $B$ = {B}, a small array?", _tiny_gather,
+             {"chip": "tpu-v4p", "shape": "4x4x4", "B": 128}, _draw_tiny, "ch. 3, question 3",
+             "The book: latency-bound, 2 hops of about 1 us: 2 us."),
 ]

@@ -8,7 +8,7 @@ book answers and names its slips.
 >>> from symroof.problems import problem_set
 >>> tex = sheet_latex(problem_set("sharding"), "Sharding", solutions=False)
 >>> tex.count(r"\\subsection*{Problem"), r"\\begin{align*}" in tex
-(2, False)
+(3, False)
 """
 
 from __future__ import annotations
