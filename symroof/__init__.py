@@ -87,16 +87,22 @@ from .parallel import (
     TrainingRun,
     TrainPlan,
     cost_per_million_tokens,
+    flops_per_dollar,
     latency_throughput,
+    max_params,
+    mfu,
+    min_chips,
     min_training_slice,
+    prefill,
     serve,
+    serve_params,
     shard_matmul,
     smallest_slice,
     strategy_search,
     train_plan,
     training_run,
 )
-from .render import document, latex
+from .render import Readable, document, latex, readable
 from .surfaces.compare import Comparison, compare
 from .workload import Step, TrainStep
 
@@ -129,9 +135,13 @@ __all__ = [
     # training on a mesh: strategies, conditions, whole runs, search
     "train_plan", "TrainPlan", "Condition", "training_run", "TrainingRun",
     "min_training_slice", "MinSlice", "strategy_search", "SearchResult",
+    # inverse questions
+    "max_params", "min_chips", "serve_params", "prefill", "mfu", "flops_per_dollar",
     # tables, documents, plots
     "roofline_table", "RooflineTable", "Derivation", "latex", "document", "plot", "plots",
     # side by side
     "compare", "Comparison",
+    # readable numbers, handouts, problem sets
+    "readable", "Readable",
 ]
 __version__ = "0.1.0"
