@@ -4,7 +4,6 @@ the session's derivations; the tour's figures are checked in tests/test_tour.py)
 
 from __future__ import annotations
 
-import pytest
 from matplotlib.figure import Figure
 
 from symroof.plots.overlaps import text_overlaps
@@ -15,13 +14,12 @@ def test_every_figure_of_the_notes_was_checked(derivations):
     assert saved and saved <= set(derivations["overlaps"])
 
 
-@pytest.mark.parametrize("name", ["01_rooflines_problem3.png", "02_ops_roofline.png",
-                                  "03_throughput.png", "03_attention_share.png",
-                                  "04_collectives.png", "04_sharded_matmuls.png",
-                                  "05_step_time.png", "05_memory_by_remat.png",
-                                  "06_latency_throughput.png"])
-def test_no_text_overlaps_in_the_notes_figures(derivations, name):
-    assert derivations["overlaps"].get(name) == [], name
+def test_no_text_overlaps_in_the_notes_figures(derivations):
+    overlaps = derivations["overlaps"]
+    # the figures of the plots fixed for overlaps are among them (06's caps once crowded)
+    assert {"04_sharded_matmuls.png", "05_memory_by_remat.png",
+            "06_latency_throughput.png"} <= set(overlaps)
+    assert {name: found for name, found in overlaps.items() if found} == {}
 
 
 def test_overlaps_are_found():
