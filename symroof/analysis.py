@@ -24,6 +24,7 @@ import sympy as sp
 
 from .cost import Cost, as_dimension, as_exact, as_symbol, check_symbols
 from .hardware import as_chip, dtype_bytes
+from .hardware.chip import DTYPE_BYTES, STORAGE_BYTES
 from .ops import matmul
 from .render import fmt_si
 from .symbols import B as _B
@@ -306,6 +307,19 @@ def _which_wins(lhs: sp.Expr, rhs: sp.Expr, var: sp.Symbol) -> str:
     return ""
 
 
+def _operand_width(dtype: str) -> Any:
+    """Bytes per operand element of a matmul "in" ``dtype``: the compute dtypes' widths, and
+    the 4-bit formats (a peak such as B200's fp4) at half a byte (``STORAGE_BYTES``)."""
+    key = dtype.strip().lower() if isinstance(dtype, str) else dtype
+    if key in STORAGE_BYTES and key not in DTYPE_BYTES:
+        return STORAGE_BYTES[key]
+    try:
+        return dtype_bytes(dtype)
+    except ValueError:
+        known = ", ".join(dict.fromkeys([*DTYPE_BYTES, *STORAGE_BYTES]))
+        raise ValueError(f"unknown dtype {dtype!r}; known dtypes: {known}") from None
+
+
 def critical_batch(chip: Any, *, dtype: str = "bf16", x_bytes: Any = None,
                    w_bytes: Any = None, out_bytes: Any = None, D: Any = None,
                    F: Any = None) -> sp.Expr:
@@ -321,7 +335,7 @@ def critical_batch(chip: Any, *, dtype: str = "bf16", x_bytes: Any = None,
     295.2
     """
     chip = as_chip(chip)
-    width = dtype_bytes(dtype)
+    width = _operand_width(dtype)
     x_bytes = width if x_bytes is None else x_bytes
     w_bytes = width if w_bytes is None else w_bytes
     out_bytes = x_bytes if out_bytes is None else out_bytes

@@ -140,7 +140,7 @@ CASES = {
     "err-mesh-shape": SERVE.replace("4x4", "4x4y4"),
     "err-mesh-pod": SERVE.replace("4x4", "32x8"),
     "err-mesh-colon": SERVE.replace("tpu-v5e:4x4", "tpu-v5e"),
-    "err-mesh-gpus": SERVE.replace("tpu-v5e:4x4", "h100:4096"),
+    "err-mesh-gpus": SERVE.replace("tpu-v5e:4x4", "h100:131072"),
     "err-mesh-prefill": MESH_REPORT.replace("decode", "prefill"),
     "err-mesh-and-chip": f"{MESH_REPORT} --chip h100",
     "err-no-chip": MESH_REPORT.replace(" --mesh tpu-v5e:4x4", ""),
@@ -285,7 +285,7 @@ def test_error_messages_name_the_input(runs):
     ("err-mesh-pod", ["--mesh 'tpu-v5e:32x8': a 32x8 slice does not fit one tpu-v5e pod "
                       "(16x16); put the extra axes across pods with --dcn AXES"]),
     ("err-mesh-colon", ["--mesh 'tpu-v5e': write CHIP:SHAPE, e.g. tpu-v5p:16x16x16"]),
-    ("err-mesh-gpus", ["a mesh of 4096 GPUs is larger than the largest h100 system"]),
+    ("err-mesh-gpus", ["a mesh of 131072 GPUs is larger than the largest h100 system"]),
     ("err-mesh-prefill", ["a prefill step on a mesh is not modelled: use --phase decode"]),
     ("err-mesh-and-chip", ["report takes --chip CHIP (one chip) or --mesh CHIP:SHAPE"]),
     ("err-no-chip", ["report takes --chip CHIP (one chip) or --mesh CHIP:SHAPE"]),

@@ -329,16 +329,25 @@ def test_gpu_network_literals():
         [300 * G, 450 * G, 900 * G]
     assert chip("h100").network.node_egress == chip("b200").network.node_egress == 400 * G
     assert chip("gb200").network.node_egress == 3600 * G == 9 * chip("h100").network.node_egress
-    assert [lv.bw_per_gpu for lv in chip("h100").network.levels] == [450 * G, 50 * G, 50 * G]
+    assert [lv.bw_per_gpu for lv in chip("h100").network.levels] == [450 * G] + [50 * G] * 3
+    # book ch. 12 Quiz 2 Q1-Q2: 4 NVSwitches of 64 ports x 25e9 = 6.4 TB/s, but the GPUs only
+    # push 8 x 450e9 = 3.6e12, which is also the node's bisection bandwidth
+    h100 = chip("h100").network
+    assert h100.nvswitch_bw == h100.node_bisection == 3600 * G < 4 * 64 * 25 * G
 
 
-def test_h100_superpod_is_8_x_32_x_4():
+def test_h100_superpod_is_8_x_32_x_4_under_a_core():
     net = chip("h100").network
     assert [(lv.name, lv.degree) for lv in net.levels] == [("node", 8), ("leaf", 32),
-                                                          ("spine", 4)]
-    assert [lv.gpus for lv in net.levels] == [8, 256, 1024]  # node, scalable unit, SuperPod
-    assert net.max_gpus == 8 * 32 * 4 == 1024 and net.sharp
-    assert [lv.degree for lv in chip("b200").network.levels] == [8, 32, 4]  # DGX B200 RA
+                                                          ("spine", 4), ("core", 64)]
+    # node, scalable unit, SuperPod (book ch. 12), then 64 SuperPods: a 3-tier fat tree of
+    # 64-port switches has 64^3 / 4 = 65,536 end ports (Al-Fares et al. 2008)
+    assert [lv.gpus for lv in net.levels] == [8, 256, 1024, 64**3 // 4]
+    assert net.max_gpus == 65536 and net.sharp
+    assert [lv.degree for lv in chip("b200").network.levels] == [8, 32, 4, 64]  # DGX B200 RA
+    # SHARP per level: NVLink SHARP in the node (Hopper on), SHARP IB switches above it
+    assert [net.sharp_at(i) for i in range(4)] == [True] * 4
+    assert [chip("a100").network.sharp_at(i) for i in range(2)] == [False, False]
 
 
 def test_h800_records_the_books_nvlink_and_the_sheets_links():

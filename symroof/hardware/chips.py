@@ -24,8 +24,9 @@ Choices that apply to every record:
   byte would ripple into the CLI's byte widths and JSON), so ``critical_batch(dtype="fp4")``
   fails naming the known dtypes; ``chip.peak("fp4")`` and its ridge work.
 * ``network``: a TPU's torus (``_torus``) or a GPU's switched levels (``_switched``), from
-  the node up; a level is (name, degree, GPUs per child, one GPU's one-way bandwidth into it)
-  and appears only where a source gives its size.
+  the node up; a level is (name, degree, GPUs per child, one GPU's one-way bandwidth into it,
+  and whether its switches reduce in the network: SHARP) and appears only where a source gives
+  its size.
 
 This module imports nothing but ``fractions``; :mod:`symroof.hardware` turns the dicts into
 ``Chip`` records.
@@ -104,13 +105,26 @@ def _switched(ports, levels, levels_src, sharp, sharp_src, pcie_bw, pcie_src) ->
     }}
 
 
-#: The DGX H100 node and 1024-GPU SuperPod of the book (H200 sits in the same node).
-_DGX_H100_LEVELS = (("node", 8, 1, 18 * 25 * G), ("leaf", 32, 8, 400 * G // 8),
-                    ("spine", 4, 256, 400 * G // 8))
+#: The DGX H100 node and 1024-GPU SuperPod of the book (H200 sits in the same node), and the
+#: core level above SuperPods. A level is (name, degree, GPUs per child, one GPU's one-way
+#: B/s into it, SHARP in its switches).
+_DGX_H100_LEVELS = (("node", 8, 1, 18 * 25 * G), ("leaf", 32, 8, 400 * G // 8, True),
+                    ("spine", 4, 256, 400 * G // 8, True),
+                    ("core", 64, 1024, 400 * G // 8, True))
+_CORE_SRC = ("; core: " + _BOOK_NODE + " Quiz 3 Q2: beyond 2048 GPUs 'we need to add another "
+             "level ... NVIDIA calls these core switches' (4096 GPUs: 128 spine and 64 core "
+             "switches), full bisection kept, so 50 GB/s per GPU; its degree: a three-tier fat "
+             "tree of k-port switches has k^3/4 end ports (Al-Fares, Loukissas, Vahdat, 'A "
+             "Scalable, Commodity Data Center Network Architecture', SIGCOMM 2008, "
+             "https://doi.org/10.1145/1402958.1402967), k = 64 (the book's 64-port NDR IB "
+             "switches): 65,536 GPUs = 64 SuperPods of 1024")
+_IB_SHARP = ("; SHARP at leaf, spine and core: " + _BOOK_NODE + " 'NVIDIA sells SHARP-enabled "
+             "IB switches' (the DGX SuperPOD's 64-port NDR Quantum-2 switches run SHARPv3, "
+             "https://www.nvidia.com/en-us/networking/quantum2/)")
 _DGX_H100_SRC = (_BOOK_NODE + ": node of 8 GPUs, W_GPU = 18 x 25 GB/s = 450 GB/s; a scalable "
                  "unit of 32 nodes under the leaf switches; 4 SUs under the spine (1024 GPUs = "
                  "8 x 32 x 4); node egress 8 x 400 Gb/s ConnectX-7 = 400 GB/s, 50 GB/s per GPU "
-                 "at leaf and spine (full bisection)")
+                 "at leaf and spine (full bisection)" + _CORE_SRC + _IB_SHARP)
 _HOPPER_NET = _switched(
     (18, _BOOK_NODE + ": 18 NVLink-4 ports per Hopper GPU"), _DGX_H100_LEVELS, _DGX_H100_SRC,
     True, _NVLS, 128 * G // 2, _H100 + ": 'PCIe Gen5: 128GB/s' (both directions)")
@@ -278,14 +292,14 @@ RECORDS: list[dict] = [
                  + _BOOK_GPU + ")"),
         network=_switched(
             (18, _BOOK_NODE + ": NVLink 5.0, 18 ports of 50 GB/s per Blackwell GPU"),
-            (("node", 8, 1, 18 * 50 * G), ("leaf", 32, 8, 400 * G // 8),
-             ("spine", 4, 256, 400 * G // 8)),
+            (("node", 8, 1, 18 * 50 * G), ("leaf", 32, 8, 400 * G // 8, True),
+             ("spine", 4, 256, 400 * G // 8, True), ("core", 64, 1024, 400 * G // 8, True)),
             _BOOK_NODE + ": B200 node of 8 GPUs, W_GPU = 18 x 50 GB/s = 900 GB/s, node egress "
             "400 GB/s (8 x 400 Gb/s, " + _BASEPOD + "); leaf and spine: NVIDIA DGX SuperPOD "
             "RA (DGX B200), SUs of 32 DGX B200, 4 SUs = 128 nodes = 1024 GPUs under 32 leaf "
             "and 16 spine switches, https://docs.nvidia.com/dgx-superpod/"
             "reference-architecture-scalable-infrastructure-b200/latest/"
-            "dgx-superpod-architecture.html",
+            "dgx-superpod-architecture.html" + _CORE_SRC + _IB_SHARP,
             True, _NVLS + "; fourth-generation NVSwitch (Blackwell) keeps it",
             128 * G // 2, _DGX_B200 + ": dual 5th-gen Xeon hosts, PCIe Gen5 x16 = 128GB/s "
             "both directions. Uncertain: the sheets list no B200 host link; the GPU supports "

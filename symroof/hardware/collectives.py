@@ -19,8 +19,11 @@ Times (book ch. 3 and ch. 12; W_1 = one link one way, X = the axis size):
   X-1; the time is max(T_min * hops, bandwidth term) (book ch. 3, "latency-bound").
 - GPU (NVSwitch node, fat tree above): per engaged level i with d_i children holding
   m_i members each, AllGather = max_i V (d_i - 1) / (d_i m_i w_i); AllToAll (n members,
-  V/n^2 to each) = max_i V (d_i - 1) m_i / (n^2 w_i); AllReduce twice the AllGather, or
-  with in-network reduction (``sharp=True``) max_i V / (m_i w_i). Latency: T_hop per ring
+  V/n^2 to each) = max(node term, max_i sum_{j >= i} V (d_j - 1) m_j / (n^2 w_i)): a GPU's
+  network card carries every piece that leaves its node, whatever level it is bound for, so
+  over M nodes it is the book's V (M - 1) / (M^2 W_node); AllReduce twice the AllGather, or
+  with in-network reduction (``sharp=True``) max_i V / (m_i w_i) on the levels whose
+  switches have SHARP (the records say which, level by level), 2x the ring elsewhere. Latency: T_hop per ring
   step (a flat ring of n - 1 steps; NCCL's trees cut this to about log n at scale).
 - DCN axes (slices): a ring of slices, each chip over its own DCN share: (X-1)/X V / W_dcn.
 
@@ -175,11 +178,19 @@ def _switched(kind: str, mesh: Mesh, names: tuple, V: sp.Expr, n: int, sharp: bo
     if not levels:
         return sp.Integer(0), sp.Integer(0)
     if kind == "all-to-all":
-        # each member sends V/n^2 to every other member; what crosses level i from one
-        # child is its m members' pieces for the (d - 1) m members under the other children
-        terms = [V * (lv.degree - 1) * lv.members / (n**2 * lv.bw_per_gpu) for lv in levels]
-    elif sharp:  # in-network reduction: each byte goes up once and comes back reduced
-        terms = [V / lv.bw for lv in levels]
+        # each member sends V/n^2 to every other member: (d_i - 1) m_i pieces cross level i.
+        # A GPU's link into level i carries every piece bound for level i *or above* (a
+        # piece for another SU leaves through the NIC as well as one for the next node), so
+        # the terms of the levels above add onto it, not max: the book's node-egress bound
+        # V (M - 1) / (M^2 W_node) over M nodes. The node level rides NVLink on its own.
+        node = mesh.chip.network.levels[0].name
+        sent = [V * (lv.degree - 1) * lv.members / n**2 for lv in levels]
+        terms = [sum(sent[i:i + 1] if lv.name == node else sent[i:]) / lv.bw_per_gpu
+                 for i, lv in enumerate(levels)]
+    elif sharp:  # in-network reduction where a level's switches have it (each byte goes up
+        # once and comes back reduced, V / W); a level without SHARP rings twice
+        terms = [V / lv.bw if lv.sharp else 2 * V * (lv.degree - 1) / (lv.degree * lv.bw)
+                 for lv in levels]
     else:
         terms = [V * (lv.degree - 1) / (lv.degree * lv.bw) for lv in levels]
     steps = 1 if sharp else n - 1

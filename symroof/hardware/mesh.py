@@ -50,6 +50,7 @@ class LevelUse:
     degree: int
     members: int
     bw_per_gpu: sp.Expr
+    sharp: bool = False
 
     @property
     def bw(self) -> sp.Expr:
@@ -186,13 +187,14 @@ class Mesh:
         names = self.axis_names(axes)
         members = _group_of_device_0(self, names)
         out = []
-        for level in net.levels:
+        for i, level in enumerate(net.levels):
             child = [m // level.gpus_per_child for m in members]
             parent = [m // level.gpus for m in members]
             per_parent = len(set(zip(parent, child))) // len(set(parent))
             per_child = len(members) // len(set(zip(parent, child)))
             if per_parent > 1:
-                out.append(LevelUse(level.name, per_parent, per_child, level.bw_per_gpu))
+                out.append(LevelUse(level.name, per_parent, per_child, level.bw_per_gpu,
+                                    net.sharp_at(i)))
         return tuple(out)
 
     def __repr__(self) -> str:

@@ -133,14 +133,20 @@ class Torus:
 class Level:
     """One level of a GPU system: ``degree`` children, each holding ``gpus_per_child`` GPUs,
     joined by switches; ``bw_per_gpu`` is one GPU's share of the bandwidth into this level,
-    one way (the node level: W_GPU, the NVLink egress; leaf and spine: the NIC share)."""
+    one way (the node level: W_GPU, the NVLink egress; leaf and spine: the NIC share).
+    ``sharp``: this level's switches reduce in the network (InfiniBand SHARP on a scale-out
+    level; the node level's NVLink SHARP is ``Switched.sharp``)."""
 
     name: str
     degree: int
     gpus_per_child: int
     bw_per_gpu: sp.Expr
+    sharp: bool = False
 
     def __post_init__(self) -> None:
+        if not isinstance(self.sharp, bool):
+            raise ValueError(f"Level {self.name!r}: sharp must be True or False, "
+                             f"got {self.sharp!r}")
         for name in ("degree", "gpus_per_child"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -196,6 +202,25 @@ class Switched:
     def max_gpus(self) -> int:
         """GPUs under the top switch level: the largest system of this record."""
         return self.levels[-1].gpus
+
+    def sharp_at(self, level: int) -> bool:
+        """Whether the switches of ``levels[level]`` reduce in the network (SHARP per level:
+        the node's NVLink SHARP is ``sharp``, each scale-out level says for itself)."""
+        return self.sharp if level == 0 else self.levels[level].sharp
+
+    @property
+    def nvswitch_bw(self) -> sp.Expr:
+        """What the node's GPUs can push through its NVSwitches, one way: W_GPU times the
+        node size (the book's 8 x 450e9 = 3.6 TB/s on an H100 node, which is below the
+        switches' own 4 x 64 x 25e9 = 6.4 TB/s, so the GPUs' ports bind)."""
+        return self.levels[0].bw_per_gpu * self.node_size
+
+    @property
+    def node_bisection(self) -> sp.Expr:
+        """The node's bisection bandwidth counted both ways, the book's (and NVIDIA's)
+        figure: half the GPUs send W_GPU each to the other half, in both directions, so
+        ``node_size * W_GPU`` (3.6 TB/s on an 8 x H100 node)."""
+        return self.node_size * self.levels[0].bw_per_gpu
 
     @property
     def node_egress(self) -> sp.Expr:
