@@ -23,8 +23,9 @@ Times (book ch. 3 and ch. 12; W_1 = one link one way, X = the axis size):
   network card carries every piece that leaves its node, whatever level it is bound for, so
   over M nodes it is the book's V (M - 1) / (M^2 W_node); AllReduce twice the AllGather, or
   with in-network reduction (``sharp=True``) max_i V / (m_i w_i) on the levels whose
-  switches have SHARP (the records say which, level by level), 2x the ring elsewhere. Latency: T_hop per ring
-  step (a flat ring of n - 1 steps; NCCL's trees cut this to about log n at scale).
+  switches have SHARP (the records say which, level by level), 2x the ring elsewhere.
+  Latency: T_hop per ring step (a flat ring of n - 1 steps; NCCL's trees cut this to about
+  log n at scale).
 - DCN axes (slices): a ring of slices, each chip over its own DCN share: (X-1)/X V / W_dcn.
 
 >>> import symroof as sr
