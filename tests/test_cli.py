@@ -338,7 +338,7 @@ def test_chips_show_figures_and_sources(runs):
 def test_chips_show_networks(runs):
     text = runs["chips-text"].stdout
     rows = {line.split()[0]: line for line in text.split("\n\n")[0].splitlines()[1:]}
-    assert rows["h100"].endswith("switched 8x32x4, W_GPU 450 G, W_node 400 G")
+    assert rows["h100"].endswith("switched 8x32x4x64, W_GPU 450 G, W_node 400 G")
     assert rows["gb200"].endswith("switched 72x8, W_GPU 900 G, W_node 3.6 T")
     assert re.search(r" - +switched 16, W_GPU 150 G$", rows["v100"])  # "-": no bf16 ridge
     assert rows["tpu-v5p"].endswith("torus 16x20x28 (host 2x2x1)")
@@ -349,8 +349,13 @@ def test_chips_show_networks(runs):
     assert (v5p["kind"], v5p["pod"], v5p["pod_chips"], v5p["wrap_rule"]) == \
         ("torus", [16, 20, 28], 8960, "cube")
     assert v5p["hop_latency"] == 1e-6 and v5p["dcn_bw"] == 6_250_000_000
-    assert [lv["degree"] for lv in h100["levels"]] == [8, 32, 4] and h100["max_gpus"] == 1024
+    assert [lv["degree"] for lv in h100["levels"]] == [8, 32, 4, 64]
+    assert h100["max_gpus"] == 65536 and [lv["sharp"] for lv in h100["levels"]] == [True] * 4
     assert h100["node_egress"] == 400 * 10**9 and h100["sharp"] is True
+    assert h100["nvswitch_bw"] == h100["node_bisection"] == 8 * 450 * 10**9  # book ch. 12
+    assert v5p["slices"][:4] == [[1, 2, 2], [2, 2, 2], [2, 2, 4], [2, 4, 4]]
+    assert data["tpu-v5e"]["network"]["slices"] == [[1, 1], [2, 2], [2, 4], [4, 4], [4, 8],
+                                                     [8, 8], [8, 16], [16, 16]]
     assert data["v100"]["network"]["node_egress"] is None
 
 

@@ -183,7 +183,7 @@ def _network_keys(c: Chip) -> list[str]:
     return []
 
 
-_TORUS = ("rank", "pod", "host", "wrap_rule", "hop_latency", "pcie_bw", "dcn_bw")
+_TORUS = ("rank", "pod", "host", "wrap_rule", "hop_latency", "pcie_bw", "dcn_bw", "slices")
 _SWITCHED = ("nvlink_ports", "levels", "sharp", "hop_latency", "pcie_bw")
 
 

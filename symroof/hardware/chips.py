@@ -77,10 +77,27 @@ _NVLS = ("NVLink SHARP (in-network reduction in the NVSwitch) arrived with third
          "https://jax-ml.github.io/scaling-book/gpus/)")
 
 
-def _torus(rank, pod, host, wrap_rule, pcie_bw, dcn_bw, pcie_src, dcn_src,
+#: the slice shapes each TPU generation sells (chips; sides ascending), from Google Cloud's
+#: pages of TPU types and topologies
+_SLICES_2D = ((1, 1), (2, 2), (2, 4), (4, 4), (4, 8), (8, 8), (8, 16), (16, 16))
+_SLICES_V3 = ((2, 2), (4, 4), (4, 8), (8, 8), (8, 16), (16, 16), (16, 32), (32, 32))
+_SLICES_CUBE = ((1, 2, 2), (2, 2, 2), (2, 2, 4), (2, 4, 4))  # below one cube; whole cubes on
+_SLICES_SRC = {
+    "tpu-v3": _GCP + "v3: v3-8 to v3-2048 = 2x2, 4x4, 4x8, 8x8, 8x16, 16x16, 16x32, 32x32 "
+              "chips (2 TensorCores a chip)",
+    "tpu-v5e": _GCP + "v5e: v5litepod-1 to -256 = 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16",
+    "tpu-v6e": _GCP + "v6e: v6e-1 to -256 = 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16",
+    "cube": ("topologies 2x2x1, 2x2x2, 2x2x4, 2x4x4, then any of whole 4x4x4 cubes (4x4x4, "
+             "4x4x8, ...) inside the pod; How to Scale Your Model ch. 2: slices below a cube "
+             "(2x2x1, 2x2x2, 2x2x4) have no wraparound"),
+}
+
+
+def _torus(rank, pod, host, wrap_rule, pcie_bw, dcn_bw, slices, pcie_src, dcn_src,
            host_src="") -> dict:
     """A TPU's ``network`` entry: every field paired with its source."""
     return {"torus": {
+        "slices": slices,
         "rank": (rank, _BOOK_NET + f": {rank}D torus"),
         "pod": (pod, _BOOK_NET + ": pod size"),
         "host": (host, _BOOK_NET + ": host size" + host_src),
@@ -359,6 +376,7 @@ RECORDS: list[dict] = [
                    "GiB' (16 GiB per TensorCore, separate memories)"),
         link_bw=(100 * G, _BOOK_TPU + ": ICI 1e11 B/s per link one-way (2e11 bidi), 4 links"),
         network=_torus(2, (32, 32), (2, 2), "full", 16 * G, 25 * G // 4,
+                       (_SLICES_V3, _SLICES_SRC["tpu-v3"]),
                        _BOOK_NET + ": PCIe about 1.6e10 B/s per TPU (no v3 figure)",
                        _BOOK_NET + ": DCN about 6.25e9 B/s per TPU (no v3 figure)",
                        host_src=". The book's table prints 4x2, which counts the 8 "
@@ -378,7 +396,8 @@ RECORDS: list[dict] = [
                    "(34.4e9 B)"),
         link_bw=(45 * G, _BOOK_TPU + ": ICI 4.5e10 B/s per link one-way (9e10 bidi), 6 links"),
         network=_torus(3, (16, 16, 16), (2, 2, 1), "cube", 16 * G,
-                       25 * G // 4, _BOOK_NET + ": PCIe 'TPU v4 16 GB/s each way'",
+                       25 * G // 4, (_SLICES_CUBE, _GCP + "v4: " + _SLICES_SRC["cube"]),
+                       _BOOK_NET + ": PCIe 'TPU v4 16 GB/s each way'",
                        _BOOK_NET + ": DCN about 6.25e9 B/s per TPU (a v5p/v4 host: "
                        "200 Gb/s for 4 chips)"),
     ),
@@ -396,6 +415,7 @@ RECORDS: list[dict] = [
                  "way, 4 links. " + _GCP + "v5e: 400 GBps bidi per chip over 4 ports = 5e10 "
                  "each way (an older book version also said 5e10)"),
         network=_torus(2, (16, 16), (4, 2), "full", 16 * G, 3125 * G // 1000,
+                       (_SLICES_2D, _SLICES_SRC["tpu-v5e"]),
                        _BOOK_NET + ": PCIe about 1.6e10 B/s per TPU",
                        _BOOK_NET + ": DCN egress 3.125e9 B/s per v5e chip"),
     ),
@@ -413,6 +433,7 @@ RECORDS: list[dict] = [
                  + _GCP + "v5p: 1200 GBps bidi per chip = 1e11 each way per link; the book "
                  "notes the difference"),
         network=_torus(3, (16, 20, 28), (2, 2, 1), "cube", 16 * G, 25 * G // 4,
+                       (_SLICES_CUBE, _GCP + "v5p: " + _SLICES_SRC["cube"]),
                        _BOOK_NET + ": PCIe about 1.6e10 B/s per TPU",
                        _BOOK_NET + ": DCN about 6.25e9 B/s per TPU (ch. 5: a v5p host "
                        "has 200 Gb/s = 25e9 B/s for its 4 chips)"),
@@ -430,6 +451,7 @@ RECORDS: list[dict] = [
         link_bw=(90 * G, _BOOK_TPU + ": ICI 9e10 B/s per link one-way (1.8e11 bidi), 4 links. "
                  + _GCP + "v6e: 800 GBps bidi per chip over 4 ports = 1e11 each way"),
         network=_torus(2, (16, 16), (4, 2), "full", 32 * G, 125 * G // 10,
+                       (_SLICES_2D, _SLICES_SRC["tpu-v6e"]),
                        _BOOK_NET + ": PCIe 3.2e10 B/s per v6e chip",
                        _BOOK_NET + ": DCN egress 12.5e9 B/s per v6e chip"),
     ),

@@ -15,6 +15,7 @@ per-axis figure is ``2 * link_bw`` (both neighbours on a torus axis).
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 from collections.abc import Sequence
@@ -78,6 +79,8 @@ class Torus:
     the chips per host; ``wrap_rule`` says which slices get wraparound links ("cube" or
     "full", see ``WRAP_RULES``). ``hop_latency`` is the per-hop floor T_min; ``pcie_bw``
     host<->chip and ``dcn_bw`` each chip's share of the data-center network, both one way.
+    ``slices``: the slice shapes the generation sells (sides ascending); on a "cube"
+    generation the shapes below one cube, whole-cube shapes being offered by the rule.
     """
 
     rank: int
@@ -88,9 +91,12 @@ class Torus:
     pcie_bw: sp.Expr
     dcn_bw: sp.Expr
     links_per_axis: int = 2
+    slices: tuple[tuple[int, ...], ...] = ()
     kind: str = field(default="torus", init=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "slices", tuple(tuple(sorted(_shape(sh, "Torus.slices")))
+                                                 for sh in self.slices))
         object.__setattr__(self, "pod", _shape(self.pod, "Torus.pod"))
         object.__setattr__(self, "host", _shape(self.host, "Torus.host"))
         if len(self.pod) != self.rank:
@@ -112,6 +118,51 @@ class Torus:
             return False
         padded = sorted(shape + (1,) * (self.rank - len(shape)))
         return all(n <= p for n, p in zip(padded, sorted(self.pod)))
+
+    def offers(self, shape: Sequence[int]) -> bool:
+        """Whether the generation sells a slice of this shape (axes in any order): one of
+        ``slices`` (the shapes on record), or on a "cube" generation any shape of whole
+        4x4x4 cubes inside the pod. A record without ``slices`` offers whatever fits."""
+        shape = tuple(shape)
+        if not self.slices:
+            return self.fits(shape)
+        if len(shape) != self.rank:
+            return False
+        if tuple(sorted(shape)) in self.slices:
+            return True
+        return (self.wrap_rule == "cube" and all(n % 4 == 0 for n in shape)
+                and self.fits(shape))
+
+    def offered(self) -> list[tuple[int, ...]]:
+        """Every slice shape this generation offers, smallest first (sides ascending).
+
+        >>> Torus(rank=2, pod=(16, 16), host=(4, 2), wrap_rule="full", hop_latency=1e-6,
+        ...       pcie_bw=1.6e10, dcn_bw=3.125e9, slices=((1, 1), (2, 2), (2, 4))).offered()
+        [(1, 1), (2, 2), (2, 4)]
+        """
+        shapes = set(self.slices)
+        if self.wrap_rule == "cube" and self.slices:
+            sides = [range(4, p + 1, 4) for p in sorted(self.pod)]
+            shapes |= {tuple(sorted(sh)) for sh in itertools.product(*sides) if self.fits(sh)}
+        return sorted(shapes, key=lambda sh: (math.prod(sh), sh))
+
+    def nearest(self, shape: Sequence[int], count: int = 3) -> list[tuple[int, ...]]:
+        """The offered slices closest to ``shape`` in chip count (then in shape), for an
+        error that says what can be had.
+
+        >>> v5e = Torus(rank=2, pod=(16, 16), host=(4, 2), wrap_rule="full",
+        ...             hop_latency=1e-6, pcie_bw=1.6e10, dcn_bw=3.125e9,
+        ...             slices=((1, 1), (2, 2), (2, 4), (4, 4), (4, 8)))
+        >>> v5e.nearest((3, 5))
+        [(4, 4), (2, 4), (4, 8)]
+        """
+        n = math.prod(shape)
+        want = sorted(shape) + [1] * (self.rank - len(shape))
+
+        def distance(sh: tuple[int, ...]) -> tuple:
+            return (abs(math.log(math.prod(sh) / n)),
+                    sum(abs(math.log(a / b)) for a, b in zip(sorted(sh), sorted(want))))
+        return sorted(self.offered(), key=distance)[:count]
 
     def wraps(self, shape: Sequence[int]) -> tuple[bool, ...]:
         """Which axes of a slice of this shape have wraparound links, by ``wrap_rule``.
