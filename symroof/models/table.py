@@ -103,9 +103,10 @@ class RooflineTable:
 
     @cached_property
     def whole(self) -> Cost | None:
-        """The whole-model cost of the step (weights + KV only), if the table has one."""
-        model, batch, new, cached = self._step[:4]
-        return model.whole(batch, new, cached)
+        """The whole-model cost of the step (weights + KV only, the rows' lm_head rule), if
+        the table has one."""
+        model, batch, new, cached, _, last_only, _ = self._step
+        return model.whole(batch, new, cached, last_only=last_only)
 
     @cached_property
     def warnings(self) -> tuple[str, ...]:
@@ -287,7 +288,8 @@ def roofline_table(model: Transformer, chip: Any, *, batch: int, new_tokens: int
         rows = model.ops(batch, new_tokens, cached, last_only=last_only, attention=attention)
         table = RooflineTable(rows=group(rows) if groups else rows, chip=chip, dtype=dtype,
                               useful=True, title=title,
-                              whole=model.whole(batch, new_tokens, cached), notes=notes)
+                              whole=model.whole(batch, new_tokens, cached, last_only=last_only),
+                              notes=notes)
         vars(table)["_step"] = step  # for the warnings
         return table
     if model.window is not None:
