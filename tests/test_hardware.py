@@ -29,8 +29,9 @@ GPUS = sorted(n for n in PRESETS if not n.startswith("tpu-"))
 def figures(c: Chip) -> dict:
     net = {} if c.network is None else {
         f"network.{k}": getattr(c.network, k) for k in NETWORK_FIELDS[c.network.kind]}
+    inside = {f"internals.{k}": v for k, v in c.internals.items()}
     return {**{f"peaks.{k}": v for k, v in c.peaks.items()},
-            "hbm_bw": c.hbm_bw, "hbm_bytes": c.hbm_bytes, "link_bw": c.link_bw, **net}
+            "hbm_bw": c.hbm_bw, "hbm_bytes": c.hbm_bytes, "link_bw": c.link_bw, **net, **inside}
 
 
 def headline(c: Chip) -> str:

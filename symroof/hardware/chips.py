@@ -147,6 +147,44 @@ _HOPPER_NET = _switched(
     True, _NVLS, 128 * G // 2, _H100 + ": 'PCIe Gen5: 128GB/s' (both directions)")
 
 
+# -- inside the chips (``symroof.hardware.internals`` names the figures) -----------------------
+_BOOK_TC = ("How to Scale Your Model, ch. 2 'How TPUs Work' and Appendix C (TPU internals), "
+            "https://jax-ml.github.io/scaling-book/tpus/")
+_BOOK_SM = ("How to Scale Your Model, ch. 12 'What Is a GPU?', 'Memory' and 'Summary of GPU "
+            "specs', https://jax-ml.github.io/scaling-book/gpus/")
+_MXU = (2 * 8 * 128 * 128 // 8, _BOOK_TC + ": one bf16[8,128] @ bf16[128,128] matmul every 8 "
+        "cycles = 2 x 8 x 128 x 128 / 8 FLOPs a cycle per 128x128 MXU")
+_VOLTA = ("NVIDIA Tesla V100 architecture whitepaper, "
+          "https://images.nvidia.com/content/volta-architecture/pdf/volta-architecture-"
+          "whitepaper.pdf")
+_AMPERE = ("NVIDIA A100 Tensor Core GPU architecture whitepaper, "
+           "https://images.nvidia.com/aem-dam/en-zz/Solutions/data-center/"
+           "nvidia-ampere-architecture-whitepaper.pdf")
+
+
+def _hopper_internals(name: str) -> dict:
+    """An H100 or H200 SXM (the same GH100): SMs, tensor cores, SMEM, L2, registers."""
+    return {
+        "cores": (132, _BOOK_SM + f": {name} '132' SMs"),
+        "units_per_core": (4, _BOOK_SM + ": 4 subpartitions a SM, each with one Tensor Core"),
+        "clock": (198 * G // 100, _BOOK_SM + f": {name} clock '1.59GHz/1.98GHz' (base/boost): "
+                  "the boost, at which 132 x 128 x 2 FLOPs x 1.98e9 = the sheet's 67e12 fp32. "
+                  "The tensor-core clock is not published: the sheet's 989.4e12 implies "
+                  "1.83 GHz, the book's footnote uses 1.76 GHz"),
+        "unit_flops.bf16": (1024, _BOOK_SM + ": 'each H100 TC can do ... ~ 1024 bf16 "
+                            "FLOPs/cycle' (an estimate; NVIDIA publishes no TC details)"),
+        "vector_alus": (132 * 4 * 32, _BOOK_SM + " Quiz 1 Q1: 132 x 4 x 32 = 16896 fp32 CUDA "
+                        "cores"),
+        "smem_bytes": (256 * 10**3, _BOOK_SM + ": SMEM '256kB' per SM"),
+        "registers_bytes": (4 * 16384 * 4, _BOOK_SM + ": 16,384 32-bit registers per "
+                            "subpartition, 4 x 16384 x 4 = 256 KiB per SM"),
+        "l2_bytes": (50 * 10**6, _BOOK_SM + ": L2 '50MB' per chip"),
+        "l2_bw": (55 * T // 10, _BOOK_SM + ": L2 bandwidth not published, 'measured to be about "
+                  "5.5TB/s' (https://chipsandcheese.com/p/nvidias-h100-funny-l2-and-tons-of-"
+                  "bandwidth)"),
+    }
+
+
 RECORDS: list[dict] = [
     dict(
         name="h100",
@@ -166,6 +204,7 @@ RECORDS: list[dict] = [
         link_bw=(900 * G // 2 // 18, _H100 + ": 'NVLink 900GB/s' (bidirectional, per GPU) "
                  "over 18 links; " + _BOOK_GPU + ": 25GB/s per link each way"),
         network=_HOPPER_NET,
+        internals=_hopper_internals("H100")
     ),
     dict(
         name="h200",
@@ -187,6 +226,7 @@ RECORDS: list[dict] = [
              + ": 'NVLink 900GB/s'"), _DGX_H100_LEVELS,
             _DGX_H100_SRC + ". The DGX H200 has the same node: " + _BASEPOD,
             True, _NVLS, 128 * G // 2, _H200 + ": 'PCIe Gen5: 128GB/s' (both directions)"),
+        internals=_hopper_internals("H200")
     ),
     dict(
         name="h800",
@@ -256,6 +296,15 @@ RECORDS: list[dict] = [
             "transfer-network-architecture-for-nvidia-dgx-a100-server-cluster)",
             False, _NVLS + "; the A100's second-generation NVSwitch has none",
             64 * G // 2, _A100 + ": 'PCIe Gen4: 64GB/s' (both directions)"),
+        internals={
+            "cores": (108, _BOOK_SM + ": A100 '108' SMs"),
+            "units_per_core": (4, _BOOK_SM + ": 4 Tensor Cores a SM (one per subpartition)"),
+            "clock": (141 * G // 100, _BOOK_SM + ": A100 clock '1.10GHz/1.41GHz': the boost"),
+            "unit_flops.bf16": (512, _BOOK_SM + ": 'An A100 can do 512' bf16 FLOPs/TC/cycle"),
+            "vector_alus": (108 * 64, _AMPERE + ": 64 FP32 CUDA cores per SM, 6912 a GPU"),
+            "smem_bytes": (192 * 10**3, _BOOK_SM + ": SMEM '192kB' per SM"),
+            "l2_bytes": (40 * 10**6, _BOOK_SM + ": L2 '40MB'"),
+        }
     ),
     dict(
         name="v100",
@@ -284,6 +333,19 @@ RECORDS: list[dict] = [
             False, _NVLS + "; first-generation NVSwitch (DGX-2) has none",
             32 * G // 2, _V100 + ": the PCIe card's 'Interconnect Bandwidth 32GB/sec' "
             "(Gen3 x16, both directions); the SXM2 part has the same Gen3 x16 host link"),
+        internals={
+            "cores": (80, _BOOK_SM + ": V100 '80' SMs; " + _VOLTA + ": 80 SMs, 640 Tensor Cores"),
+            "units_per_core": (8, _VOLTA + ": 640 Tensor Cores / 80 SMs = 8 a SM (the book "
+                               "counts 4 of 256 FLOPs: the same 1024 a SM per cycle)"),
+            "clock": (153 * G // 100, _VOLTA + ": V100 SXM2 GPU Boost Clock 1530 MHz. The book's "
+                      "'1.25GHz/1.38GHz' is the PCIe card's, at which its 125e12 does not "
+                      "follow"),
+            "unit_flops.fp16": (2 * 64, _VOLTA + ": each Tensor Core does 64 FP16 FMA a clock "
+                                "(128 FLOPs)"),
+            "vector_alus": (80 * 64, _VOLTA + ": 64 FP32 cores per SM, 5120 a GPU"),
+            "smem_bytes": (96 * 10**3, _BOOK_SM + ": SMEM '96kB' per SM"),
+            "l2_bytes": (6 * 10**6, _BOOK_SM + ": L2 '6MB'"),
+        }
     ),
     dict(
         name="b200",
@@ -321,6 +383,20 @@ RECORDS: list[dict] = [
             128 * G // 2, _DGX_B200 + ": dual 5th-gen Xeon hosts, PCIe Gen5 x16 = 128GB/s "
             "both directions. Uncertain: the sheets list no B200 host link; the GPU supports "
             "Gen6"),
+        internals={
+            "cores": (148, _BOOK_SM + ": B200 '148' SMs"),
+            "units_per_core": (4, _BOOK_SM + ": 4 Tensor Cores a SM"),
+            "clock": (186 * G // 100, _BOOK_SM + ": the clock is '?' in the book's table; its "
+                      "footnote estimates 2250e12 / (148 x 4 x 1.86e9) ~ 2048. Uncertain: "
+                      "Quiz 1 Q6 reads 2.1 GHz off the 80e12 fp32 figure"),
+            "unit_flops.bf16": (2048, _BOOK_SM + ": 'it seems likely it's about 2048 "
+                                "FLOPs/TC/cycle' (an estimate)"),
+            "vector_alus": (148 * 4 * 32, _BOOK_SM + " Quiz 1 Q1: 'a total of 18944' CUDA "
+                            "cores"),
+            "smem_bytes": (256 * 10**3, _BOOK_SM + ": SMEM '256kB' per SM"),
+            "tmem_bytes": (256 * 10**3, _BOOK_SM + ": 'Blackwell adds 256kB of TMEM per SM'"),
+            "l2_bytes": (126 * 10**6, _BOOK_SM + ": L2 '126MB'"),
+        }
     ),
     dict(
         name="gb200",
@@ -382,6 +458,11 @@ RECORDS: list[dict] = [
                        host_src=". The book's table prints 4x2, which counts the 8 "
                        "TensorCores (devices) of a v3 host; a host has 4 chips (v3-8 = 4 chips "
                        "x 2 cores, " + _GCP + "v3), so in chips it is 2x2"),
+        internals={
+            "cores": (2, _BOOK_TPU + ": v3 and older have 2 TensorCores a chip"),
+            "units_per_core": (2, _BOOK_TC + ": '2 for TPU v3' MXUs a TensorCore"),
+            "unit_flops.bf16": _MXU,
+        }
     ),
     dict(
         name="tpu-v4p",
@@ -400,6 +481,15 @@ RECORDS: list[dict] = [
                        _BOOK_NET + ": PCIe 'TPU v4 16 GB/s each way'",
                        _BOOK_NET + ": DCN about 6.25e9 B/s per TPU (a v5p/v4 host: "
                        "200 Gb/s for 4 chips)"),
+        internals={
+            "cores": (2, _BOOK_TC + ": v4 chips have 2 TensorCores (a megacore)"),
+            "units_per_core": (4, _BOOK_TC + ": '4 for TPU v4/5' MXUs a TensorCore"),
+            "unit_flops.bf16": _MXU,
+            "vector_alus": (2 * 8 * 128 * 2, _BOOK_TC + " App. C: each (lane, sublane) pair "
+                            "on v4 has 2 ALUs, '2048 floating point adders' a core, 2 cores"),
+            "vregs_bytes": (2 * 32 * 8 * 128 * 4, _BOOK_TC + " App. C: 'TPU v4 has 32 VREGs "
+                            "of size (8, 128)' of 32-bit words a core, 2 cores"),
+        }
     ),
     dict(
         name="tpu-v5e",
@@ -418,6 +508,19 @@ RECORDS: list[dict] = [
                        (_SLICES_2D, _SLICES_SRC["tpu-v5e"]),
                        _BOOK_NET + ": PCIe about 1.6e10 B/s per TPU",
                        _BOOK_NET + ": DCN egress 3.125e9 B/s per v5e chip"),
+        internals={
+            "cores": (1, _BOOK_TC + ": v5e has 'only 1 core per chip'"),
+            "units_per_core": (4, _BOOK_TC + ": '4 for TPU v4/5' MXUs a TensorCore"),
+            "clock": (15 * G // 10, _BOOK_TC + ": 'about 5e13 bf16 FLOPs/s per MXU at 1.5GHz on "
+                      "TPU v5e'"),
+            "unit_flops.bf16": _MXU,
+            "unit_flops.int8": (2 * _MXU[0], _BOOK_TC + ": 'int8 ... roughly 2x' bf16 FLOPs "
+                                "(the v5e table: 3.94e14 against 1.97e14)"),
+            "vmem_bytes": (128 * 2**20, _BOOK_TC + ": VMEM '128 MiB on TPU v5e'"),
+            "vmem_bw": (22 * 820 * G, _BOOK_TC + ": 'VMEM bandwidth is around 22x higher than "
+                        "HBM bandwidth' (ch. 2 problem 4 writes 1.78e13 = 22 x 8.1e11); 22 x "
+                        "this record's 8.2e11"),
+        }
     ),
     dict(
         name="tpu-v5p",
@@ -437,6 +540,19 @@ RECORDS: list[dict] = [
                        _BOOK_NET + ": PCIe about 1.6e10 B/s per TPU",
                        _BOOK_NET + ": DCN about 6.25e9 B/s per TPU (ch. 5: a v5p host "
                        "has 200 Gb/s = 25e9 B/s for its 4 chips)"),
+        internals={
+            "cores": (2, _BOOK_TC + ": 'each TPU has two TensorCores' (v5p)"),
+            "units_per_core": (4, _BOOK_TC + ": '4 for TPU v4/5' MXUs a TensorCore"),
+            "unit_flops.bf16": _MXU,
+            "vector_alus": (2 * 4 * 8 * 128, _BOOK_SM + " Quiz 1 Q1: v5p '2 * 4 * 8 * 128 = "
+                            "8192 ALUs'"),
+            "vector_peak": (7 * T, "How to Scale Your Model, ch. 1 footnote, https://jax-ml."
+                            "github.io/scaling-book/roofline/: 'The TPU v5p VPU can do roughly "
+                            "7e12 FLOPs / second'"),
+            "vmem_bytes": (128 * 10**6, _BOOK_SM + ": the GPU/TPU table: VMEM '128MB' (v5p)"),
+            "vregs_bytes": (256 * 10**3, _BOOK_SM + ": the GPU/TPU table: Vector Registers "
+                            "'256kB' (v5p)"),
+        }
     ),
     dict(
         name="tpu-v6e",
@@ -454,5 +570,11 @@ RECORDS: list[dict] = [
                        (_SLICES_2D, _SLICES_SRC["tpu-v6e"]),
                        _BOOK_NET + ": PCIe 3.2e10 B/s per v6e chip",
                        _BOOK_NET + ": DCN egress 12.5e9 B/s per v6e chip"),
+        internals={
+            "cores": (1, _BOOK_TPU + ": v5e and v6e have 1 TensorCore a chip"),
+            "unit_flops.bf16": (4 * _MXU[0], _BOOK_TC + ": 'Trillium (TPU v6e) has a 256x256 "
+                                "systolic array, which means it can perform 4x more FLOPs / "
+                                "cycle'"),
+        }
     ),
 ]
