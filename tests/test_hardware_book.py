@@ -78,3 +78,55 @@ def test_critical_batch_in_fp4_on_b200():
     assert sr.critical_batch(b200, dtype="fp4", w_bytes=2) == 1125
     with pytest.raises(ValueError, match="unknown dtype 'fp5'.*int4, fp4"):
         sr.critical_batch(b200, dtype="fp5")
+
+
+def test_ragged_all_to_all_is_min_k_over_n_of_the_dense_one():
+    # book ch. 12 Pop Quiz 2: 8 x H100, only 4 of 8 entries non-zero: half the dense cost
+    node = sr.mesh("h100", {"X": 8})
+    dense = sr.all_to_all(node, V, "X")
+    assert sr.all_to_all(node, V, "X", top_k=4).t_bw == dense.t_bw / 2 == V * 7 / (128 * W_GPU)
+    assert sr.all_to_all(node, V, "X", top_k=16).t_bw == dense.t_bw  # min(k/N, 1)
+    assert sr.all_to_all(node, V, "X", top_k=2).net_bytes == dense.net_bytes / 4
+    with pytest.raises(ValueError, match="top_k must be a positive"):
+        sr.all_to_all(node, V, "X", top_k=0)
+
+
+def test_send_over_ici_hops():
+    m = sr.mesh("tpu-v5e", "16x16")  # W_1 = 4.5e10 one way, T_min = 1 us (book ch. 2, 3)
+    near = sr.send(m, 45 * 10**3, (0, 0), (0, 1))
+    # the book's knee: 4.5e10 x 1e-6 = 45 kB takes as long to stream as one hop's latency
+    assert near.t_lat == near.t_bw == sp.Rational(1, 10**6)
+    far = sr.send(m, 9 * 10**6, {"X": 3, "Y": 5}, {"X": 0, "Y": 0})
+    assert far.t_lat == 8 * sp.Rational(1, 10**6)  # 3 + 5 hops
+    assert far.t_bw == sp.Rational(9 * 10**6, 2 * 45 * 10**9)  # leaves by an X and a Y port
+    ring = sr.send(m, 9 * 10**6, (0, 0), (0, 15))  # a wraparound neighbour: one hop
+    assert ring.t_lat == sp.Rational(1, 10**6)
+    line = sr.send(sr.mesh("tpu-v5e", "4x4"), 9 * 10**6, (0, 0), (0, 3))  # no wraparound
+    assert line.t_lat == 3 * sp.Rational(1, 10**6)
+    gpu = sr.mesh("h100", {"N": 2, "G": 8})
+    assert sr.send(gpu, V, (0, 0), (0, 5)).t_bw == V / W_GPU  # NVLink inside the node
+    assert sr.send(gpu, V, (0, 0), (1, 0)).t_bw == V / (W_NODE // 8)  # one NIC across nodes
+    with pytest.raises(ValueError, match="src and dst are the same device"):
+        sr.send(m, V, (1, 1), (1, 1))
+    with pytest.raises(ValueError, match=r"dst must be one coordinate per axis \(X, Y\)"):
+        sr.send(m, V, (0, 0), (16, 0))
+
+
+def test_shard_array_in_the_books_notation():
+    # book ch. 3 Pop Quiz: int8[128, 2048] as A[I_XY, J] on Mesh({'X': 2, 'Y': 8, 'Z': 2}):
+    # 'int8[8, 2048]', '16,384 bytes' a device, '512kiB' over all devices
+    m = sr.mesh(sr.symbolic_chip(), {"X": 2, "Y": 8, "Z": 2})
+    a = sr.shard_array("int8[128, 2048]", "I_XY, J", m)
+    assert a.device_shape == (8, 2048) and a.device_bytes == 16384 and a.replicas == 2
+    assert a.total_bytes == 512 * 1024
+    # ch. 3 Question 1: A[I_X, J, K] on X=4, Y=8, Z=2 totals 16 copies' worth of the array
+    q1 = sr.shard_array("bf16[64, 32, 16]", "I_X, J, K", sr.mesh(sr.symbolic_chip(),
+                                                               {"X": 4, "Y": 8, "Z": 2}))
+    assert q1.total_bytes == 16 * 64 * 32 * 16 * 2 and q1.replicas == 16
+    b = sr.shard_array("fp32[1024, 4096]", "I_XY, J", sr.mesh(sr.symbolic_chip(),
+                                                              {"X": 8, "Y": 2}))
+    assert "fp32[64, 4096] a device, 1 MiB" in str(b)
+    with pytest.raises(ValueError, match="dimension I = 100 .* does not split evenly 16 ways"):
+        sr.shard_array("fp32[100, 4096]", "I_XY, J", b.mesh)
+    with pytest.raises(ValueError, match="unknown dtype 'fp33'"):
+        sr.shard_array("fp33[8, 8]", "I, J", b.mesh)
