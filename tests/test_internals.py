@@ -35,7 +35,8 @@ SHEET = {
                 "unit_flops.int8": 2 * MXU, "vmem_bytes": 128 * 2**20,
                 "vmem_bw": 22 * 820 * G},  # '22x higher than HBM bandwidth'
     "tpu-v5p": {"cores": 2, "units_per_core": 4, "unit_flops.bf16": MXU, "vector_alus": 8192,
-                "vector_peak": 7 * T, "vmem_bytes": 128_000_000, "vregs_bytes": 256_000},
+                "vector_peak": 7 * T, "vmem_bytes": 128_000_000, "vregs_bytes": 256_000,
+                "host_dram": 448 * G},  # Google Cloud v5p: 'RAM (GB) (4-chip VM) 448'
     "tpu-v6e": {"cores": 1, "unit_flops.bf16": 4 * MXU},  # a 256x256 MXU: 4x a 128x128's
 }
 
@@ -128,3 +129,14 @@ def test_host_bytes_add_time_and_render_only_when_present():
     assert t.t_host == sp.Rational(1, 64) and t.lower == t.t_host
     assert t.upper == t.t_math + t.t_mem + t.t_host
     assert "t_host 15.6 ms" in str(t) and sr.time(c, "h100").t_host == 0
+
+
+def test_hosts_are_chips_over_host_size():
+    # ch. 2 Question 2: a v5e pod has 16 * 16 / 8 = 32 hosts, a v5p pod 2,240; a v5p host's
+    # DRAM against its 4 chips' HBM
+    assert sr.mesh("tpu-v5e", "16x16").hosts == 32
+    assert sr.mesh("tpu-v5p", "16x20x28").hosts == 2240
+    v5p = sr.chip("tpu-v5p")
+    assert v5p.internals["host_dram"] > 4 * v5p.hbm_bytes  # 448 GB against 4 x 96 GB
+    with pytest.raises(ValueError, match="mesh.hosts is for TPU slices"):
+        sr.mesh("h100", {"X": 8}).hosts  # noqa: B018

@@ -552,6 +552,8 @@ RECORDS: list[dict] = [
             "vmem_bytes": (128 * 10**6, _BOOK_SM + ": the GPU/TPU table: VMEM '128MB' (v5p)"),
             "vregs_bytes": (256 * 10**3, _BOOK_SM + ": the GPU/TPU table: Vector Registers "
                             "'256kB' (v5p)"),
+            "host_dram": (448 * G, "Google Cloud TPU docs, https://cloud.google.com/tpu/docs/"
+                          "v5p-training: 'RAM (GB) (4-chip VM) 448', one host of 4 chips"),
         }
     ),
     dict(

@@ -15,6 +15,7 @@ FLOP/s), each with its source in ``chip.sources["internals.<name>"]``:
 ``vregs_bytes``            a TPU's vector registers, per chip
 ``smem_bytes``             a GPU's SMEM (L1) per SM; ``registers_bytes``, ``tmem_bytes`` per SM
 ``l2_bytes``/``l2_bw``     a GPU's L2 cache and its (measured) bandwidth
+``host_dram``              DRAM of one host (``Torus.host`` chips), bytes
 ========================== ==================================================================
 
 >>> from symroof.hardware import chip

@@ -148,6 +148,21 @@ class Mesh:
             a.size for a in self.axes)
 
     @property
+    def hosts(self) -> Any:
+        """Hosts the mesh's chips hang off: chips / chips per host (a TPU's ``Torus.host``;
+        the book's 'hosts = chips / host size'). A slice below one host has one.
+
+        >>> import symroof as sr
+        >>> sr.mesh("tpu-v5e", "16x16").hosts, sr.mesh("tpu-v5p", "16x20x28").hosts
+        (32, 2240)
+        """
+        net = self.chip.network
+        if not isinstance(net, Torus):
+            raise ValueError(f"mesh.hosts is for TPU slices; {self.chip.name} has no torus "
+                             "record with a host size")
+        return max(1, self.n_chips // math.prod(net.host))
+
+    @property
     def symbolic(self) -> bool:
         return any(not isinstance(a.size, int) for a in self.axes)
 
