@@ -116,7 +116,7 @@ def test_roofs_and_their_errors():
     assert sr.time(sr.Cost(flops=10**12), "tpu-v5p", roof="vpu").t_math == sp.Rational(1, 7)
     with pytest.raises(ValueError, match="unknown roof 'dram'; roofs are: hbm, vmem"):
         sr.critical_batch(sr.chip("h100"), roof="dram")
-    with pytest.raises(ValueError, match="no vmem_bw on record, so no roof='vmem'"):
+    with pytest.raises(ValueError, match="no vmem_bw on record, so no vmem roof"):
         sr.critical_batch(sr.chip("h100"), roof="vmem")
 
 
@@ -140,3 +140,15 @@ def test_hosts_are_chips_over_host_size():
     assert v5p.internals["host_dram"] > 4 * v5p.hbm_bytes  # 448 GB against 4 x 96 GB
     with pytest.raises(ValueError, match="mesh.hosts is for TPU slices"):
         sr.mesh("h100", {"X": 8}).hosts  # noqa: B018
+
+
+def test_cli_critical_batch_reads_a_roof(capsys):
+    from symroof.surfaces.cli import main
+    assert main(["critical-batch", "--chip", "tpu-v6e", "--roof", "pcie", "--format",
+                 "json"]) == 0
+    import json
+    data = json.loads(capsys.readouterr().out)
+    assert data["roof"] == "pcie" and data["critical_batch_exact"] == "56875/2"
+    assert data["ridge_exact"] == str(sr.chip("tpu-v6e").peak() / (32 * G))  # 3.2e10 PCIe
+    assert main(["critical-batch", "--chip", "h100", "--roof", "vmem"]) == 2
+    assert "has no vmem_bw on record, so no vmem roof" in capsys.readouterr().err

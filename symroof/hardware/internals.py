@@ -46,7 +46,7 @@ ROOFS = {
 
 def _figure(c: Any, name: str, level: str) -> sp.Expr:
     if name not in c.internals:
-        raise ValueError(f"chip {c.name!r} has no {name} on record, so no roof={level!r}; "
+        raise ValueError(f"chip {c.name!r} has no {name} on record, so no {level} roof; "
                          f"its roofs: {', '.join(roofs(c))}")
     return c.internals[name]
 
@@ -88,7 +88,7 @@ def roof(c: Any, level: str = "hbm", dtype: str = "bf16") -> tuple[sp.Expr, sp.E
     >>> roof(chip("h100"), "vmem")
     Traceback (most recent call last):
     ...
-    ValueError: chip 'h100' has no vmem_bw on record, so no roof='vmem'; its roofs: hbm, l2, ...
+    ValueError: chip 'h100' has no vmem_bw on record, so no vmem roof; its roofs: hbm, l2, ...
     """
     key = level.strip().lower() if isinstance(level, str) else level
     if key not in ROOFS:
@@ -101,7 +101,7 @@ def roof(c: Any, level: str = "hbm", dtype: str = "bf16") -> tuple[sp.Expr, sp.E
     if key == "pcie":
         pcie = getattr(c.network, "pcie_bw", None)
         if pcie is None:
-            raise ValueError(f"chip {c.name!r} has no host link on record, so no roof='pcie'")
+            raise ValueError(f"chip {c.name!r} has no host link on record, so no pcie roof")
         return compute, pcie
     return compute, _figure(c, f"{key}_bw", key)
 
