@@ -32,8 +32,7 @@ __all__ = ["smallest_slice", "slices", "latency_throughput", "kv_evictions",
 def slices(chip: Any) -> list[str]:
     """The slice sizes of ``chip``, smallest first: on a TPU the squarest power-of-two shape
     of each size inside the pod that the generation sells; on GPUs 1, 2, 4 GPUs, then whole
-    nodes doubling up to the
-    largest system.
+    nodes doubling up to the largest system.
 
     >>> slices("tpu-v5e")
     ['1x1', '2x2', '2x4', '4x4', '4x8', '8x8', '8x16', '16x16']
