@@ -107,7 +107,7 @@ gpu_d = Derivation("GPU systems beyond one SuperPod", source=CH12)
 net = h100.network
 W_node = net.node_egress
 sw = gpu_d.step("an H100 node: 4 NVSwitches of 64 ports of 25 GB/s one way",
-                r"W_\text{NVSwitch} / \text{(TB/s)}", 4 * 64 * 25 * 10**9 / T)
+                r"W_\text{NVSwitch} / \text{(TB/s)}", h100.internals["nvswitch_bw"] / T)
 bis = gpu_d.step("but 8 GPUs of 450 GB/s push only this, the node's bisection bandwidth",
                  r"W_\text{bisection} / \text{(TB/s)}", net.node_bisection / T)
 big = sr.mesh("h100", {"X": 2048, "Y": 8})

@@ -334,7 +334,7 @@ def test_gpu_network_literals():
     # book ch. 12 Quiz 2 Q1-Q2: 4 NVSwitches of 64 ports x 25e9 = 6.4 TB/s, but the GPUs only
     # push 8 x 450e9 = 3.6e12, which is also the node's bisection bandwidth
     h100 = chip("h100").network
-    assert h100.nvswitch_bw == h100.node_bisection == 3600 * G < 4 * 64 * 25 * G
+    assert h100.node_bisection == 3600 * G < chip("h100").internals["nvswitch_bw"]
 
 
 def test_h100_superpod_is_8_x_32_x_4_under_a_core():

@@ -15,7 +15,8 @@ G, T = 10**9, 10**12
 MXU = 2 * 8 * 128 * 128 // 8  # ch. 2: bf16[8,128] @ bf16[128,128] every 8 cycles
 HOPPER = {"cores": 132, "units_per_core": 4, "clock": 1_980_000_000,  # ch. 12 table, boost
           "unit_flops.bf16": 1024, "vector_alus": 16896, "smem_bytes": 256_000,
-          "registers_bytes": 262144, "l2_bytes": 50_000_000, "l2_bw": 5_500_000_000_000}
+          "registers_bytes": 262144, "l2_bytes": 50_000_000, "l2_bw": 5_500_000_000_000,
+          "nvswitch_bw": 4 * 64 * 25 * G}  # Quiz 2 Q1: 4 NVSwitches of 64 ports of 25 GB/s
 SHEET = {
     "h100": HOPPER, "h200": HOPPER,  # the book's table: same SMs, clocks, SMEM and L2
     "h800": {},

@@ -182,6 +182,8 @@ def _hopper_internals(name: str) -> dict:
         "l2_bw": (55 * T // 10, _BOOK_SM + ": L2 bandwidth not published, 'measured to be about "
                   "5.5TB/s' (https://chipsandcheese.com/p/nvidias-h100-funny-l2-and-tons-of-"
                   "bandwidth)"),
+        "nvswitch_bw": (4 * 64 * 25 * G, _BOOK_NODE + " Quiz 2 Q1: the node's 4 NVSwitches of 64 "
+                        "NVLink-4 ports, 4 x 64 x 25e9 = 6.4 TB/s one way"),
     }
 
 

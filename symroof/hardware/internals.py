@@ -16,6 +16,7 @@ FLOP/s), each with its source in ``chip.sources["internals.<name>"]``:
 ``smem_bytes``             a GPU's SMEM (L1) per SM; ``registers_bytes``, ``tmem_bytes`` per SM
 ``l2_bytes``/``l2_bw``     a GPU's L2 cache and its (measured) bandwidth
 ``host_dram``              DRAM of one host (``Torus.host`` chips), bytes
+``nvswitch_bw``            a GPU node's NVSwitch capacity, one way (all switches, all ports)
 ========================== ==================================================================
 
 >>> from symroof.hardware import chip

@@ -260,17 +260,12 @@ class Switched:
         return self.sharp if level == 0 else self.levels[level].sharp
 
     @property
-    def nvswitch_bw(self) -> sp.Expr:
-        """What the node's GPUs can push through its NVSwitches, one way: W_GPU times the
-        node size (the book's 8 x 450e9 = 3.6 TB/s on an H100 node, which is below the
-        switches' own 4 x 64 x 25e9 = 6.4 TB/s, so the GPUs' ports bind)."""
-        return self.levels[0].bw_per_gpu * self.node_size
-
-    @property
     def node_bisection(self) -> sp.Expr:
         """The node's bisection bandwidth counted both ways, the book's (and NVIDIA's)
         figure: half the GPUs send W_GPU each to the other half, in both directions, so
-        ``node_size * W_GPU`` (3.6 TB/s on an 8 x H100 node)."""
+        ``node_size * W_GPU`` (3.6 TB/s on an 8 x H100 node). It is also all the node's GPUs
+        can push through their NVSwitches, whose own capacity is larger (an H100 node's 4 x 64
+        ports x 25e9 = 6.4 TB/s: ``chip.internals["nvswitch_bw"]``)."""
         return self.node_size * self.levels[0].bw_per_gpu
 
     @property

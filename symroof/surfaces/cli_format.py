@@ -99,6 +99,5 @@ def network_data(net: Any) -> dict[str, Any] | None:
     return {"kind": "switched", "nvlink_ports": net.nvlink_ports, "levels": levels,
             "node_size": net.node_size, "max_gpus": net.max_gpus,
             "node_egress": num(net.node_egress) if len(net.levels) > 1 else None,
-            "sharp": net.sharp, "nvswitch_bw": num(net.nvswitch_bw),
-            "node_bisection": num(net.node_bisection), "hop_latency": num(net.hop_latency),
-            "pcie_bw": num(net.pcie_bw)}
+            "sharp": net.sharp, "node_bisection": num(net.node_bisection),
+            "hop_latency": num(net.hop_latency), "pcie_bw": num(net.pcie_bw)}
