@@ -29,6 +29,7 @@ SHEET = {
              "vector_alus": 18944, "smem_bytes": 256_000, "tmem_bytes": 256_000,
              "l2_bytes": 126_000_000},
     "gb200": {},
+    "tpu-v2": {"cores": 2, "units_per_core": 1, "unit_flops.bf16": MXU},  # one MXU a core
     "tpu-v3": {"cores": 2, "units_per_core": 2, "unit_flops.bf16": MXU},
     "tpu-v4p": {"cores": 2, "units_per_core": 4, "unit_flops.bf16": MXU, "vector_alus": 4096,
                 "vregs_bytes": 2 * 32 * 8 * 128 * 4},  # 32 VREGs of (8, 128) 32-bit a core
@@ -153,3 +154,15 @@ def test_cli_critical_batch_reads_a_roof(capsys):
     assert data["ridge_exact"] == str(sr.chip("tpu-v6e").peak() / (32 * G))  # 3.2e10 PCIe
     assert main(["critical-batch", "--chip", "h100", "--roof", "vmem"]) == 2
     assert "has no vmem_bw on record, so no vmem roof" in capsys.readouterr().err
+
+
+def test_tpu_v2_is_on_record_with_its_ici():
+    # Cloud TPU v2: 180 TFLOPS and 64 GB for a 4-chip device; Norrie et al. (IEEE Micro
+    # 2021): 700 GB/s of HBM, four ICI links of 500 Gb/s, PCIe 16 GB/s a chip; a 256-chip pod
+    v2 = sr.chip("tpu-v2")
+    assert (v2.peak(), v2.hbm_bytes, v2.hbm_bw) == (45 * T, 16 * G, 700 * G)
+    assert v2.link_bw == 500 * G // 8 and v2.network.pcie_bw == 16 * G
+    assert v2.network.pod_chips == 256 and v2.network.rank == 2
+    assert sr.mesh("tpu-v2", "16x16").wraps == {"X": True, "Y": True}
+    ag = sr.all_gather(sr.mesh("tpu-v2", "16x16"), 10**9, "X")
+    assert ag.t_bw == sp.Rational(10**9, 2 * 500 * G // 8)  # V / (2 W_1) on a ring

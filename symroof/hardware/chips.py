@@ -81,8 +81,15 @@ _NVLS = ("NVLink SHARP (in-network reduction in the NVSwitch) arrived with third
 #: pages of TPU types and topologies
 _SLICES_2D = ((1, 1), (2, 2), (2, 4), (4, 4), (4, 8), (8, 8), (8, 16), (16, 16))
 _SLICES_V3 = ((2, 2), (4, 4), (4, 8), (8, 8), (8, 16), (16, 16), (16, 32), (32, 32))
+_SLICES_V2 = ((2, 2), (4, 4), (8, 8), (8, 16), (16, 16))
 _SLICES_CUBE = ((1, 2, 2), (2, 2, 2), (2, 2, 4), (2, 4, 4))  # below one cube; whole cubes on
+_V2_CLOUD = ("Google Cloud TPU product page as of 2018 ('Cloud TPU v2: 180 teraflops, 64 GB "
+             "High Bandwidth Memory'), https://cloud.google.com/tpu/")
+_V2_MICRO = ("N. Norrie et al., 'The Design Process for Google's Training Chips: TPUv2 and "
+             "TPUv3', IEEE Micro 41(2), 2021, https://ieeexplore.ieee.org/document/9351692")
 _SLICES_SRC = {
+    "tpu-v2": _GCP + "v2: v2-8, v2-32, v2-128, v2-256, v2-512 = 2x2, 4x4, 8x8, 8x16, 16x16 "
+              "chips ('up to 256 chips (512 TensorCores)' a pod)",
     "tpu-v3": _GCP + "v3: v3-8 to v3-2048 = 2x2, 4x4, 4x8, 8x8, 8x16, 16x16, 16x32, 32x32 "
               "chips (2 TensorCores a chip)",
     "tpu-v5e": _GCP + "v5e: v5litepod-1 to -256 = 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16",
@@ -437,6 +444,32 @@ RECORDS: list[dict] = [
             900 * G // 2 // 2, _GB200 + ": NVLink-C2C 900GB/s (bidirectional) between the Grace "
             "CPU and its 2 GPUs, read as shared: 225e9 B/s per GPU one way (the conservative "
             "reading; 2x if each GPU has its own 900GB/s)"),
+    ),
+    dict(
+        name="tpu-v2",
+        # Two TensorCores of one 128x128 MXU each, 8 GB of HBM each (JAX sees 2 devices); as
+        # for v3 this record is the whole chip.
+        peaks={
+            "bf16": (180 * T // 4, _V2_CLOUD + ": a Cloud TPU v2 device of 4 chips, '180 "
+                     "teraflops'"),
+        },
+        hbm_bw=(700 * G, _V2_MICRO + ": 'HBM: 700 GB/s' per chip"),
+        hbm_bytes=(64 * G // 4, _V2_CLOUD + ": '64 GB High Bandwidth Memory' per 4-chip device, "
+                   "read as 16e9 B a chip"),
+        link_bw=(500 * G // 8, _V2_MICRO + ": four ICI links of '500 Gb/s' a chip, read as one "
+                 "direction. Uncertain: the paper's tables round (496 Gb/s)"),
+        network=_torus(2, (16, 16), (2, 2), "full", 16 * G, 25 * G // 4,
+                       (_SLICES_V2, _SLICES_SRC["tpu-v2"]),
+                       _V2_MICRO + ": 'PCIe: 16 GB/s' per chip",
+                       _BOOK_NET + ": DCN about 6.25e9 B/s per TPU (no v2 figure)",
+                       host_src=": a v2-8 host has 4 chips (8 TensorCores), " + _SLICES_SRC[
+                           "tpu-v2"]),
+        internals={
+            "cores": (2, _BOOK_TPU + ": v3 and older have 2 TensorCores a chip"),
+            "units_per_core": (1, _BOOK_TC + ": 'Some TPUs (since TPU v3) have multiple MXUs': "
+                               "v2 has one a TensorCore"),
+            "unit_flops.bf16": _MXU,
+        },
     ),
     dict(
         name="tpu-v3",
