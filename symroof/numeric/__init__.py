@@ -14,10 +14,11 @@ docs/accounting.md; ``symroof.check`` compares the counts with the symbolic form
 ['embed', 'attn_norm', 'attn/q_proj', 'attn/k_proj']
 """
 
-from .config import TINY, Config, MLASpec, MoESpec, count_params, init_params
+from .config import TINY, Config, MLASpec, MoESpec
 from .counter import QUANTITIES, Counter
 from .model import OP_GROUPS, OP_KEYS, KVCache, forward
 from .optimizer import Adam, train_step
+from .params import count_params, init_params
 from .train import BACKWARD_READS, REMAT, loss_and_grads
 
 __all__ = [

@@ -15,10 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .params import check_params, count_params, init_params
-
-__all__ = ["Config", "MoESpec", "MLASpec", "TINY", "init_params", "count_params",
-           "check_params"]
+__all__ = ["Config", "MoESpec", "MLASpec", "TINY"]
 
 _DIMS = ("D", "F", "L", "H", "G", "d_h", "V")
 _CHOICES = {"norm": ("rms", "layer"), "act": ("silu", "gelu_tanh", "gelu"),
