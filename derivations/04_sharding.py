@@ -372,14 +372,15 @@ d_v5e = two_d.step(r"TPU v5e: 2 $\times$ 1.97e14 / 4.5e10", r"D^*_\text{v5e}", d
 ring_at_2 = two_d.step(r"the ring's $X < D/(2 \alpha)$ solved for $D$ at $X = 2$",
                        r"D^*_\text{ring}",
                        sr.crossover(x_reduce, 2, D))
-old = sr.time(sr.sharded_matmul(B, D, F, shards=2), v5e)  # derivation 01's model
+old = sr.shard_matmul(sr.mesh(v5e, {"X": 2}, wrap=False, hop_latency=0),  # derivation 01's:
+                     "X[B, D_X] @ W[D_X, F] -> [B, F]").time                 # no latency
 v5e_pair = sr.shard_matmul(sr.mesh("tpu-v5e", {"X": 2}), "X[B, D_X] @ W[D_X, F] -> [B, F]")
 two_d.claim(r"$T_\text{math} = BDF/C$, $T_\text{comms} = 2BF/W_1$, so $D^* = 2C/W_1$: it "
             "depends on $D$, not $B$",
             pair.t_math == B * D * F / C and pair.t_comms == 2 * B * F / W_1
             and d_pair == 2 * C / W_1)
 two_d.claim("v5e: $D^*$ = 78800/9 = 8755.6, the number of derivation 01 "
-            "(``sr.sharded_matmul``)",
+            "(no latency)",
             d_v5e == sp.Rational(78800, 9) and d_v5e == sr.crossover(old.t_math, old.t_net, D))
 two_d.claim("the $X$-chip ring formula gives the same threshold at $X = 2$ (a ring of two is a "
             "line of two)", sp.cancel(ring_at_2 - d_pair) == 0)

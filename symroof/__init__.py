@@ -74,7 +74,6 @@ from .ops import (
     matvec,
     rmsnorm,
     rope,
-    sharded_matmul,
     softmax,
     swiglu,
 )
@@ -104,7 +103,7 @@ plot = plots
 
 __all__ = [
     # costs and ops
-    "Cost", "dot", "matvec", "matmul", "batched_matmul", "sharded_matmul", "elementwise",
+    "Cost", "dot", "matvec", "matmul", "batched_matmul", "elementwise",
     "add", "rmsnorm", "softmax", "swiglu", "rope", "einsum_flops", "einsum",
     # hardware
     "Chip", "chip", "symbolic_chip", "CHIPS",

@@ -163,13 +163,16 @@ def test_time_bounds_and_bound_kind():
     assert float(t.upper) <= 2 * float(t.lower)  # the book: bounds differ by at most 2x
 
 
-def test_sharded_matmul_is_network_bound_below_d_star():
-    v5e = sr.chip("tpu-v5e")
-    t = sr.time(sr.sharded_matmul(B, D, F), v5e)
-    d_star = sr.crossover(t.t_math, t.t_net, D)
+def test_two_chip_matmul_is_network_bound_below_d_star():
+    two = sr.mesh(sr.chip("tpu-v5e"), {"X": 2}, wrap=False, hop_latency=0)
+
+    def plan(**sizes):
+        return sr.shard_matmul(two, "X[B, D_X] @ W[D_X, F] -> [B, F]", **sizes)
+
+    d_star = sr.crossover(plan().t_math, plan().t_comms, D)
     assert round(float(d_star)) == 8756  # the book: D > 8755
-    assert sr.time(sr.sharded_matmul(256, 8192, 8192), v5e).bound == "network"
-    assert sr.time(sr.sharded_matmul(256, 16384, 8192), v5e).bound == "compute"
+    assert plan(B=256, D=8192, F=8192).bound == "network"
+    assert plan(B=256, D=16384, F=8192).bound == "compute"
 
 
 def test_latex_golden_strings():
