@@ -23,7 +23,6 @@ from pathlib import Path
 import sympy as sp
 
 import symroof as sr
-import symroof.plots  # noqa: F401  (matplotlib loads only for the one figure)
 from symroof.derivation import Derivation, print_notes
 from symroof.symbols import B, C, D, F, N, W, W_net
 

@@ -30,7 +30,6 @@ from pathlib import Path
 import sympy as sp
 
 import symroof as sr
-import symroof.plots  # noqa: F401  (matplotlib loads only for the figures)
 from symroof.derivation import Derivation, print_notes
 from symroof.symbols import B, D, F, V_b, X, Y
 
@@ -392,14 +391,14 @@ two_d.claim("on the v5e record the bandwidth terms agree; the AllReduce's 2 us l
 
 # --- Figures ------------------------------------------------------------------------------
 coll_png = OUT / "04_collectives.png"
-sr.plots.collective_plot({
+sr.plot.collective_plot({
     "v5e 16x16, X (ring of 16)": (sr.mesh("tpu-v5e", "16x16"), "X"),
     "v5e 8x4, Y (line of 4)": (v5e_8x4, "Y"),
     "v5p 4x4x4, XYZ": (v5p_cube, "XYZ"),
     "8xH100 node": (node, "X"),
     "32 H100 nodes (a scalable unit)": (su, "NG")}, path=coll_png)
 mm_png = OUT / "04_sharded_matmuls.png"
-sr.plots.sharded_matmul_plot(v5p_cube, {
+sr.plot.sharded_matmul_plot(v5p_cube, {
     "gather W first": (TEXT, "gather"), "reduce after": (TEXT, "reduce"),
     "FSDP, X[B_X, D] @ W[D_X, F]": "X[B_X, D] @ W[D_X, F] -> [B_X, F]"},
     sizes={"D": 8192, "F": 32768}, path=mm_png)

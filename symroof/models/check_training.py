@@ -56,6 +56,10 @@ def check_training(model: Transformer, batch: int, seq: int, remat: str = "none"
     ``grad_bytes`` defaults to the model's ``w_bytes``; ``master_bytes`` = 0 runs Adam
     without a master copy. A run estimated to need more than ``max_bytes`` (float64) is
     refused with the estimate.
+
+    >>> import symroof as sr
+    >>> check_training(sr.model("tiny"), batch=2, seq=8, remat="full").ok
+    True
     """
     from ..numeric import Adam, Counter, init_params, train_step
     from .training_memory import saved_activations

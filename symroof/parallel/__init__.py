@@ -9,26 +9,21 @@ runs and the vectorised strategy search.
 ((), True)
 """
 
-from .conditions import Condition
-from .matmul import STRATEGIES, ShardedMatmul, Step, shard_matmul
-from .runs import MinSlice, TrainingRun, min_training_slice, training_run
-from .search import SearchResult, strategy_search
-from .serving import ServePlan, serve
-from .sharding import ArraySpec, parse_array, parse_matmul
-from .sizing import (
-    cost_per_million_tokens,
-    kv_evictions,
-    latency_throughput,
-    moe_critical_batch,
-    prefill_decode_ratio,
-    slices,
-    smallest_slice,
-)
-from .strategies import TrainPlan, train_plan
+from ..lazy import attach
 
-__all__ = ["shard_matmul", "ShardedMatmul", "Step", "STRATEGIES", "ArraySpec", "parse_array",
-           "parse_matmul", "serve", "ServePlan", "smallest_slice", "slices",
-           "latency_throughput", "kv_evictions", "prefill_decode_ratio",
-           "cost_per_million_tokens", "moe_critical_batch",
-           "train_plan", "TrainPlan", "Condition", "training_run", "TrainingRun",
-           "min_training_slice", "MinSlice", "strategy_search", "SearchResult"]
+#: public name -> its module, imported when the name is first read (see symroof.lazy)
+_NAMES = {
+    "Condition": ".conditions",
+    **dict.fromkeys(("STRATEGIES", "ShardedMatmul", "Step", "shard_matmul"), ".matmul"),
+    **dict.fromkeys(("MinSlice", "TrainingRun", "min_training_slice", "training_run"),
+                    ".runs"),
+    **dict.fromkeys(("SearchResult", "strategy_search"), ".search"),
+    **dict.fromkeys(("ServePlan", "serve"), ".serving"),
+    **dict.fromkeys(("ArraySpec", "parse_array", "parse_matmul"), ".sharding"),
+    **dict.fromkeys(("cost_per_million_tokens", "kv_evictions", "latency_throughput",
+                     "moe_critical_batch", "prefill_decode_ratio", "slices",
+                     "smallest_slice"), ".sizing"),
+    **dict.fromkeys(("TrainPlan", "train_plan"), ".strategies"),
+}
+__getattr__, __dir__ = attach(__name__, _NAMES)
+__all__ = list(_NAMES)

@@ -211,6 +211,12 @@ def shard_matmul(mesh: Mesh, text: str, *, strategy: str = "auto", x_bytes: Any 
     (the one with less communication time where that is a number, else "gather").
     Byte widths: ``x_bytes`` for the left operand, ``w_bytes`` for the right one,
     ``out_bytes`` (default ``x_bytes``) for the product and its partial sums.
+
+    >>> import symroof as sr
+    >>> mm = shard_matmul(sr.mesh("tpu-v5e", "16x16"), "X[B_X, D] @ W[D, F_Y] -> [B_X, F_Y]",
+    ...                   B=4096, D=8192, F=8192)        # case 1: nothing to send
+    >>> mm.steps, mm.compute.flops == 2 * 4096 * 8192 * 8192 // 256
+    ((), True)
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")

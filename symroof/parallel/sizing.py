@@ -64,7 +64,11 @@ def slices(chip: Any) -> list[str]:
 def smallest_slice(model: Any, chip: Any, *, weights: str = "bf16", kv: str | None = None,
                    batch: int = 0, context: int = 1) -> str:
     """The smallest slice (``slices(chip)``) whose HBM holds the weights and ``batch``
-    sequences of KV cache at ``context``; fails with what it would need if none does."""
+    sequences of KV cache at ``context``; fails with what it would need if none does.
+
+    >>> smallest_slice("llama-3.1-70b", "tpu-v5e", weights="int8")   # 70.6 GB of weights
+    '2x4'
+    """
     from ..models import model as _model
 
     m = _model(model) if isinstance(model, str) else model

@@ -22,7 +22,6 @@ from .. import __version__
 from ..analysis import critical_batch
 from ..hardware import CHIPS, dtype_bytes
 from ..models import MODELS
-from ..models.check import check
 from ..ops import matmul
 from ..render import fmt_si
 from ..symbols import B
@@ -155,6 +154,8 @@ def cmd_critical_batch(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from ..models.check import check  # the NumPy twin loads for this command only
+
     report = check(_model(args.model), args.batch, args.new_tokens, args.cached,
                    last_only=args.last_only)
     print({"text": report.__str__, "markdown": report._repr_markdown_,

@@ -18,8 +18,7 @@ import sympy as sp
 from ..models import OP_GROUPS, group
 from ..models.sanity import step_warnings
 from ..models.table import RooflineTable
-from ..parallel import serve, smallest_slice
-from ..parallel.serving import WIDTHS
+from ..parallel.serving import WIDTHS, serve
 from ..render import fmt_si
 from .cli_args import SIZE, add_chip_options, add_mesh_options, dumps, load_model, mesh_of
 from .cli_format import num
@@ -43,6 +42,8 @@ def _needs(plan: Any) -> tuple[Any, int]:
 
 def _slices(plan: Any, kv: str | None) -> dict[str, str | None]:
     """The smallest slice holding the weights and the batch's KV cache, per weight dtype."""
+    from ..parallel.sizing import smallest_slice  # NumPy loads for `serve` only, not `report`
+
     out = {}
     for w in _BY_DTYPE:
         try:

@@ -73,10 +73,13 @@ class Notes:
 
 
 def _shipped() -> Path:
-    try:
-        return Path(str(importlib.resources.files("symroof.derivations")))
-    except ModuleNotFoundError:  # a source checkout that is not installed
-        return Path(__file__).resolve().parent.parent / "derivations"
+    """The derivations of this symroof: its source checkout's own folder where it runs from
+    one (installed or not: an editable install of another checkout must not supply them),
+    else the installed ``symroof.derivations``."""
+    checkout = Path(__file__).resolve().parents[2]
+    if (checkout / "pyproject.toml").exists() and (checkout / "derivations").is_dir():
+        return checkout / "derivations"
+    return Path(str(importlib.resources.files("symroof.derivations")))
 
 
 def find_scripts(folder: str | os.PathLike | None = None) -> list[Path]:
