@@ -32,6 +32,8 @@ __version__ = "0.1.0"
 #: every top-level name -> the module that defines it; a module loads when its name is first
 #: read (PEP 562), so ``import symroof`` costs only what is used
 _NAMES = {
+    # the workload: one step of inference, one step of training
+    **dict.fromkeys(("Step", "TrainStep"), ".workload"),
     # costs and ops
     "Cost": ".cost", **dict.fromkeys(("dot", "matvec", "matmul", "batched_matmul", "einsum"),
                                      ".ops"),

@@ -260,7 +260,7 @@ def _source(model: Transformer, peak: sp.Expr, hbm_bw: sp.Expr, attention: str,
     """The row names and the Python source of the table's function (see the module)."""
     rows = model.ops(B, T, S - T, last_only=last_only, attention=attention)
     rows = group(rows) if groups else rows
-    costs = [*rows.values(), model.whole(B, T, S - T)]
+    costs = [*rows.values(), model.whole(B, T, S - T, last_only=last_only)]
     names = [*rows, "whole"]
     polys, dens = [], []
     for name, cost in zip(names, costs):

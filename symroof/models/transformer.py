@@ -25,11 +25,12 @@ import sympy as sp
 from .. import ops as op
 from ..cost import Cost, as_dimension, as_exact
 from ..symbols import D, F, G, H, L, V, d_h
+from ..workload import as_step
 from . import attention_rows as ar
 from . import rows as rw
 from .attention_rows import CORE_MODES
 from .moe_rows import moe_rows
-from .sizes import Sizes, _nonneg
+from .sizes import Sizes
 from .spec import MLA, MoE
 
 __all__ = ["Transformer", "OP_GROUPS", "group", "ATTENTION_MODES", "CORE_MODES"]
@@ -226,10 +227,11 @@ class Transformer(Sizes):
         return tuple(out + [k for k in ("moe", "mla") if getattr(self, k) is not None])
 
     # -- one forward step, op by op -----------------------------------------------------
-    def ops(self, batch: Any, new_tokens: Any, cached: Any = 0, last_only: bool = False,
+    def ops(self, batch: Any, new_tokens: Any = None, cached: Any = 0, last_only: bool = False,
             attention: str = "naive", tokens_per_expert: Any = None) -> dict[str, Cost]:
         """Costs of every op of one forward step over ``batch`` sequences, each adding
-        ``new_tokens`` to ``cached`` ones (S = cached + new_tokens), as ``dict[str, Cost]``.
+        ``new_tokens`` to ``cached`` ones (S = cached + new_tokens), as ``dict[str, Cost]``;
+        ``batch`` may be a :class:`~symroof.Step` that says all three.
 
         ``attention``: "naive", "fused" or "flash" (attention_rows.core);
         ``tokens_per_expert``: the MoE routing, "balanced" (default), "worst" or counts
@@ -239,12 +241,13 @@ class Transformer(Sizes):
         >>> rows = Transformer().ops(B, T, 0)
         >>> rows["mlp/down"].flops
         2*B*D*F*L*T
+        >>> import symroof as sr
+        >>> Transformer().ops(sr.Step(B, T)) == rows
+        True
         """
         if attention not in CORE_MODES:
             raise ValueError(f"attention must be one of {CORE_MODES}, got {attention!r}")
-        B = as_dimension(batch, "batch")
-        T = as_dimension(new_tokens, "new_tokens")
-        c = _nonneg(cached, "cached")
+        B, T, c = as_step(batch, new_tokens, cached)
         D, L, V, ab, wb = self.D, self.L, self.V, self.act_bytes, self.w_bytes
         n = B * T
         rows = {"embed": rw.embed(n, D, ab=ab, wb=wb, scaled=self.embed_scale)}
