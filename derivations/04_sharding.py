@@ -31,7 +31,7 @@ import sympy as sp
 
 import symroof as sr
 from symroof.derivation import Derivation, print_notes
-from symroof.symbols import B, D, F, V_b, X, Y
+from symroof.symbols import B, D, F, V_b, X, Y, dimension
 
 CH2 = "How to Scale Your Model, ch. 2: https://jax-ml.github.io/scaling-book/tpus/"
 CH3 = "How to Scale Your Model, ch. 3: https://jax-ml.github.io/scaling-book/sharding/"
@@ -136,8 +136,7 @@ cases_d.claim("each case needs the book's collectives: none; AllGather (or AllRe
               all([s.collective.kind for s in plans[c].steps] == k for c, _, _, k in CASES))
 cases_d.claim(r"an AllGather and a ReduceScatter cost $V_b / W_\text{ici}$, an AllReduce "
               r"$2 V_b / W_\text{ici}$ (case 2: $V_b = 2IJ$ gathered or $2IK$ reduced)",
-              plans[CASES[1][0]].t_comms == 2 * sp.Symbol("I", positive=True, integer=True)
-              * sp.Symbol("J", positive=True, integer=True) / W_ici)
+              plans[CASES[1][0]].t_comms == 2 * dimension("I") * dimension("J") / W_ici)
 cases_d.claim("case 1 splits the FLOPs over $X$ and $Y$; case 2 gathered repeats them on "
               "every chip of $X$; case 3 splits them over $X$",
               plans[CASES[0][0]].compute.flops * X * Y == plans[CASES[1][0]].compute.flops

@@ -40,7 +40,7 @@ from ..analysis import TimeBound, crossover, time
 from ..cost import Cost, as_dimension, as_exact
 from ..hardware.collectives import Collective, collective
 from ..hardware.mesh import Mesh
-from ..symbols import DIMENSIONS
+from ..symbols import dimension
 from .sharding import ArraySpec, parse_matmul
 
 __all__ = ["ShardedMatmul", "Step", "shard_matmul", "STRATEGIES"]
@@ -249,9 +249,7 @@ def shard_matmul(mesh: Mesh, text: str, *, strategy: str = "auto", x_bytes: Any 
 def _dimension(name: str, sizes: dict) -> sp.Expr:
     if name in sizes:
         return as_dimension(sizes[name], name)
-    if name in DIMENSIONS:
-        return DIMENSIONS[name][0]
-    return sp.Symbol(name, positive=True, integer=True)
+    return dimension(name)
 
 
 def _plan(mesh: Mesh, text: str, a: ArraySpec, b: ArraySpec, out: ArraySpec, strategy: str,

@@ -137,7 +137,8 @@ def layout_conditions(plan: Any) -> dict[str, Condition]:
         return {}
     d, f = split_axes(plan.mesh, plan.d_axes or None)
     c0, c1, c2 = _coefficients(plan, d, f)
-    x, n = sp.Symbol("X_d", positive=True), sp.Symbol("N_chips", positive=True)
+    # local: the variables solved for (the D degree, the chips); neither is in the answers
+    x, n = sp.Dummy("X_d", positive=True), sp.Dummy("N_chips", positive=True)
     out = {}
     if plan.layout == "2d":
         x_opt = crossover(c1 / x, c2 * x / plan.n, x)

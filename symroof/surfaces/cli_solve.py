@@ -14,6 +14,7 @@ import sympy as sp
 from ..derivation import tex_escape
 from ..hardware import as_chip
 from ..render import latex
+from ..symbols import quantity
 from .cli_args import SIZE, WIDTH, add_chip_options, chip_of, dumps, load_model, mesh_of
 from .cli_format import WIDTHS, num, report_widths
 from .solve import QUANTITIES, VARIABLES, VIEWS, solve_step
@@ -69,7 +70,7 @@ def _lines(s: Any) -> list[str]:
 
 
 def _latex(s: Any) -> str:
-    names = {sp.Symbol(q, positive=True): _TEX.get(q, rf"\text{{{q.replace('_', ' ')}}}")
+    names = {quantity(q): _TEX.get(q, rf"\text{{{q.replace('_', ' ')}}}")
              for q in QUANTITIES}
     rows = [" &= ".join(latex(side, symbol_names=names) for side in s.typed),
             f"{latex(s.lhs)} &= {latex(s.rhs)}"]
