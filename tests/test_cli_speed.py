@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 import symroof as sr
-from symroof.models import compiled
+from symroof import cache
+from symroof.models import compiled, sanity
 
 ROOT = Path(__file__).resolve().parents[1]
 REPORT = ["report", "--model", "llama-3.1-8b", "--chip", "h100", "--phase", "decode",
@@ -46,7 +47,7 @@ def test_a_cached_table_comes_back_unchanged(monkeypatch, tmp_path):
     again = build(tiny, h100)
     assert again.source == first.source and again.names == first.names
     assert again(2, 1, 8) == first(2, 1, 8)
-    assert json.loads(kept.read_text())["source"] == first.source
+    assert json.loads(kept.read_text())["value"][1] == first.source
 
 
 def test_every_input_is_in_the_key(monkeypatch, tmp_path):
@@ -57,10 +58,22 @@ def test_every_input_is_in_the_key(monkeypatch, tmp_path):
     build(tiny, sr.chip("b200"))               # another chip
     build(tiny, h100, "bf16", "naive")         # another option
     assert len(list(tmp_path.glob("table-*.json"))) == 4
-    args = (tiny, h100.peak("bf16"), h100.hbm_bw, ("bf16", "fused", True, False))
-    assert compiled._cache_file(*args) in set(tmp_path.glob("*"))
-    monkeypatch.setattr(compiled, "_code_hash", lambda: "another symroof")  # edited formulas
-    assert compiled._cache_file(*args) not in set(tmp_path.glob("*"))
+    before = set(tmp_path.glob("*"))
+    monkeypatch.setattr(cache, "_code_hash", lambda: "another symroof")  # edited formulas
+    build(tiny, h100)
+    assert len(set(tmp_path.glob("*")) - before) == 1
+
+
+def test_the_solved_crossovers_are_kept_too(monkeypatch, tmp_path):
+    monkeypatch.setenv("SYMROOF_CACHE", str(tmp_path))
+    m = sr.model("llama-3.1-8b")
+    ctx = sanity._solved.__wrapped__("ctx*", m)
+    assert ctx == 28628  # the README's ctx* of Llama-3.1-8B
+    windowed = sr.model("mistral-7b")  # a window caps attention: no root, kept as None
+    assert sanity._solved.__wrapped__("ctx*", windowed) is None
+    monkeypatch.setattr(sanity, "ctx_star", lambda model: pytest.fail("solved again"))
+    assert sanity._solved.__wrapped__("ctx*", m) == ctx
+    assert sanity._solved.__wrapped__("ctx*", windowed) is None
 
 
 def test_a_broken_or_unwritable_cache_only_means_building_again(monkeypatch, tmp_path):
@@ -75,4 +88,4 @@ def test_a_broken_or_unwritable_cache_only_means_building_again(monkeypatch, tmp
     monkeypatch.setenv("SYMROOF_CACHE", str(blocked / "below"))  # cannot be made
     assert build(tiny, h100).source == good.source
     monkeypatch.setenv("SYMROOF_CACHE", "off")
-    assert compiled.cache_dir() is None and build(tiny, h100).source == good.source
+    assert cache.cache_dir() is None and build(tiny, h100).source == good.source

@@ -12,10 +12,8 @@ Prefill is S = T (nothing cached). :func:`row_values` gives the same ``OpValues`
 ``Cost`` with numbers, the slow way.
 
 Building the rows and writing the source takes a few tenths of a second, more than a command
-line's whole answer, so the source is also kept on disk (:func:`cache_dir`), keyed by a
-hash of everything it is made from: the model's fields, the chip's peak and bandwidth, the
-options, and the text of every symroof module (a changed formula is a new key). A missing,
-unwritable or unreadable cache only means building again.
+line's whole answer, so the source is also kept on disk (:func:`symroof.cache.kept`), keyed
+by the model's fields, the chip's peak and bandwidth, the options and symroof's own code.
 
 >>> import symroof as sr
 >>> table = compiled_table(sr.model("tiny"), sr.chip("h100"))
@@ -28,26 +26,21 @@ unwritable or unreadable cache only means building again.
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 import math
-import os
-import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from fractions import Fraction
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import sympy as sp
 from sympy.printing.pycode import PythonCodePrinter
 
+from ..cache import kept
 from ..cost import FIELDS, Cost
 from ..hardware import Chip
 from ..symbols import B, S, T
 from .transformer import Transformer, group
 
-__all__ = ["OpValues", "CompiledTable", "compiled_table", "row_values", "exact_number", "net_time",
-           "cache_dir"]
+__all__ = ["OpValues", "CompiledTable", "compiled_table", "row_values", "exact_number", "net_time"]
 
 _FIELDS = ("flops", "useful_flops", "weight_bytes", "act_bytes", "kv_bytes")
 
@@ -176,60 +169,6 @@ def _row_source(i: str, fields: list[str], dens: list[int], peak: sp.Expr,
             f"0.0, t{i}, 'memory'))"]
 
 
-def cache_dir(environ: Mapping[str, str] = os.environ) -> Path | None:
-    """Where compiled tables are kept: ``$SYMROOF_CACHE`` (``off``: nowhere), else
-    ``$XDG_CACHE_HOME/symroof``, else ``~/.cache/symroof``.
-
-    >>> cache_dir({"SYMROOF_CACHE": "off"}) is None, cache_dir({"XDG_CACHE_HOME": "/c"}).parts
-    (True, ('/', 'c', 'symroof'))
-    """
-    given = environ.get("SYMROOF_CACHE")
-    if given is not None:
-        return None if given.strip().lower() in ("", "off") else Path(given)
-    base = environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "symroof"
-
-
-@functools.cache
-def _code_hash() -> str:
-    """A hash of the text of every symroof module: a changed formula changes every key."""
-    digest = hashlib.sha256()
-    root = Path(__file__).resolve().parents[1]
-    for path in sorted(root.rglob("*.py")):
-        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
-
-
-def _cache_file(model: Transformer, peak: sp.Expr, hbm_bw: sp.Expr, options: tuple
-                ) -> Path | None:
-    folder, described = cache_dir(), repr(model)
-    if folder is None or " at 0x" in described:  # a field without a stable text: no key
-        return None
-    key = repr((described, str(peak), str(hbm_bw), options, _code_hash()))
-    return folder / f"table-{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
-
-
-def _load(path: Path | None) -> tuple[list[str], str] | None:
-    try:
-        kept = json.loads(path.read_text(encoding="utf-8")) if path else None
-        return (list(kept["names"]), str(kept["source"])) if kept else None
-    except (OSError, ValueError, KeyError, TypeError):  # absent, unreadable or not ours
-        return None
-
-
-def _keep(path: Path | None, names: list[str], source: str) -> None:
-    if path is None:
-        return
-    try:  # written whole, then renamed: a reader never sees half a file
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, suffix=".tmp", delete=False,
-                                         encoding="utf-8") as fh:
-            json.dump({"names": names, "source": source}, fh)
-        os.replace(fh.name, path)
-    except OSError:  # read-only home, full disk: build again next time
-        pass
-
-
 @functools.lru_cache(maxsize=64)
 def compiled_table(model: Transformer, chip: Chip, dtype: str = "bf16",
                    attention: str = "fused", last_only: bool = True,
@@ -243,12 +182,9 @@ def compiled_table(model: Transformer, chip: Chip, dtype: str = "bf16",
     if not (peak.is_number and hbm_bw.is_number):
         raise ValueError(f"compiled tables need a chip with numbers; {chip.name} has peak "
                          f"{peak} and HBM bandwidth {hbm_bw}")
-    path = _cache_file(model, peak, hbm_bw, (dtype, attention, last_only, groups))
-    kept = _load(path)
-    if kept is None:
-        kept = _source(model, peak, hbm_bw, attention, last_only, groups)
-        _keep(path, *kept)
-    names, source = kept
+    names, source = kept("table", (model, str(peak), str(hbm_bw), dtype, attention, last_only,
+                                   groups),
+                         lambda: _source(model, peak, hbm_bw, attention, last_only, groups))
     namespace: dict[str, Any] = {"_V": OpValues, "_new": tuple.__new__, "_F": Fraction,
                                  "_quotient": _quotient, "_normal": _normal, "math": math}
     exec(compile(source, f"<symroof table: {model.name} on {chip.name}>", "exec"), namespace)
