@@ -16,10 +16,12 @@ The question: Llama-3.1-8B decoding a batch of 64 sequences at context 2048 on a
 
 Each process is timed from the outside, interpreter start-up included, the two alternating
 (``full``: 7 runs each; ``small``: 1); the ratio is of the medians, the best of each
-printed beside it. symroof's compiled table is cached on disk after its first run (see
-:mod:`symroof.models.compiled`), so the first run is timed apart and the others are warm, as
-a user's second question is; the cache folder is a temporary one, empty at the start. Without
-llm-analysis the peer is skipped with that message and the ratio is None.
+printed beside it, and so is the ratio of CPU seconds (user + system, from the children's
+resource usage), which a busy machine disturbs less than the wall clock. symroof keeps its
+compiled table and solved crossovers on disk after its first run (:mod:`symroof.cache`), so
+that run is timed apart and the others are warm, as a user's second question is; the cache
+folder is a temporary one, empty at the start. Without llm-analysis the peer is skipped
+with that message and the ratios are None.
 
     python benchmarks/cli_vs_peer.py [small|full]
 """
@@ -29,6 +31,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -59,13 +62,21 @@ def _peer_command(folder: Path) -> list[str]:
             "--num_tokens_to_generate", "1"]
 
 
-def _wall(args: list[str], env: dict[str, str]) -> float:
-    start = time.perf_counter()
+def _cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def _wall(args: list[str], env: dict[str, str], cpu: list[float] | None = None) -> float:
+    """Wall seconds of one whole process; its CPU seconds (user + system) go to ``cpu``."""
+    start, before = time.perf_counter(), _cpu()
     done = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=300)
     wall = time.perf_counter() - start
     if done.returncode != 0:
         raise RuntimeError(f"{' '.join(args[:3])} failed: {done.stderr.strip()[-400:]}")
+    if cpu is not None:
+        cpu.append(_cpu() - before)
     return wall
 
 
@@ -82,12 +93,14 @@ def main(size: str = "full") -> dict:
                                           if peer else {})}
         cold = _wall(REPORT, env)  # fills the cache
         times: dict[str, list[float]] = {k: [] for k in commands}
+        cpu: dict[str, list[float]] = {k: [] for k in commands}
         for i in range(runs):
             for name in (list(commands) if i % 2 == 0 else list(commands)[::-1]):
-                times[name].append(_wall(commands[name], env))
+                times[name].append(_wall(commands[name], env, cpu[name]))
     ours = statistics.median(times["symroof"])
     result = {"size": size, "runs": runs, "symroof_s": ours, "symroof_cold_s": cold,
               "symroof_best_s": min(times["symroof"]), "peer_s": None, "ratio": None,
+              "symroof_cpu_s": statistics.median(cpu["symroof"]), "cpu_ratio": None,
               "skipped": None if peer else "llm-analysis is not installed "
                                            "(pip install llm-analysis==0.2.2)"}
     line = (f"symroof report, whole process ({runs} runs, median): {ours:.2f} s (best "
@@ -95,9 +108,12 @@ def main(size: str = "full") -> dict:
     if peer:
         theirs = statistics.median(times["llm-analysis"])
         result.update(peer_s=theirs, peer_best_s=min(times["llm-analysis"]),
-                      ratio=ours / theirs)
+                      ratio=ours / theirs, peer_cpu_s=statistics.median(cpu["llm-analysis"]))
+        result["cpu_ratio"] = result["symroof_cpu_s"] / result["peer_cpu_s"]
         line += (f"; llm-analysis infer {theirs:.2f} s (best {result['peer_best_s']:.2f} s); "
-                 f"ratio symroof / llm-analysis {result['ratio']:.2f} (target <= 1)")
+                 f"ratio symroof / llm-analysis {result['ratio']:.2f} (target <= 1); CPU "
+                 f"seconds (user + system, median) {result['symroof_cpu_s']:.2f} against "
+                 f"{result['peer_cpu_s']:.2f}, ratio {result['cpu_ratio']:.2f}")
     else:
         line += f"; peer skipped: {result['skipped']}"
     print(line)

@@ -23,6 +23,8 @@ TARGETS: dict[str, list[tuple[str, str, object, str]]] = {
                      lambda r: r <= 1.3, "<= 1.3")],
     "cli_vs_peer": [("symroof report / llm-analysis infer, whole processes", "ratio",
                      lambda r: r <= 1.0, "<= 1"),
+                    ("symroof report / llm-analysis infer, CPU seconds", "cpu_ratio",
+                     None, "informative"),
                     ("symroof report, whole process, seconds (cache warm)", "symroof_s",
                      None, "informative")],
     "derivations_time": [("slowest derivation script / 2 s budget", "budget_ratio",

@@ -24,7 +24,8 @@ REPORT = ["report", "--model", "llama-3.1-8b", "--chip", "h100", "--phase", "dec
 def test_report_loads_only_what_it_needs(tmp_path):
     probe = ("import sys; from symroof.surfaces.cli import main; rc = main(sys.argv[1:]); "
              "heavy = [m for m in ('numpy', 'matplotlib', 'symroof.numeric.model', "
-             "'symroof.parallel.search', 'symroof.plots') if m in sys.modules]; "
+             "'symroof.parallel.search', 'symroof.parallel.strategies', 'symroof.plots', "
+             "'symroof.surfaces.cli_train') if m in sys.modules]; "
              "print(rc, heavy, file=sys.stderr)")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SYMROOF_CACHE": str(tmp_path)}
     done = subprocess.run([sys.executable, "-c", probe, *REPORT], capture_output=True,

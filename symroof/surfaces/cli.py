@@ -44,10 +44,6 @@ from .cli_format import (
     roofs,
     table,
 )
-from .cli_report import add_report
-from .cli_serve import add_serve
-from .cli_solve import add_solve
-from .cli_train import add_train
 from .notes import LatexError, build_notes
 
 __all__ = ["main", "build_parser"]
@@ -180,8 +176,21 @@ def _measure() -> Any:  # lazy: only `symroof measure` pays for importing it
 
 
 # -- parser -----------------------------------------------------------------------------
-def build_parser(with_measure: bool = False) -> argparse.ArgumentParser:
-    """The argument parser; ``with_measure`` imports symroof.surfaces.measure for its options."""
+#: the commands with a module of their own: name -> (module, the function adding its options)
+_FAMILIES = {"report": ("cli_report", "add_report"), "train": ("cli_train", "add_train"),
+             "serve": ("cli_serve", "add_serve"), "solve": ("cli_solve", "add_solve")}
+
+
+def build_parser(with_measure: bool = False, only: str | None = None
+                 ) -> argparse.ArgumentParser:
+    """The argument parser; ``with_measure`` imports symroof.surfaces.measure for its options.
+    ``only``, the command about to run: of the commands with a module of their own, only its
+    module is imported (a ``report`` does not load the training plans); None: every command.
+
+    >>> names = build_parser(only="report")._subparsers._group_actions[0].choices
+    >>> "report" in names, "train" in names
+    (True, False)
+    """
     p = _Parser(prog="symroof", description="symroof: symbolic rooflines of matmuls and "
                 "transformers on accelerator chips.", epilog=EXAMPLES,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -223,8 +232,9 @@ def build_parser(with_measure: bool = False) -> argparse.ArgumentParser:
                            "the dtype's, 1 for int8 and fp8, 2 for bf16)"))
     c.add_argument("--d", type=SIZE, help="with --f: the exact root for these widths")
     c.add_argument("--f", type=SIZE, help="with --d (default: the B << D, F regime)")
-    for add in (add_report, add_train, add_serve, add_solve):
-        add(command)
+    for name, (module, add) in _FAMILIES.items():
+        if only in (None, name):
+            getattr(importlib.import_module(f".{module}", __package__), add)(command)
     c = command("check", cmd_check, "run the counted NumPy model and compare every op's "
                 "FLOPs and bytes with the symbolic formulas, exactly (exit 1 on a mismatch)",
                 ("text", "markdown", "json"))
@@ -254,7 +264,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (0 ok, 1 check failed, 2 error)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     try:
-        args = build_parser(with_measure=argv[:1] == ["measure"]).parse_args(argv)
+        args = build_parser(with_measure=argv[:1] == ["measure"],
+                            only=argv[0] if argv else None).parse_args(argv)
         if args.command is None:
             build_parser().print_help()
             return 0
