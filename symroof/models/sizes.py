@@ -58,7 +58,9 @@ class Sizes:
         if self.mla is not None:
             return self.mla.params_per_layer(D, H) + (D if self.o_bias else 0)
         bias = (H + 2 * G) * d_h if self.qkv_bias else 0
-        return D * H * d_h + 2 * D * G * d_h + H * d_h * D + bias + (D if self.o_bias else 0)
+        qk_norms = 2 * d_h if self.qk_norm else 0  # one weight of d_h for q, one for k
+        return (D * H * d_h + 2 * D * G * d_h + H * d_h * D + bias + qk_norms
+                + (D if self.o_bias else 0))
 
     @property
     def mlp_params_per_layer(self) -> sp.Expr:

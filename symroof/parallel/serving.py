@@ -54,12 +54,14 @@ WIDTHS = STORAGE_BYTES  # one home: symroof.hardware.chip
 #: embedding gathers, softcaps, and a mixture of experts' small router and its combine
 _REPLICATED = ("norm", "residual", "embed", "softcap", "moe/router", "moe/route",
                "moe/combine")
+_PER_HEAD = ("attn/q_norm", "attn/k_norm")
 
 
 def _sharded(key: str) -> bool:
     """Projections, the attention core, the KV write, MLP and expert matmuls and their
-    activations, and the lm_head split N ways; the rest is replicated."""
-    return not any(part in key for part in _REPLICATED)
+    activations, per-head norms (Qwen3's q/k norms follow their heads) and the lm_head split
+    N ways; the rest is replicated."""
+    return key in _PER_HEAD or not any(part in key for part in _REPLICATED)
 
 
 def width(dtype: str, what: str) -> sp.Expr:
