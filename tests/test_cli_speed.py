@@ -34,6 +34,18 @@ def test_report_loads_only_what_it_needs(tmp_path):
     assert "9.84 ms" in done.stdout  # the per-op sum (the README's step_time example's too)
 
 
+def test_help_and_mistakes_still_list_every_command(capsys):
+    from symroof.surfaces.cli import build_parser, main
+
+    for first in (None, "--help", "reprot", "train"):
+        names = set(build_parser(only=first)._subparsers._group_actions[0].choices)
+        assert {"report", "train", "serve", "solve"} <= names or first == "train", first
+    with pytest.raises(SystemExit) as stopped:
+        main(["reprot"])
+    assert stopped.value.code == 2 and "'reprot' (choose from 'chips', 'models', " \
+        "'critical-batch', 'report', 'train', 'serve', 'solve'" in capsys.readouterr().err
+
+
 def _fresh(monkeypatch, folder):
     monkeypatch.setenv("SYMROOF_CACHE", str(folder))
     return compiled.compiled_table.__wrapped__  # past the in-process cache, to the disk

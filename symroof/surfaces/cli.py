@@ -185,7 +185,8 @@ def build_parser(with_measure: bool = False, only: str | None = None
                  ) -> argparse.ArgumentParser:
     """The argument parser; ``with_measure`` imports symroof.surfaces.measure for its options.
     ``only``, the command about to run: of the commands with a module of their own, only its
-    module is imported (a ``report`` does not load the training plans); None: every command.
+    module is imported (a ``report`` does not load the training plans); anything else (None,
+    ``--help``, a misspelt command): every command, so that help and errors list them all.
 
     >>> names = build_parser(only="report")._subparsers._group_actions[0].choices
     >>> "report" in names, "train" in names
@@ -233,7 +234,7 @@ def build_parser(with_measure: bool = False, only: str | None = None
     c.add_argument("--d", type=SIZE, help="with --f: the exact root for these widths")
     c.add_argument("--f", type=SIZE, help="with --d (default: the B << D, F regime)")
     for name, (module, add) in _FAMILIES.items():
-        if only in (None, name):
+        if only not in _FAMILIES or only == name:  # --help, a typo: every command
             getattr(importlib.import_module(f".{module}", __package__), add)(command)
     c = command("check", cmd_check, "run the counted NumPy model and compare every op's "
                 "FLOPs and bytes with the symbolic formulas, exactly (exit 1 on a mismatch)",
