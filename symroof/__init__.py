@@ -56,6 +56,10 @@ _NAMES = {
     # many chips: sharded matmuls in the book's notation, serving plans
     "shard_matmul": ".parallel.matmul", "serve": ".parallel.serving",
     "smallest_slice": ".parallel.sizing",
+    # inverse questions: the largest model, the fewest chips; serving in the book's units
+    **dict.fromkeys(("max_params", "min_chips"), ".parallel.inverse"),
+    **dict.fromkeys(("serve_params", "prefill"), ".parallel.serving_book"),
+    "mfu": ".parallel.runs", "flops_per_dollar": ".parallel.sizing",
 }
 #: public names of the subpackages that are not top-level names (``from symroof.X import``)
 _MOVED = {

@@ -14,14 +14,18 @@ from ..lazy import attach
 #: public name -> its module, imported when the name is first read (see symroof.lazy)
 _NAMES = {
     "Condition": ".conditions",
+    **dict.fromkeys(("max_params", "min_chips", "slices"), ".inverse"),
     **dict.fromkeys(("STRATEGIES", "ShardedMatmul", "Step", "shard_matmul"), ".matmul"),
-    **dict.fromkeys(("MinSlice", "TrainingRun", "min_training_slice", "training_run"),
+    **dict.fromkeys(("MinSlice", "TrainingRun", "mfu", "min_training_slice", "training_run"),
                     ".runs"),
     **dict.fromkeys(("SearchResult", "strategy_search"), ".search"),
     **dict.fromkeys(("ServePlan", "serve"), ".serving"),
+    **dict.fromkeys(("ParamModel", "PrefillPlan", "prefill", "serve_params"), ".serving_book"),
+    "ici_condition": ".serving_2d",
     **dict.fromkeys(("ArraySpec", "parse_array", "parse_matmul"), ".sharding"),
-    **dict.fromkeys(("cost_per_million_tokens", "kv_evictions", "latency_throughput",
-                     "moe_critical_batch", "prefill_decode_ratio", "slices",
+    **dict.fromkeys(("cost_per_million_tokens", "flops_per_dollar", "kv_evictions",
+                     "latency_throughput",
+                     "moe_critical_batch", "prefill_decode_ratio",
                      "smallest_slice"), ".sizing"),
     **dict.fromkeys(("TrainPlan", "train_plan"), ".strategies"),
 }
