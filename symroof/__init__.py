@@ -42,7 +42,7 @@ _NAMES = {
                      "all_reduce", "all_to_all"), ".hardware"),
     # analysis
     **dict.fromkeys(("time", "limit", "leading", "crossover", "critical_batch"), ".analysis"),
-    "evaluate": ".evaluate", "latex": ".render",
+    "evaluate": ".evaluate", **dict.fromkeys(("latex", "readable", "Readable"), ".render"),
     # transformers: presets, step times, tables, the exact check against the NumPy twin
     "Transformer": ".models.transformer", "model": ".models.presets",
     **dict.fromkeys(("ctx_star", "kv_crossover", "step_time"), ".models.inference"),

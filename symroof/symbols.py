@@ -46,11 +46,14 @@ d_h
 
 from __future__ import annotations
 
+import numbers
+from typing import Any
+
 import sympy as sp
 
 __all__ = ["B", "T", "S", "D", "F", "L", "H", "G", "d_h", "V", "N", "X", "Y", "Z", "V_b",
            "C", "W", "W_net", "M", "DIMENSIONS", "ROOFS", "lookup", "dimension", "quantity",
-           "PLAN", "PLAN_ROLES"]
+           "PLAN", "PLAN_ROLES", "as_exact"]
 
 
 def _dim(name: str) -> sp.Symbol:
@@ -157,3 +160,33 @@ PLAN: dict[str, sp.Symbol] = {
     "n_mb": _dim("n_mb"),
     **{f"z{i}": sp.Symbol(f"z{i}", nonnegative=True) for i in (1, 2, 3)},
 }
+
+
+def as_exact(value: Any, name: str = "value") -> sp.Expr:
+    """Turn a user number into an exact SymPy number: ints stay ints, ``8.1e11`` becomes
+    ``810000000000`` and ``0.5`` becomes ``1/2`` (through its shortest decimal repr, so no
+    binary float noise enters a formula).
+
+    >>> as_exact(8.1e11), as_exact(0.1)
+    (810000000000, 1/10)
+    """
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a number or expression, got {value!r}")
+    if isinstance(value, sp.Basic):
+        return value
+    if isinstance(value, numbers.Integral):
+        return sp.Integer(int(value))
+    if isinstance(value, numbers.Real):
+        return sp.Rational(repr(float(value)))
+    if isinstance(value, str):
+        try:
+            return sp.Rational(value)
+        except (TypeError, ValueError):
+            pass
+        try:
+            return lookup(value)
+        except ValueError:
+            raise ValueError(f"{name} must be a number or a symbol of the table, "
+                             f"got {value!r}") from None
+    raise TypeError(f"{name} must be a number or expression, got {value!r} "
+                    f"({type(value).__name__})")

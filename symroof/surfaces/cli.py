@@ -44,6 +44,7 @@ from .cli_format import (
     roofs,
     table,
 )
+from .cli_problems import add_handout_options
 from .notes import LatexError, build_notes
 
 __all__ = ["main", "build_parser"]
@@ -60,6 +61,8 @@ EXAMPLES = """examples:
   symroof solve "t_math = t_mem" --for batch --model llama-3.1-8b --chip h100 --context 4096
   symroof check --model tiny --batch 4 --new-tokens 16 --cached 0
   symroof notes --out notes                        lecture notes (LaTeX, PDF with pdflatex)
+  symroof problems --chapter sharding --seed 2027  a problem sheet and its worked solutions
+  symroof notes --audience students --chapters 1,4 a handout of chapters 1 and 4
 """
 
 
@@ -160,7 +163,9 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_notes(args: argparse.Namespace) -> int:
-    notes = build_notes(args.out, scripts=args.scripts, pdf=not args.no_pdf)
+    notes = build_notes(args.out, scripts=args.scripts, pdf=not args.no_pdf,
+                        audience=args.audience, title=args.title, author=args.author,
+                        date=args.date, chapters=args.chapters)
     print(f"wrote {notes.tex}: {len(notes.sections)} section(s), {len(notes.figures)} "
           f"figure(s) in {notes.tex.parent / 'figures'}" + (notes.replaced and "; replaced "
           f"characters pdflatex cannot typeset by '?': {''.join(notes.replaced)}" or ""))
@@ -178,7 +183,8 @@ def _measure() -> Any:  # lazy: only `symroof measure` pays for importing it
 # -- parser -----------------------------------------------------------------------------
 #: the commands with a module of their own: name -> (module, the function adding its options)
 _FAMILIES = {"report": ("cli_report", "add_report"), "train": ("cli_train", "add_train"),
-             "serve": ("cli_serve", "add_serve"), "solve": ("cli_solve", "add_solve")}
+             "serve": ("cli_serve", "add_serve"), "solve": ("cli_solve", "add_solve"),
+             "problems": ("cli_problems", "add_problems")}
 
 
 def build_parser(with_measure: bool = False, only: str | None = None
@@ -254,6 +260,7 @@ def build_parser(with_measure: bool = False, only: str | None = None
     c.add_argument("--out", default="notes", help="output folder (default: notes)")
     c.add_argument("--no-pdf", action="store_true", help="write notes.tex only")
     c.add_argument("--scripts", help="folder of NN_name.py scripts (default: the shipped ones)")
+    add_handout_options(c)
     c = command("measure", lambda args: _measure().run_cli(args), "measure this machine's "
                 "roofs, then time the NumPy transformer op by op against them")
     if with_measure:
