@@ -13,8 +13,12 @@ import pytest
 import sympy as sp
 
 import symroof as sr
+from symroof.hardware import CHIPS as CHIP_RECORDS
+from symroof.hardware.prices import PRICES
 from symroof.models.table import roofline_table
+from symroof.parallel import cost_per_million_tokens
 from symroof.parallel.serving import width
+from symroof.render import document, fmt_si
 from symroof.surfaces.compare import AXES, QUESTIONS
 from symroof.surfaces.solve import solve_step
 
@@ -40,8 +44,8 @@ def test_decode_cells_are_the_report_totals(decode):
         assert list(cells["notes"]) == list(t.warnings)  # 313 GB fits no single chip here
     # the table prints those cells: the H100 row reads its step's bounds
     row = next(r for r in decode.rows() if r[0] == "h100")
-    assert row[3:6] == [sr.render.fmt_si(decode.cells["h100"]["lower"], "s"),
-                        sr.render.fmt_si(decode.cells["h100"]["upper"], "s"), "memory"]
+    assert row[3:6] == [fmt_si(decode.cells["h100"]["lower"], "s"),
+                        fmt_si(decode.cells["h100"]["upper"], "s"), "memory"]
 
 
 def test_json_and_every_format_carry_the_same_numbers(decode):
@@ -92,14 +96,14 @@ def test_serving_plans_with_prices():
         cells = c.cells[label]
         assert (cells["tokens_per_s_per_chip"], cells["hbm_used"], cells["max_batch"]) == \
             (plan.tokens_per_s_per_chip, plan.hbm_used, plan.max_batch)
-        price = sr.hardware.PRICES.get(chip)
-        assert cells["usd_per_mtok"] == (price and sr.cost_per_million_tokens(
+        price = PRICES.get(chip)
+        assert cells["usd_per_mtok"] == (price and cost_per_million_tokens(
             plan, price.usd_per_chip_hour, price.source))
     assert c.cells["b200:8"]["usd_per_mtok"] is None  # no price on record: no cell
     priced = sr.compare("serve", "meshes", meshes[:2], model=M70, batch=32, context=8192,
                         weights="int8", price=Fraction(2))
     plan = sr.serve(M70, sr.mesh("h100", "8"), batch=32, context=8192, weights="int8")
-    assert priced.cells["h100:8"]["usd_per_mtok"] == sr.cost_per_million_tokens(plan, 2, "x")
+    assert priced.cells["h100:8"]["usd_per_mtok"] == cost_per_million_tokens(plan, 2, "x")
 
 
 def test_training_plans_are_the_searchs_choice():
@@ -174,10 +178,8 @@ def test_plot_draws_each_plotted_column(decode):
 
 
 def test_price_records_are_sourced_and_match_the_books_flops_per_dollar():
-    from symroof.hardware.prices import PRICES
-
     for name, p in PRICES.items():
-        assert name in sr.CHIPS and p.usd_per_chip_hour > 0
+        assert name in CHIP_RECORDS and p.usd_per_chip_hour > 0
         assert "http" in p.source and len(p.date) == 7 and p.date[4] == "-"
     # How to Scale Your Model, ch. 8 (Feb 2025 table): FLOPs per dollar = C * 3600 / price,
     # H100 3.3e17, v5p 3.9e17 (its v5e entry, 5.8e17, does not follow from its own row)
@@ -187,19 +189,17 @@ def test_price_records_are_sourced_and_match_the_books_flops_per_dollar():
 
 
 def test_serve_price_is_the_python_cost_per_million_tokens(cli):
-    from symroof.hardware.prices import PRICES
-
     args = ["serve", "--model", M70, "--mesh", "tpu-v5e:4x4", "--batch", "32", "--context",
             "8k", "--weights", "int8", "--kv", "int8"]
     plan = sr.serve(M70, sr.mesh("tpu-v5e", "4x4"), batch=32, context=8192, weights="int8",
                     kv="int8")
     v5e = PRICES["tpu-v5e"]
-    cost = sr.cost_per_million_tokens(plan, v5e.usd_per_chip_hour, v5e.source)
+    cost = cost_per_million_tokens(plan, v5e.usd_per_chip_hour, v5e.source)
     text = cli([*args, "--price", "record"]).stdout
     assert f"  ${float(cost):.3g} per million tokens at $1.20 per chip-hour ({v5e.source}" in text
     data = json.loads(cli([*args, "--price", "2.5", "--format", "json"]).stdout)
     assert data["price"] == {"usd_per_chip_hour": 2.5, "source": "--price on the command line",
-                             "usd_per_million_tokens": float(sr.cost_per_million_tokens(
+                             "usd_per_million_tokens": float(cost_per_million_tokens(
                                  plan, sp.Rational(5, 2), "x"))}
     assert "per million tokens" not in cli(args).stdout  # no price, no cost line
     for bad, words in (("-1", "--price must be a positive number of US dollars"),
@@ -216,7 +216,7 @@ def test_latex_tables_compile(decode, tmp_path):
     body = decode.to_latex() + "\n\n" + served.to_latex()
     usd = served.cells["tpu-v5e:4x4"]["usd_per_mtok"]
     assert f"& \\${float(usd):.3g} \\\\" in body  # the dollar sign escaped, last column
-    (tmp_path / "t.tex").write_text(sr.document(body))
+    (tmp_path / "t.tex").write_text(document(body))
     run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "t.tex"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout[-2000:]

@@ -10,14 +10,12 @@ A model that fits no split says what it would need (``sr.min_training_slice``).
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any
 
-import numpy as np
-
 from ..models import REMAT_POLICIES
-from ..parallel import min_training_slice, strategy_search, train_plan
 from ..parallel.layout import ROLES
-from ..parallel.search import STRATEGIES
+from ..parallel.strategies import STRATEGIES, train_plan
 from ..render import fmt_si
 from .cli_args import SIZE, add_chip_options, add_mesh_options, dumps, load_model, mesh_of
 from .cli_format import num, table
@@ -74,6 +72,8 @@ def _excluded(res: Any, idx: list[int], model: Any) -> str:
 def _search(args: argparse.Namespace, model: Any, mesh: Any) -> tuple[list, list, Any]:
     """(rows of the strategies that fit, fastest first; (strategy, why) of the others;
     the search's answer where nothing fits, else None)."""
+    from ..parallel.search import strategy_search  # NumPy loads for `train` only
+
     strategies = [args.strategy] if args.strategy else None  # None: the search's default
     res = strategy_search(model, mesh, batch_tokens=args.batch, seq=args.seq,
                           strategies=strategies, remat=args.remat_value,
@@ -81,7 +81,7 @@ def _search(args: argparse.Namespace, model: Any, mesh: Any) -> tuple[list, list
     rows, out = [], []
     for s in dict.fromkeys(c.strategy for c in res.candidates):
         idx = [j for j, c in enumerate(res.candidates) if c.strategy == s]
-        ok = [j for j in idx if np.isfinite(res.lower[0, j])]
+        ok = [j for j in idx if math.isfinite(res.lower[0, j])]
         if not ok:
             out.append((s, _excluded(res, idx, model)))
             continue
@@ -95,6 +95,8 @@ def _search(args: argparse.Namespace, model: Any, mesh: Any) -> tuple[list, list
 
 def _need(args: argparse.Namespace, model: Any, mesh: Any) -> str:
     """What a run that fits nowhere on ``mesh`` needs, sharded over every chip."""
+    from ..parallel.runs import min_training_slice
+
     try:
         need = min_training_slice(model, mesh.chip, batch_tokens=args.batch, seq=args.seq,
                                   remat=args.remat_value)

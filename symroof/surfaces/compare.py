@@ -5,7 +5,7 @@ A question is a decode step, a prefill, the critical batch, a serving plan or a 
 plan; an axis is what varies. Every cell is read from the function that answers the
 question alone, never recomputed here: ``sr.roofline_table`` (the totals ``symroof report``
 prints), ``sr.critical_batch`` and ``solve_step`` (``symroof critical-batch``, ``symroof
-solve``), ``sr.serve`` and ``sr.cost_per_million_tokens`` (``symroof serve``),
+solve``), ``sr.serve`` and ``cost_per_million_tokens`` (``symroof serve``),
 ``sr.strategy_search`` (``symroof train``). Both tables are data: :data:`AXES` (the setting
 field an axis varies and how a value is read) and :data:`QUESTIONS`
 (:mod:`symroof.surfaces.compare_questions`: the fields a question reads, its columns and its

@@ -2,7 +2,7 @@
 it reads, the ones it needs, its columns, and the function that answers it for one setting,
 reading the API that answers the question alone: ``sr.roofline_table`` (the totals
 ``symroof report`` prints), ``sr.critical_batch`` and ``solve_step`` (``symroof
-critical-batch``, ``symroof solve``), ``sr.serve`` and ``sr.cost_per_million_tokens``
+critical-batch``, ``symroof solve``), ``sr.serve`` and ``cost_per_million_tokens``
 (``symroof serve``), ``sr.strategy_search`` (``symroof train``). A new question is one entry.
 
 >>> import symroof as sr
