@@ -42,8 +42,9 @@ from typing import Any
 
 import sympy as sp
 
+from ..conventions import using
 from ..cost import Cost, as_exact
-from .mesh import Mesh
+from .mesh import Mesh, ring_fraction
 
 __all__ = ["Collective", "all_gather", "reduce_scatter", "all_reduce", "all_to_all",
            "collective", "bytes_sent", "KINDS"]
@@ -110,9 +111,23 @@ class Collective(Cost):
                 f"{fmt_si(self.net_bytes, 'B')} sent per chip")
 
 
-def collective(kind: str, mesh: Mesh, V: Any, axes: Any, *, sharp: bool = False) -> Collective:
+def collective(kind: str, mesh: Mesh, V: Any, axes: Any, *, sharp: bool = False,
+               conventions: Any = None) -> Collective:
     """The collective ``kind`` ("all-gather", "reduce-scatter", "all-reduce", "all-to-all";
-    ``_`` may stand for ``-``) of ``V`` bytes over ``axes`` of ``mesh``."""
+    ``_`` may stand for ``-``) of ``V`` bytes over ``axes`` of ``mesh``; ``conventions``
+    (a profile name or record, default the one in force) decides the ring factor of its
+    time (``ring_factor``; the bytes sent per chip are always the exact count).
+
+    >>> import symroof as sr
+    >>> node = sr.mesh("h100", {"X": 8})
+    >>> [sr.all_gather(node, 450 * 10**9, "X", conventions=c).t_bw for c in ("symroof", "book")]
+    [7/8, 1]
+    """
+    with using(conventions):
+        return _collective(kind, mesh, V, axes, sharp)
+
+
+def _collective(kind: str, mesh: Mesh, V: Any, axes: Any, sharp: bool) -> Collective:
     key = kind.strip().lower().replace("_", "-") if isinstance(kind, str) else kind
     if key not in KINDS:
         raise ValueError(f"unknown collective {kind!r}; known: {', '.join(KINDS)}")
@@ -124,7 +139,7 @@ def collective(kind: str, mesh: Mesh, V: Any, axes: Any, *, sharp: bool = False)
     names = mesh.axis_names(axes)
     n = mesh.size(names)
     if key == "all-reduce" and not sharp:
-        rs = collective("reduce-scatter", mesh, V, names)
+        rs = _collective("reduce-scatter", mesh, V, names, False)
         return _make(key, mesh, names, V, n, bytes_sent(key, V, n), 2 * rs.t_bw, 2 * rs.t_lat)
     if any(mesh[a].kind in ("nvlink", "scale-out") for a in names):
         t_bw, t_lat = _switched(key, mesh, names, V, n, sharp)
@@ -181,12 +196,12 @@ def _switched(kind: str, mesh: Mesh, names: tuple, V: sp.Expr, n: int, sharp: bo
     elif sharp:  # in-network reduction: each byte goes up once and comes back reduced
         terms = [V / lv.bw for lv in levels]
     else:
-        terms = [V * (lv.degree - 1) / (lv.degree * lv.bw) for lv in levels]
+        terms = [V * ring_fraction(lv.degree) / lv.bw for lv in levels]
     steps = 1 if sharp else n - 1
     return sp.Max(*terms), steps * mesh[names[0]].hop_latency
 
 
-def all_gather(mesh: Mesh, V: Any, axes: Any) -> Collective:
+def all_gather(mesh: Mesh, V: Any, axes: Any, *, conventions: Any = None) -> Collective:
     """AllGather over ``axes``: ``[I_X, J] -> [I, J]``; V = the gathered array's bytes.
 
     >>> import symroof as sr
@@ -194,10 +209,10 @@ def all_gather(mesh: Mesh, V: Any, axes: Any) -> Collective:
     >>> ag.t_bw                                                       # 7/8 V / W_1
     7/360000
     """
-    return collective("all-gather", mesh, V, axes)
+    return collective("all-gather", mesh, V, axes, conventions=conventions)
 
 
-def reduce_scatter(mesh: Mesh, V: Any, axes: Any) -> Collective:
+def reduce_scatter(mesh: Mesh, V: Any, axes: Any, *, conventions: Any = None) -> Collective:
     """ReduceScatter over ``axes``: ``[I, J]{U_X} -> [I, J_X]``; V = the unreduced bytes.
 
     >>> import symroof as sr
@@ -205,10 +220,11 @@ def reduce_scatter(mesh: Mesh, V: Any, axes: Any) -> Collective:
     >>> rs.t_bw == sp.Rational(10**9, 3 * 180 * 10**9)                # V / (3 W_ici)
     True
     """
-    return collective("reduce-scatter", mesh, V, axes)
+    return collective("reduce-scatter", mesh, V, axes, conventions=conventions)
 
 
-def all_reduce(mesh: Mesh, V: Any, axes: Any, *, sharp: bool = False) -> Collective:
+def all_reduce(mesh: Mesh, V: Any, axes: Any, *, sharp: bool = False,
+               conventions: Any = None) -> Collective:
     """AllReduce over ``axes`` = ReduceScatter + AllGather: ``[I, J]{U_X} -> [I, J]``.
     ``sharp=True`` reduces in the switches (GPU systems): V / W instead of 2 V / W.
 
@@ -217,10 +233,10 @@ def all_reduce(mesh: Mesh, V: Any, axes: Any, *, sharp: bool = False) -> Collect
     >>> sr.all_reduce(node, 10**9, "X").t_bw, sr.all_reduce(node, 10**9, "X", sharp=True).t_bw
     (7/1800, 1/450)
     """
-    return collective("all-reduce", mesh, V, axes, sharp=sharp)
+    return collective("all-reduce", mesh, V, axes, sharp=sharp, conventions=conventions)
 
 
-def all_to_all(mesh: Mesh, V: Any, axes: Any) -> Collective:
+def all_to_all(mesh: Mesh, V: Any, axes: Any, *, conventions: Any = None) -> Collective:
     """AllToAll over ``axes``: ``[I_X, J] -> [I, J_X]``; V = the group's whole array.
 
     >>> import symroof as sr
@@ -228,5 +244,5 @@ def all_to_all(mesh: Mesh, V: Any, axes: Any) -> Collective:
     >>> sr.all_to_all(m, 10**6, "X").t_bw * 4 == sr.all_gather(m, 10**6, "X").t_bw
     True
     """
-    return collective("all-to-all", mesh, V, axes)
+    return collective("all-to-all", mesh, V, axes, conventions=conventions)
 

@@ -30,8 +30,10 @@ from .cli_args import (
     SIZE,
     WIDTH,
     add_chip_options,
+    add_conventions_options,
     arg_type,
     chip_of,
+    conventions_of,
     load_chip,
     size,
 )
@@ -66,6 +68,10 @@ EXAMPLES = """examples:
   symroof check --model tiny --batch 4 --new-tokens 16 --cached 0
   symroof notes --out notes                        lecture notes (LaTeX, PDF with pdflatex)
 """
+
+
+#: commands whose numbers follow --conventions (the others refuse any but symroof's)
+_APPLY_CONVENTIONS = ("report", "conventions", "chips", "models")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -192,6 +198,7 @@ def build_parser(with_measure: bool = False) -> argparse.ArgumentParser:
         """A subcommand; ``on_chip`` adds --chip (required if True) and --dtype."""
         c = sub.add_parser(name, help=text, description=text)
         c.set_defaults(run=run)
+        add_conventions_options(c)
         if formats:
             c.add_argument("--format", choices=formats, default=formats[0],
                            help="output format (default: %(default)s)")
@@ -257,6 +264,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command is None:
             build_parser().print_help()
             return 0
+        args.conventions = conventions_of(args, args.command in _APPLY_CONVENTIONS)
         return args.run(args)
     except BrokenPipeError:  # e.g. `symroof chips | head`: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
