@@ -176,7 +176,7 @@ def _fields_source(model: Transformer, attention: str, last_only: bool, groups: 
                      conventions=conventions)
     rows = group(rows) if groups else rows
     with using(conventions):
-        whole = model.whole(B, T, S - T)
+        whole = model.whole(B, T, S - T, last_only=last_only)
     costs = [*rows.values(), whole]
     names = [*rows, "whole"]
     polys, dens = [], []

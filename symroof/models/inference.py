@@ -157,5 +157,6 @@ def step_time(model: Transformer, chip: Any, batch: Any, new_tokens: Any, cached
     chip = as_chip(chip)
     rows = model.ops(batch, new_tokens, cached, last_only=last_only, attention=attention)
     groups = op_times(group(rows), chip, dtype, useful=True)
-    whole = time(model.whole(batch, new_tokens, cached), chip, dtype, useful=True)
+    whole = time(model.whole(batch, new_tokens, cached, last_only=last_only), chip, dtype,
+                 useful=True)
     return StepTime(whole=whole, groups=groups)

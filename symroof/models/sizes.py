@@ -16,6 +16,7 @@ import sympy as sp
 
 from ..cost import Cost, as_dimension
 from . import attention_rows as ar
+from . import rows as rw
 
 __all__ = ["Sizes"]
 
@@ -201,11 +202,14 @@ class Sizes:
         """2 x matmul parameters + attention over a context of S."""
         return 2 * self.matmul_params + self.attn_flops_per_token(S)
 
-    def whole(self, batch: Any, new_tokens: Any, cached: Any = 0) -> Cost:
+    def whole(self, batch: Any, new_tokens: Any, cached: Any = 0, last_only: bool = False
+              ) -> Cost:
         """One whole-model roofline cost of a step (lecture 1): useful FLOPs of the matmuls
-        (lm_head on every new token; an MoE token's k experts) and the causal attention
-        core; bytes of the matmul weights (every expert a balanced step reaches) and of the
-        KV cache read; activations ignored.
+        (an MoE token's k experts) and the causal attention core; bytes of the matmul weights
+        (every expert a balanced step reaches) and of the KV cache read; activations ignored.
+        The lm_head runs on every new token (lecture 1's formula), or with ``last_only`` on
+        the last position of each sequence, the rule of the per-op rows
+        (``ops(..., last_only=True)``): a table and ``step_time`` use one rule for both.
 
         >>> from symroof.symbols import B, S
         >>> from symroof.models import Transformer
@@ -217,14 +221,17 @@ class Sizes:
         c = _nonneg(cached, "cached")
         elems, per_pair, _ = self._cached()
         flops, kv = B * T * 2 * self.matmul_params, 0
+        if last_only:  # logits of the last position only: B (T - 1) fewer lm_head rows
+            flops -= B * (T - 1) * 2 * self.V * self.D
         local = self.local_layers
         for layers, window in ((self.L - local, None), (local, self.window)):
             if layers != 0:
-                K, P = ar.context(T, c, window)
+                K, P = ar.pairs(T, c, window)  # causal, or all (attention_pairs)
                 flops += layers * B * per_pair * P
                 kv += layers * B * K * elems * self.kv_bytes
         weights = self.matmul_params
         if self.moe is not None:  # a balanced step reads min(E, n k) experts, not k
             reached = sp.Min(self.moe.E, B * T * self.moe.k) - self.moe.k
             weights += self.moe_layers * reached * self.moe.expert_params(self.D)
+        flops = rw.mac_flops(flops / 2)  # every FLOP here is a multiply-add's (flops_per_mac)
         return Cost(flops=flops, weight_bytes=weights * self.w_bytes, kv_bytes=kv)

@@ -111,10 +111,11 @@ class RooflineTable:
 
     @cached_property
     def whole(self) -> Cost | None:
-        """The whole-model cost of the step (weights + KV only), if the table has one."""
-        model, batch, new, cached = self._step[:4]
+        """The whole-model cost of the step (weights + KV only, the rows' lm_head rule), if
+        the table has one."""
+        model, batch, new, cached, _, last_only, _ = self._step
         with using(self.conventions):
-            return model.whole(batch, new, cached)
+            return model.whole(batch, new, cached, last_only=last_only)
 
     @cached_property
     def warnings(self) -> tuple[str, ...]:
@@ -310,7 +311,7 @@ def roofline_table(model: Transformer, chip: Any, *, batch: int, new_tokens: int
         rows = model.ops(batch, new_tokens, cached, last_only=last_only, attention=attention,
                          conventions=cv)
         with using(cv):
-            whole = model.whole(batch, new_tokens, cached)
+            whole = model.whole(batch, new_tokens, cached, last_only=last_only)
         table = RooflineTable(rows=group(rows) if groups else rows, chip=chip, dtype=dtype,
                               useful=useful, title=title, whole=whole, notes=notes,
                               conventions=cv)

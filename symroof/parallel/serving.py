@@ -95,7 +95,7 @@ class ServePlan:
 
     @property
     def time(self) -> TimeBound:
-        return time(self.cost, self.mesh, self.compute_dtype)
+        return time(self.cost, self.mesh, self.compute_dtype, useful=True, per_chip=True)
 
     @property
     def collectives(self) -> dict[str, Cost]:

@@ -15,7 +15,7 @@ from ..derivation import tex_escape
 from ..render import latex
 from .cli_args import SIZE, WIDTH, add_chip_options, chip_of, dumps, load_model
 from .cli_format import WIDTHS, num, report_widths
-from .solve import QUANTITIES, VARIABLES, solve_step
+from .solve import QUANTITIES, VARIABLES, VIEWS, solve_step
 
 __all__ = ["cmd_solve", "add_solve"]
 
@@ -43,9 +43,10 @@ def _head(args: argparse.Namespace, model: Any, chip: Any, dtype: str, var: str,
     if args.phase == "decode" and args.new_tokens is None and var != "new_tokens":
         given.append("1 new token per sequence")
     where = f" on {chip.name} ({dtype} peak)" if chip is not None else ""
+    view = "" if args.view == "rows" else ", lecture 1's whole-model roofline (weights + KV)"
     return (f"solve {args.equation.strip()} for {var} ({VARIABLES[var]}): {model.name} "
             f"{args.phase}{where}, {', '.join(given) or 'nothing else given'}, "
-            + ", ".join(f"{k}={used[k]}" for k in WIDTHS))
+            + ", ".join(f"{k}={used[k]}" for k in WIDTHS) + view)
 
 
 def _lines(s: Any) -> list[str]:
@@ -90,14 +91,16 @@ def cmd_solve(args: argparse.Namespace) -> int:
     model = model.replace(**widths)
     var = args.var.strip().lower().replace("-", "_")
     s = solve_step(args.equation, var, model, chip=chip, dtype=dtype, phase=args.phase,
-                   batch=args.batch, context=args.context, new_tokens=args.new_tokens)
+                   batch=args.batch, context=args.context, new_tokens=args.new_tokens,
+                   view=args.view)
     used = {k: num(getattr(model, k)) for k in WIDTHS}
     head = _head(args, model, chip, dtype, s.variable, used)
     if args.format == "json":
         print(dumps({"query": {"equation": args.equation, "for": s.variable, "model": args.model,
                                "model_name": model.name, "chip": chip and chip.name,
                                "dtype": dtype, "phase": args.phase, "batch": args.batch,
-                               "context": args.context, "new_tokens": args.new_tokens, **used},
+                               "context": args.context, "new_tokens": args.new_tokens,
+                               "view": args.view, **used},
                      "title": head, "symbol": str(s.symbol), "lhs": str(s.lhs),
                      "rhs": str(s.rhs), "root": None if s.root is None else float(s.root),
                      "root_exact": None if s.root is None else str(s.root),
@@ -128,6 +131,8 @@ def add_solve(command: Any) -> None:
     c.add_argument("--dtype", help="whose peak and, when given, byte widths: bf16 (default)")
     c.add_argument("--phase", choices=("decode", "prefill"), default="decode",
                    help="decode (default): new tokens on a cache; prefill: T = S")
+    c.add_argument("--view", choices=tuple(VIEWS), default="rows",
+                   help="; ".join(f"{k}: {v}" for k, v in VIEWS.items()) + " (default rows)")
     c.add_argument("--batch", type=SIZE, metavar="B", help="sequences (unless solved for)")
     c.add_argument("--context", type=SIZE, metavar="S", help="tokens each sequence attends "
                    "to, new ones included (128k = 131,072)")
