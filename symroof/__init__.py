@@ -27,6 +27,7 @@ B
 
 from . import plots
 from .analysis import TimeBound, critical_batch, crossover, leading, limit, time
+from .conventions import PROFILES, Conventions, profile
 from .cost import Cost
 from .derivation import Derivation
 from .evaluate import evaluate
@@ -60,6 +61,7 @@ from .models import (
 )
 from .models.check import CheckReport, check
 from .models.check_training import check_training
+from .models.convention_diff import ConventionsDiff, compare_conventions
 from .models.inference import StepTime, ctx_star, kv_crossover, op_times, step_time
 from .models.sweep import sweep_step_time
 from .models.table import RooflineTable, roofline_table
@@ -127,5 +129,7 @@ __all__ = [
     "min_training_slice", "MinSlice", "strategy_search", "SearchResult",
     # tables, documents, plots
     "roofline_table", "RooflineTable", "Derivation", "latex", "document", "plot", "plots",
+    # conventions as data
+    "Conventions", "PROFILES", "profile", "compare_conventions", "ConventionsDiff",
 ]
 __version__ = "0.1.0"

@@ -22,6 +22,7 @@ from typing import Any
 
 import sympy as sp
 
+from .conventions import as_conventions
 from .cost import Cost, as_dimension, as_exact, as_symbol, check_symbols
 from .hardware import as_chip, dtype_bytes
 from .hardware.collectives import Collective
@@ -102,12 +103,13 @@ class TimeBound:
 
 
 def time(cost: Cost, chip: Any, dtype: str = "bf16", *, useful: bool = False,
-         per_chip: bool | None = None) -> TimeBound:
+         per_chip: bool | None = None, conventions: Any = None) -> TimeBound:
     """Roofline time bounds of ``cost`` on ``chip`` at ``dtype``'s peak: the one time rule
     (t_math = FLOPs / C, t_mem = bytes / W, t_net from the collectives; lower bound their
     max, upper bound their sum).
 
-    ``useful=True`` counts useful FLOPs only (a kernel that skips masked blocks).
+    ``useful=True`` counts useful FLOPs only (a kernel that skips masked blocks); given
+    ``conventions`` (a profile name or record), their ``time_flops`` decides instead.
 
     >>> import symroof as sr
     >>> t = sr.time(sr.Cost(flops=10**12), sr.chip("h100"))
@@ -132,6 +134,8 @@ def time(cost: Cost, chip: Any, dtype: str = "bf16", *, useful: bool = False,
     """
     if not isinstance(cost, Cost):
         raise TypeError(f"time() needs a Cost, got {type(cost).__name__}")
+    if conventions is not None:
+        useful = as_conventions(conventions).counted == "useful_flops"
     scope = ""
     if isinstance(chip, Mesh):
         cost, scope = _on_mesh(cost, chip, per_chip)

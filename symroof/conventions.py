@@ -47,7 +47,7 @@ FIELDS: dict[str, tuple[tuple[Any, ...], str, str]] = {
               "left out) or executed", "Conventions.counted"),
     "lm_head_positions": (("last", "all"), "positions a prefill report's lm_head runs on: "
                           "the last of each sequence, or every one",
-                          "models.table.roofline_table"),
+                          "Conventions.last_only"),
     "lm_head_flops_per_mac": (("same", 2, 1), "FLOPs per multiply-add of the lm_head: "
                               "'same' as flops_per_mac, or its own", "models.rows.lm_head"),
     "lm_head_act": (("positions", "one-row"), "activation bytes of the lm_head: its rows "
@@ -184,6 +184,11 @@ class Conventions:
         """The profile's name and any field changed from it: ``llm-viewer, norm_flops=5``."""
         extra = "".join(f", {f}={_show(v)}" for f, v in self.changed().items())
         return self.name + extra
+
+    @property
+    def last_only(self) -> bool:
+        """Whether a step's lm_head runs on the last position only (``lm_head_positions``)."""
+        return self.lm_head_positions == "last"
 
     @property
     def counted(self) -> str:

@@ -244,3 +244,57 @@ def test_using_sets_and_restores_the_record_in_force():
             assert current().name == "llm-viewer"
         assert current() is outer
     assert current().name == "symroof"
+
+
+def test_compare_conventions_explains_every_row_by_field_on_llama3_8b():
+    m, h100 = sr.model("llama-3.1-8b"), sr.chip("h100")
+    for step in ((1, 1, 2047), (1, 2048, 0)):  # decode and prefill
+        for other in ("book", "llm-viewer", "llm-analysis"):
+            d = sr.compare_conventions(m, h100, *step, "symroof", other)
+            assert d.explained, (step, other)
+            for name, row in d.rows.items():  # the parts add up to the whole difference
+                for q in ("flops", "weight_bytes", "act_bytes", "kv_bytes"):
+                    parts = sum(getattr(c, q) for c in row.by_field.values())
+                    assert getattr(row.b, q) - getattr(row.a, q) == parts, (name, q)
+    d = sr.compare_conventions(m, h100, 1, 1, 2047, "symroof", "llm-viewer")
+    # LLM-Viewer's RMSNorm: 7 ops an element, no weight read (symroof: 4D + 2 a row, reads w)
+    assert d.rows["attn_norm"].fields() == ["norm_flops", "norm_weights"]
+    assert d.rows["attn_norm"].by_field["norm_flops"].flops == 32 * (7 * 4096 - (4 * 4096 + 2))
+    assert d.rows["lm_head"].fields() == ["lm_head_flops_per_mac"]
+    assert d.rows["lm_head"].b.flops * 2 == d.rows["lm_head"].a.flops == 2 * 4096 * 128256
+    assert d.rows["attn/rope"].b == sr.Cost() and d.rows["attn/rope"].fields() == ["omit"]
+
+
+def test_compare_conventions_formula_is_the_symbolic_difference():
+    d = sr.compare_conventions(sr.model("llama-3.1-8b"), "h100", 1, 1, 2047, "symroof",
+                               "llm-viewer")
+    from symroof.symbols import B, S
+
+    # softmax: 5 an element against 6n - 2 a row, over H = 32 heads and L = 32 layers
+    assert d.formula("attn/core", "flops") == 32 * 32 * B * (2 - S)
+    assert d.formula("attn/residual", "act_bytes") == -32 * 4096 * 2 * B
+
+
+def test_conventions_command_lists_shows_and_diffs(capsys):
+    assert main(["conventions", "--format", "json"]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    assert set(listing["profiles"]) == set(PROFILES) and set(listing["fields"]) == set(FIELDS)
+    assert main(["conventions", "llm-viewer"]) == 0
+    shown = capsys.readouterr().out
+    assert shown.startswith("conventions: llm-viewer\n") and "model_analyzer.py at 472f71f" in shown
+    assert main(["conventions", "--diff", "symroof,llm-viewer", "--model", "llama-3.1-8b",
+                 "--chip", "h100", "--phase", "decode", "--batch", "1", "--context", "2048",
+                 "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["explained"] and out["rows"]["lm_head"]["fields"] == ["lm_head_flops_per_mac"]
+    assert main(["conventions", "--diff", "symroof", "--model", "tiny"]) == 2
+    assert "--diff wants two profiles" in capsys.readouterr().err
+
+
+def test_ring_factor_book_drops_the_rings_share():
+    node = sr.mesh("h100", {"X": 8})
+    V = 450 * 10**9  # a GPU's NVLink egress moves this in one second
+    assert sr.all_gather(node, V, "X").t_bw == Fraction(7, 8)
+    assert sr.all_gather(node, V, "X", conventions="book").t_bw == 1
+    # the bytes each chip sends are the exact count under either
+    assert sr.all_gather(node, V, "X", conventions="book").net_bytes == V * 7 // 8

@@ -299,7 +299,7 @@ def roofline_table(model: Transformer, chip: Any, *, batch: int, new_tokens: int
     if attention not in ATTENTION_MODES:
         raise ValueError(f"attention must be one of {ATTENTION_MODES}, got {attention!r}")
     if last_only is None:
-        last_only = cv.lm_head_positions == "last"
+        last_only = cv.last_only
     notes = _notes(attention, last_only, "useful" if cv.counted == "useful_flops" else
                    "executed")
     useful = cv.counted == "useful_flops"

@@ -38,6 +38,7 @@ from .cli_args import (
     size,
 )
 from .cli_args import load_model as _model
+from .cli_conventions import add_conventions
 from .cli_format import (
     WIDTHS,
     critical_batch_text,
@@ -229,7 +230,7 @@ def build_parser(with_measure: bool = False) -> argparse.ArgumentParser:
                            "the dtype's, 1 for int8 and fp8, 2 for bf16)"))
     c.add_argument("--d", type=SIZE, help="with --f: the exact root for these widths")
     c.add_argument("--f", type=SIZE, help="with --d (default: the B << D, F regime)")
-    for add in (add_report, add_train, add_serve, add_solve):
+    for add in (add_report, add_train, add_serve, add_solve, add_conventions):
         add(command)
     c = command("check", cmd_check, "run the counted NumPy model and compare every op's "
                 "FLOPs and bytes with the symbolic formulas, exactly (exit 1 on a mismatch)",
