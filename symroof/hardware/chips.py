@@ -458,3 +458,18 @@ def _peer(name: str, key: str, base: str, figures: tuple, comment: str,
 
 
 RECORDS += [_peer(*p) for p in _PEERS]
+
+# llm-analysis's H100 preset (cli99/llm-analysis llm_analysis/gpu_configs/h100-sxm-80gb.json at
+# d841e40): its roofs, so that its ridge can be set beside the others; the link is symroof's.
+_LA = ("llm-analysis llm_analysis/gpu_configs/h100-sxm-80gb.json at d841e40, https://github.com/"
+       "cli99/llm-analysis/blob/d841e40/llm_analysis/gpu_configs/h100-sxm-80gb.json: ")
+_H100_RECORD = next(r for r in RECORDS if r["name"] == "h100")
+RECORDS.append(dict(
+    name="llm-analysis/h100-sxm-80gb",
+    peaks={"fp16": (989 * T, _LA + "'peak_fp16_TFLOPS': 989"),
+           "int8": (1979 * T, _LA + "'peak_i8_TFLOPS': 1979")},
+    hbm_bw=(3350 * G, _LA + "'hbm_bandwidth_in_GB_per_sec': 3350"),
+    hbm_bytes=(80 * G, _LA + "'mem_per_GPU_in_GB': 80"),
+    link_bw=(_H100_RECORD["link_bw"][0], "not in llm-analysis's preset per link; symroof's h100 "
+             "record's: " + _H100_RECORD["link_bw"][1]),
+    network=_H100_RECORD["network"]))
