@@ -194,7 +194,8 @@ def _into_cache() -> bool:
 
 def standard(m: Any, n: Any, T: Any) -> dict[str, Cost]:
     """One layer's rows of GQA attention before the core: the norm, q/k/v (or one fused
-    qkv) projections with their biases, RoPE on the rotated dims, the KV write.
+    qkv) projections with their biases, per-head q/k norms (Qwen3), RoPE on the rotated
+    dims, the KV write.
 
     >>> from symroof.models import model
     >>> list(standard(model("pythia-160m"), 1, 1))
@@ -216,6 +217,9 @@ def standard(m: Any, n: Any, T: Any) -> dict[str, Cost]:
     else:
         for name, heads in (("q", H), ("k", G), ("v", G)):
             rows[f"attn/{name}_proj"] = project(heads, 0 if name == "q" else G)
+    if m.qk_norm:  # Qwen3: an RMSNorm of width d_h on each query head and each key head
+        rows["attn/q_norm"] = rw.norm("rms", n * H, d_h, ab=ab, wb=wb)
+        rows["attn/k_norm"] = rw.norm("rms", n * G, d_h, ab=ab, wb=wb)
     if m.positions == "rope":
         rows["attn/rope"] = rw.rope(n, H + G, m.rotary, T, ab=ab)
     if not into_cache:

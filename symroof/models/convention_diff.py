@@ -33,6 +33,7 @@ from ..cost import Cost
 from ..hardware import as_chip
 from ..render import fmt_si
 from ..symbols import B, S, T
+from ..workload import as_step
 
 __all__ = ["compare_conventions", "ConventionsDiff", "RowDiff", "QUANTITIES"]
 
@@ -143,18 +144,30 @@ def _rows(model: Any, batch: Any, new: Any, cached: Any, attention: str,
                      conventions=cv)
 
 
-def compare_conventions(model: Any, chip: Any, batch: int, new_tokens: int, cached: int = 0,
-                        a: Any = "symroof", b: Any = "llm-viewer", *, dtype: str = "bf16",
+def compare_conventions(model: Any, chip: Any, *step_and_profiles: Any, dtype: str = "bf16",
                         attention: str = "fused") -> ConventionsDiff:
-    """One forward step of ``model`` (``batch`` sequences, ``new_tokens`` each on
-    ``cached``) under conventions ``a`` and ``b`` (profile names or records): row by row
-    both counts, the fields that make each difference, and what they leave unexplained.
+    """One forward step of ``model`` under two conventions, row by row: both counts, the
+    fields that make each difference, and what they leave unexplained.
+
+    ``step_and_profiles``: the step (a :class:`~symroof.Step`, or batch, new_tokens and
+    cached) then the two conventions (profile names or records; default "symroof" against
+    "llm-viewer", one given: "symroof" against it).
 
     >>> import symroof as sr
-    >>> d = compare_conventions(sr.model("tiny"), "h100", 1, 8, 0, "symroof", "book")
+    >>> d = compare_conventions(sr.model("tiny"), "h100", sr.Step(1, 8), "symroof", "book")
     >>> d.fields, d.rows["attn/core"].fields()
     (('attention_pairs', 'ring_factor'), ['attention_pairs'])
     """
+    items = list(step_and_profiles)
+    named = []
+    while items and isinstance(items[-1], (str, Conventions)) and len(named) < 2:
+        named.insert(0, items.pop())
+    a, b = (["symroof", "llm-viewer"], ["symroof", *named], named)[len(named)]
+    step = as_step(*items) if items else None
+    if step is None:
+        raise ValueError("compare_conventions() needs a step: sr.Step(batch, context=...) or "
+                         "batch, new_tokens, cached")
+    batch, new_tokens, cached = step
     a, b = profile(a), profile(b)
     chip = as_chip(chip)
     fields = tuple(a.differences(b))

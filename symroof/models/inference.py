@@ -26,6 +26,7 @@ from ..cost import Cost
 from ..hardware import as_chip
 from ..symbols import B as _B
 from ..symbols import S as _S
+from ..workload import as_step
 from .transformer import Transformer, group
 
 __all__ = ["ctx_star", "kv_crossover", "step_time", "StepTime", "op_times"]
@@ -145,10 +146,11 @@ class StepTime:
         return self.per_op_sum / self.whole.lower
 
 
-def step_time(model: Transformer, chip: Any, batch: Any, new_tokens: Any, cached: Any = 0,
-              *, dtype: str = "bf16", attention: str = "fused",
+def step_time(model: Transformer, chip: Any, batch: Any, new_tokens: Any = None,
+              cached: Any = 0, *, dtype: str = "bf16", attention: str = "fused",
               last_only: bool | None = None, conventions: Any = None) -> StepTime:
-    """Time of one forward step: whole-model roofline and per-group rooflines.
+    """Time of one forward step (``batch`` a :class:`~symroof.Step`, or batch, new_tokens
+    and cached): whole-model roofline and per-group rooflines, one lm_head rule for both.
 
     The per-group view counts useful FLOPs (a kernel skips masked blocks) and, by default,
     the fused attention core (scores stay on chip) with unfused norms and elementwise ops.
@@ -156,17 +158,16 @@ def step_time(model: Transformer, chip: Any, batch: Any, new_tokens: Any, cached
     ``last_only`` defaults to its ``lm_head_positions``.
 
     >>> import symroof as sr
-    >>> st = step_time(sr.model("llama-3.1-8b"), sr.chip("h100"), 1, 1, 2047)
+    >>> st = step_time(sr.model("llama-3.1-8b"), sr.chip("h100"), sr.Step(1, context=2048))
     >>> round(float(st.ratio), 2)
     1.0
     """
-    chip = as_chip(chip)
+    chip, step = as_chip(chip), as_step(batch, new_tokens, cached)
     cv = as_conventions(conventions)
     last_only = cv.last_only if last_only is None else last_only
-    rows = model.ops(batch, new_tokens, cached, last_only=last_only, attention=attention,
-                     conventions=cv)
+    rows = model.ops(step, last_only=last_only, attention=attention, conventions=cv)
     useful = cv.counted == "useful_flops"
     groups = op_times(group(rows), chip, dtype, useful=useful)
     with using(cv):
-        whole = model.whole(batch, new_tokens, cached, last_only=last_only)
+        whole = model.whole(step, last_only=last_only)
     return StepTime(whole=time(whole, chip, dtype, useful=True), groups=groups, conventions=cv)

@@ -8,8 +8,7 @@ attention), so one configuration costs microseconds; the exact ``Cost`` rows and
 bounds are built only when asked for (``rows``, ``times``, ``total``, ``whole``).
 
 >>> import symroof as sr
->>> t = roofline_table(sr.model("llama-3.1-8b"), sr.chip("h100"), batch=1, new_tokens=1,
-...                    cached=2047)
+>>> t = roofline_table(sr.model("llama-3.1-8b"), sr.chip("h100"), sr.Step(1, context=2048))
 >>> t.bottleneck().split(":")[0]
 'memory-bound'
 >>> t.numbers["mlp/down"].bound, t.rows["mlp/down"].weight_bytes   # floats now, exact on demand
@@ -32,6 +31,7 @@ from ..conventions import Conventions, as_conventions, using
 from ..cost import FIELDS, Cost
 from ..hardware import as_chip
 from ..render import fmt_num, fmt_si
+from ..workload import Step
 from . import table_render as _render
 from .compiled import OpValues, compiled_table
 from .compiled import exact_number as _exact
@@ -275,11 +275,13 @@ def _compiled(model: Any, chip: Any, key: tuple) -> Any:
     return compiled
 
 
-def roofline_table(model: Transformer, chip: Any, *, batch: int, new_tokens: int,
-                   cached: int = 0, dtype: str = "bf16", groups: bool = False,
-                   attention: str = "fused", last_only: bool | None = None,
-                   title: str = "", conventions: Any = None) -> RooflineTable:
-    """The per-op roofline table of one forward step of ``model`` on ``chip``.
+def roofline_table(model: Transformer, chip: Any, step: Step | None = None, *,
+                   batch: int | None = None, new_tokens: int | None = None, cached: int = 0,
+                   dtype: str = "bf16", groups: bool = False, attention: str = "fused",
+                   last_only: bool | None = None, title: str = "",
+                   conventions: Any = None) -> RooflineTable:
+    """The per-op roofline table of one forward step of ``model`` on ``chip``: ``step`` a
+    :class:`~symroof.Step` (or ``batch=``, ``new_tokens=``, ``cached=``).
 
     Default assumptions (stated in the table's notes): useful FLOPs; a fused attention core
     (scores stay on chip) with unfused norms and elementwise ops; lm_head on the last
@@ -296,6 +298,13 @@ def roofline_table(model: Transformer, chip: Any, *, batch: int, new_tokens: int
     """
     chip = as_chip(chip)
     cv = as_conventions(conventions)
+    if step is not None:
+        if batch is not None or new_tokens is not None or cached != 0:
+            raise ValueError("give a Step or batch=, new_tokens=, cached=, not both")
+        batch, new_tokens, cached = (int(x) if x.is_Integer else x for x in step)
+    elif batch is None or new_tokens is None:
+        raise ValueError("roofline_table() needs a Step (sr.Step(batch, context=...)) or "
+                         "batch= and new_tokens=")
     if attention not in ATTENTION_MODES:
         raise ValueError(f"attention must be one of {ATTENTION_MODES}, got {attention!r}")
     if last_only is None:
@@ -306,7 +315,7 @@ def roofline_table(model: Transformer, chip: Any, *, batch: int, new_tokens: int
     plain = (type(batch) is int and batch >= 1 and type(new_tokens) is int and new_tokens >= 1
              and type(cached) is int and cached >= 0)
     fn = _compiled(model, chip, (dtype, attention, last_only, groups, cv)) if plain else None
-    step = (model, batch, new_tokens, cached, attention, last_only, groups)
+    key = (model, batch, new_tokens, cached, attention, last_only, groups)
     if fn is None:
         rows = model.ops(batch, new_tokens, cached, last_only=last_only, attention=attention,
                          conventions=cv)
@@ -315,10 +324,10 @@ def roofline_table(model: Transformer, chip: Any, *, batch: int, new_tokens: int
         table = RooflineTable(rows=group(rows) if groups else rows, chip=chip, dtype=dtype,
                               useful=useful, title=title, whole=whole, notes=notes,
                               conventions=cv)
-        vars(table)["_step"] = step  # for the warnings
+        vars(table)["_step"] = key  # for the warnings
         return table
     if model.window is not None:
         model._context(sp.Integer(cached + new_tokens))  # past a sliding window: refused
     rows, whole = fn(batch, new_tokens, cached + new_tokens)
     return RooflineTable._from_numbers(dict(zip(fn.names, rows)), whole, chip, dtype, title,
-                                       notes, step, cv)
+                                       notes, key, cv)

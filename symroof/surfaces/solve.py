@@ -42,24 +42,33 @@ from sympy.parsing.sympy_parser import (
 from ..analysis import crossover, time
 from ..cost import Cost
 from ..hardware import as_chip
+from ..hardware.mesh import Mesh
+from ..parallel.serving import serve
 from ..symbols import B as _B
 from ..symbols import S as _S
 from ..symbols import T as _T
+from ..workload import Step
 
 __all__ = ["QUANTITIES", "VARIABLES", "VIEWS", "Boundary", "Solution", "solve_step",
            "step_cost", "step_quantities"]
 
 #: quantity -> what it is (the ones marked "chip" need a chip)
 QUANTITIES = {
-    "t_math": "useful FLOPs / peak, seconds (chip)", "t_mem": "bytes / HBM bandwidth, "
-    "seconds (chip)", "t_lower": "max(t_math, t_mem) (chip)", "t_upper": "t_math + t_mem "
-    "(chip)", "ridge": "peak / HBM bandwidth, FLOP/B (chip)", "flops": "useful FLOPs",
-    "bytes": "weight + KV + activation bytes", "weight_bytes": "weight bytes read",
-    "kv_bytes": "KV-cache bytes read and written", "act_bytes": "activation bytes",
+    "t_math": "useful FLOPs / peak, seconds (chip)",
+    "t_mem": "bytes / HBM bandwidth, seconds (chip)",
+    "t_net": "the collectives' time, seconds (mesh; 0 on one chip)",
+    "t_lower": "max(t_math, t_mem, t_net) (chip)",
+    "t_upper": "t_math + t_mem + t_net (chip)",
+    "ridge": "peak / HBM bandwidth, FLOP/B (chip)",
+    "flops": "useful FLOPs",
+    "bytes": "weight + KV + activation bytes",
+    "weight_bytes": "weight bytes read",
+    "kv_bytes": "KV-cache bytes read and written",
+    "act_bytes": "activation bytes",
     "intensity": "flops / bytes, FLOP/B"}
 #: variable -> its symbol
 VARIABLES = {"batch": _B, "context": _S, "new_tokens": _T}
-_ON_CHIP = ("t_math", "t_mem", "t_lower", "t_upper", "ridge")
+_ON_CHIP = ("t_math", "t_mem", "t_net", "t_lower", "t_upper", "ridge")
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 _SAFE = re.compile(r"[\w\s.+\-*/()^]*")
 _PARSE = standard_transformations + (convert_xor, rationalize)
@@ -93,15 +102,24 @@ def step_quantities(model: Any, chip: Any = None, dtype: str = "bf16",
                     phase: str = "decode", view: str = "rows") -> dict[str, sp.Expr]:
     """Every quantity as an expression in B, S (and T in decode), from :func:`step_cost`:
     by default the sums of the step's rows, the same rows that ``symroof report`` tables and
-    ``sr.serve`` shards, timed by the one time rule (``sr.time``, useful FLOPs)."""
-    total = step_cost(model, phase, view)
+    ``sr.serve`` shards, timed by the one time rule (``sr.time``, useful FLOPs). ``chip`` may
+    be a mesh: then the quantities are one chip's share of a decode step, the rows of
+    ``sr.serve(model, mesh, ...)`` with their collectives (``t_net``)."""
+    if isinstance(chip, Mesh):
+        if phase != "decode" or view != "rows":
+            raise ValueError("on a mesh, solve reads the serving plan of a decode step: "
+                             "phase decode, view rows")
+        plan = serve(model, chip, Step(_B, context=_S), compute_dtype=dtype)
+        total, t = plan.cost, plan.time
+    else:
+        total = step_cost(model, phase, view)
+        t = None if chip is None else time(total, chip, dtype, useful=True)
     out = {"flops": total.useful_flops, "bytes": total.bytes,
            "weight_bytes": total.weight_bytes, "kv_bytes": total.kv_bytes,
            "act_bytes": total.act_bytes, "intensity": total.useful_flops / total.bytes}
-    if chip is not None:
-        t = time(total, chip, dtype, useful=True)
-        out.update(t_math=t.t_math, t_mem=t.t_mem, t_lower=t.lower, t_upper=t.upper,
-                   ridge=as_chip(chip).critical_intensity(dtype))
+    if t is not None:
+        out.update(t_math=t.t_math, t_mem=t.t_mem, t_net=t.t_net, t_lower=t.lower,
+                   t_upper=t.upper, ridge=as_chip(chip).critical_intensity(dtype))
     return out
 
 
