@@ -298,3 +298,37 @@ def test_ring_factor_book_drops_the_rings_share():
     assert sr.all_gather(node, V, "X", conventions="book").t_bw == 1
     # the bytes each chip sends are the exact count under either
     assert sr.all_gather(node, V, "X", conventions="book").net_bytes == V * 7 // 8
+
+
+def _other_value(field: str):
+    """A value of ``field`` other than symroof's."""
+    allowed, default = FIELDS[field][0], getattr(Conventions(), field)
+    if allowed == ("rows",):
+        return ("attn/rope",)
+    return next(v if v != "int" else 3 for v in reversed(allowed) if v != default)
+
+
+@pytest.mark.parametrize("field", [f for f in FIELDS if f not in
+                                   ("ring_factor", "lm_head_positions", "time_flops")])
+def test_every_row_field_changes_some_row(field):
+    """No field is a dead switch: moving it off symroof's value changes some row of a
+    prefill (naive or fused core) of Llama-3.1-8B or Gemma-7B (whose d_h is not D/H)."""
+    changed = profile("symroof").replace(**{field: _other_value(field)})
+    step = sr.Step(2, 16)
+    differs = any(m.ops(step, attention=a) != m.ops(step, attention=a, conventions=changed)
+                  for m in (sr.model("llama-3.1-8b"), sr.model("gemma-7b"))
+                  for a in ("naive", "fused"))
+    assert differs, field
+
+
+def test_the_table_level_fields_change_the_table():
+    m, h100, step = sr.model("llama-3.1-8b"), sr.chip("h100"), sr.Step(1, 512)
+    base = sr.roofline_table(m, h100, step, attention="naive")
+    executed = sr.roofline_table(m, h100, step, attention="naive",
+                                 conventions=profile("symroof").replace(time_flops="executed"))
+    scores = "attn/scores"  # the naive core executes all T x S pairs, uses the causal half
+    assert executed.numbers[scores].t_math > base.numbers[scores].t_math
+    assert executed.numbers[scores].flops == base.numbers[scores].flops
+    every = sr.roofline_table(m, h100, step,
+                              conventions=profile("symroof").replace(lm_head_positions="all"))
+    assert every.numbers["lm_head"].flops == 512 * base.numbers["lm_head"].flops
