@@ -85,6 +85,10 @@ FIELDS: dict[str, tuple[tuple[Any, ...], str, str]] = {
                  "models.transformer.Transformer.ops"),
     "omit": (("rows",), "row keys a step leaves out (e.g. embed, attn/rope, final_norm)",
              "models.transformer.Transformer.ops"),
+    "optimizer_bytes": ((12, 10, 16, 18), "bytes per parameter of the training state with "
+                        "bf16 weights and fp32 Adam moments: 12 (bf16 gradients), 10 (the "
+                        "book's: no gradients kept), 16 (+ an fp32 master copy), 18 (fp32 "
+                        "master and fp32 gradients)", "models.training_memory.state_widths"),
     "ring_factor": (("exact", "book"), "bytes a ring collective sends per chip: with the "
                     "(N - 1)/N factor, or the book's form without it",
                     "hardware.collectives.bytes_sent"),
@@ -146,6 +150,7 @@ class Conventions:
     head_dim: str = "config"
     omit: tuple[str, ...] = ()
     ring_factor: str = "exact"
+    optimizer_bytes: int = 12
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -242,27 +247,33 @@ per-op lower bound symroof's table gives."""
 
 LLM_ANALYSIS = Conventions(
     name="llm-analysis", attention_pairs="all", time_flops="executed", lm_head_positions="all",
-    activation_traffic="none", kv_traffic="read+write", softmax_flops=0, norm_flops=0,
-    act_flops=0, head_dim="D/H")
+    kv_traffic="read+write", softmax_flops=0, norm_flops=0,
+    act_flops=0, head_dim="D/H", optimizer_bytes=18)
 LLM_ANALYSIS_DOC = """llm-analysis (cli99/llm-analysis, llm_analysis/analysis.py at d841e40),
 field by field:
 
 - attention_pairs=all, time_flops=executed: attention FLOPs 4 b s^2 h a layer (lines 935-939);
 - lm_head_positions=all: the logits of every token, 2 b s h V (lines 986-987);
 - softmax_flops=0, norm_flops=0, act_flops=0: only the matmuls are counted (lines 921-956);
-- activation_traffic=none: a layer's memory time reads its weights (and the KV cache);
 - kv_traffic=read+write: decode loads and stores the KV cache at its final length
   (kv_cache_latency = 2 x memory_kv_cache, lines 1691-1699);
-- head_dim=D/H: head_dim = hidden_dim / n_head (line 907).
-Not modelled here: its MoE MLP FLOPs without top_k, and its own per-layer time rule."""
+- head_dim=D/H: head_dim = hidden_dim / n_head (line 907);
+- optimizer_bytes=18: Adam's fp32 master copy and two moments, 12 bytes a parameter (line
+  469), fp32 gradients (master_weights_dtype_bytes, lines 491-492), beside 2-byte weights.
+Not modelled here: its MoE MLP FLOPs without top_k; its activation bytes, which come from
+its activation-memory model (get_latency_fwd_per_layer_mlp, lines 1136-1147); its time rule
+(max of compute and weight + activation memory a layer, plus communication)."""
 
-BOOK = Conventions(name="book", attention_pairs="all", ring_factor="book")
+BOOK = Conventions(name="book", attention_pairs="all", ring_factor="book", optimizer_bytes=10)
 BOOK_DOC = """How to Scale Your Model (the book), field by field:
 
 - attention_pairs=all: training attention FLOPs over all seq^2 pairs (chapter 4's
   4 B T^2 N H a layer forward, no causal halving);
 - ring_factor=book: a bidirectional ring's AllGather / ReduceScatter time V / W_ici
-  without the (N - 1)/N factor (chapter 3), the form the book's printed conditions use."""
+  without the (N - 1)/N factor (chapter 3), the form the book's printed conditions use;
+  on GPUs its C / W_GPU in a node and C / W_node beyond (chapter 12);
+- optimizer_bytes=10: bf16 parameters and fp32 Adam moments, 10 bytes a parameter
+  (chapter 4; no gradient buffer)."""
 
 #: name -> profile; each profile's fields and their sources are in ``DOCS``.
 PROFILES: dict[str, Conventions] = {c.name: c for c in (SYMROOF, BOOK, LLM_VIEWER, LLM_ANALYSIS)}

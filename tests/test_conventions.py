@@ -309,7 +309,8 @@ def _other_value(field: str):
 
 
 @pytest.mark.parametrize("field", [f for f in FIELDS if f not in
-                                   ("ring_factor", "lm_head_positions", "time_flops")])
+                                   ("ring_factor", "lm_head_positions", "time_flops",
+                                    "optimizer_bytes")])
 def test_every_row_field_changes_some_row(field):
     """No field is a dead switch: moving it off symroof's value changes some row of a
     prefill (naive or fused core) of Llama-3.1-8B or Gemma-7B (whose d_h is not D/H)."""
@@ -332,3 +333,14 @@ def test_the_table_level_fields_change_the_table():
     every = sr.roofline_table(m, h100, step,
                               conventions=profile("symroof").replace(lm_head_positions="all"))
     assert every.numbers["lm_head"].flops == 512 * base.numbers["lm_head"].flops
+
+
+def test_optimizer_bytes_sets_the_training_state_per_parameter():
+    from symroof.symbols import B, S
+
+    m = sr.model("llama-3.1-8b")
+    for name, per_param in (("symroof", 12), ("book", 10), ("llm-analysis", 18)):
+        mem = sr.train_memory(m, B, S, "full", conventions=name)
+        assert sum(mem[k] for k in ("params", "grads", "master", "moments")) == per_param * m.params
+    mixed = profile("symroof").replace(optimizer_bytes=16)
+    assert sr.train_memory(m, B, S, conventions=mixed)["master"] == 4 * m.params
