@@ -66,6 +66,9 @@ FIELDS: dict[str, tuple[tuple[Any, ...], str, str]] = {
     "act_flops": (("exact", "int"), "MLP activation FLOPs: 'exact' (as the NumPy twin "
                   "executes them: SiLU 4, GELU-tanh 9, GELU 5, + 1 for the gate) or a count "
                   "per element", "models.rows.activation"),
+    "transcendentals": (("flops", "apart"), "exp, tanh, erf and sqrt in the exact counts: "
+                        "FLOPs, or apart (left out of FLOPs, as XLA's cost analysis keeps "
+                        "them in 'transcendentals')", "models.rows.transcendental"),
     "mlp_act_width": (("F", "D"), "elements of the MLP activation per token: F, or D",
                       "models.rows.mlp_rows"),
     "norm_weights": (("read", "not-read"), "a norm reads its weight vector, or not",
@@ -141,6 +144,7 @@ class Conventions:
     softmax_flops: Any = "exact"
     norm_flops: Any = "exact"
     act_flops: Any = "exact"
+    transcendentals: str = "flops"
     mlp_act_width: str = "F"
     norm_weights: str = "read"
     residual_reads: int = 2

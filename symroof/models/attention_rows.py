@@ -81,8 +81,9 @@ def softmax_flops(rows: Any, elements: Any, useful: Any) -> tuple[Any, Any]:
     (6*B*S - 2*B, 6*B*S - 2*B)
     """
     per = current().softmax_flops
-    if per == "exact":
-        return 6 * elements - 2 * rows, 6 * useful - 2 * rows
+    if per == "exact":  # one exp an element (transcendentals)
+        return (6 * elements - 2 * rows - rw.transcendental(elements),
+                6 * useful - 2 * rows - rw.transcendental(useful))
     return per * elements, per * useful
 
 
@@ -124,6 +125,11 @@ def blocks(T: Any, c: Any, window: Any, b: Any) -> sp.Expr:
     return J
 
 
+def _capped(cap: int, n: Any) -> Any:
+    """FLOPs of a softcap (divide, tanh, multiply) over n scores, if there is one."""
+    return cap * n - rw.transcendental(n) if cap else 0
+
+
 def core(mode: str, B: Any, T: Any, c: Any, h: Heads, *, window: Any, ab: Any, kvb: Any,
          softcap: bool = False, block: Any = 128) -> dict[str, Cost]:
     """The attention core's rows for one layer: naive (scores, softmax, av, the score matrix
@@ -149,8 +155,8 @@ def core(mode: str, B: Any, T: Any, c: Any, h: Heads, *, window: Any, ab: Any, k
                                 useful_flops=rw.mac_flops(B * H * P * d_k),
                                 kv_bytes=kv_factor * B * K * h.k_elems * kvb,
                                 act_bytes=(n * q_heads * d_k + B * H * T * K) * ab),
-            "attn/softmax": Cost(flops=soft + cap * B * H * T * K,
-                                 useful_flops=soft_useful + cap * B * H * P,
+            "attn/softmax": Cost(flops=soft + _capped(cap, B * H * T * K),
+                                 useful_flops=soft_useful + _capped(cap, B * H * P),
                                  act_bytes=2 * B * H * T * K * ab),
             "attn/av": Cost(flops=rw.mac_flops(B * H * T * K * d_v),
                             useful_flops=rw.mac_flops(B * H * P * d_v),
@@ -159,7 +165,7 @@ def core(mode: str, B: Any, T: Any, c: Any, h: Heads, *, window: Any, ab: Any, k
         }
     matmuls = rw.mac_flops(B * H * P * (d_k + d_v))
     if mode == "fused":
-        flops = matmuls + soft_useful + cap * B * H * P
+        flops = matmuls + soft_useful + _capped(cap, B * H * P)
     else:  # per row: 5n - 2, 3 per extra block (new max, its exp, rescale l), o: d_v (2J - 1)
         J = blocks(T, c, window, block)
         flops = matmuls + B * H * ((5 + cap) * P - 2 * T + 3 * (J - T) + d_v * (2 * J - T))

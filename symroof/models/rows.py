@@ -40,6 +40,18 @@ def mac_flops(macs: Any) -> Any:
     return current().flops_per_mac * macs
 
 
+def transcendental(n: Any) -> Any:
+    """FLOPs to leave out for ``n`` exp, tanh, erf or sqrt evaluations: none when the
+    conventions count them as FLOPs (symroof's), all n when they keep them apart (XLA's).
+
+    >>> from symroof.conventions import profile, using
+    >>> with using(profile("symroof").replace(transcendentals="apart")):
+    ...     transcendental(7)
+    7
+    """
+    return 0 if current().transcendentals == "flops" else n
+
+
 def _per_mac(cost: Cost) -> Cost:
     """A contraction's Cost (counted at 2 FLOPs per multiply-add) under ``flops_per_mac``."""
     macs, useful = cost.flops / 2, cost.useful_flops / 2
@@ -63,7 +75,7 @@ def norm(kind: str, rows: Any, d: Any, *, ab: Any, wb: Any) -> Cost:
     base = op.rmsnorm(rows, d, x_bytes=ab, w_bytes=wb) if kind == "rms" else \
         Cost(flops=rows * (7 * d + 2), weight_bytes=2 * d * wb, act_bytes=2 * rows * d * ab)
     per = cv.norm_flops
-    flops = base.flops if per == "exact" else per * rows * d
+    flops = base.flops - transcendental(rows) if per == "exact" else per * rows * d  # sqrt
     weights = base.weight_bytes if cv.norm_weights == "read" else 0
     return Cost(flops=flops, weight_bytes=weights, act_bytes=base.act_bytes)
 
@@ -99,8 +111,11 @@ def activation(act: str, *, gated: bool, n: Any, ab: Any) -> Cost:
     True
     """
     counted = current().act_flops
-    per = ACTIVATIONS[act] + (1 if gated else 0) if counted == "exact" else counted
-    return Cost(flops=per * n, act_bytes=(3 if gated else 2) * n * ab)
+    if counted == "exact":  # one exp, tanh or erf an element
+        flops = (ACTIVATIONS[act] + (1 if gated else 0)) * n - transcendental(n)
+    else:
+        flops = counted * n
+    return Cost(flops=flops, act_bytes=(3 if gated else 2) * n * ab)
 
 
 def residual(n: Any, *, ab: Any) -> Cost:
@@ -138,7 +153,7 @@ def softcap(n: Any, *, ab: Any) -> Cost:
     >>> softcap(B*V, ab=2).act_bytes
     4*B*V
     """
-    return Cost(flops=3 * n, act_bytes=2 * n * ab)
+    return Cost(flops=3 * n - transcendental(n), act_bytes=2 * n * ab)  # one tanh each
 
 
 def embed(n: Any, D: Any, *, ab: Any, wb: Any, scaled: bool = False) -> Cost:

@@ -14,6 +14,7 @@ from typing import Any
 
 import sympy as sp
 
+from ..conventions import using
 from ..cost import Cost, as_dimension
 from ..workload import as_step
 from . import attention_rows as ar
@@ -198,7 +199,7 @@ class Sizes:
         return 2 * self.matmul_params + self.attn_flops_per_token(S)
 
     def whole(self, batch: Any, new_tokens: Any = None, cached: Any = 0,
-              last_only: bool = False) -> Cost:
+              last_only: bool = False, conventions: Any = None) -> Cost:
         """One whole-model roofline cost of a step (lecture 1): useful FLOPs of the matmuls
         (an MoE token's k experts) and the causal attention core; bytes of the matmul weights
         (every expert a balanced step reaches) and of the KV cache read; activations ignored.
@@ -210,7 +211,18 @@ class Sizes:
         >>> from symroof.models import Transformer
         >>> Transformer().whole(B, 1, S - 1).kv_bytes
         4*B*G*L*S*d_h
+
+        ``conventions`` (default: those in force) set the attention pairs counted and the
+        FLOPs per multiply-add:
+
+        >>> m = Transformer()
+        >>> (m.whole(B, S, 0, conventions="book").flops - m.whole(B, S, 0).flops).factor()
+        2*B*H*L*S*d_h*(S - 1)
         """
+        with using(conventions):
+            return self._whole(batch, new_tokens, cached, last_only)
+
+    def _whole(self, batch: Any, new_tokens: Any, cached: Any, last_only: bool) -> Cost:
         B, T, c = as_step(batch, new_tokens, cached)  # batch may be a Step
         elems, per_pair, _ = self._cached()
         flops, kv = B * T * 2 * self.matmul_params, 0
