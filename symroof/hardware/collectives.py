@@ -42,7 +42,7 @@ from typing import Any
 
 import sympy as sp
 
-from ..conventions import using
+from ..conventions import current, using
 from ..cost import Cost, as_exact
 from .mesh import Mesh, ring_fraction
 
@@ -68,6 +68,7 @@ class Collective(Cost):
     t_bw: Any = field(default=0, kw_only=True)
     t_lat: Any = field(default=0, kw_only=True)
     mesh: Any = field(default=None, kw_only=True, repr=False)
+    conventions: str = field(default="symroof", kw_only=True, repr=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -106,9 +107,10 @@ class Collective(Cost):
         from ..render import fmt_si
         if not self.net_time.is_number:
             return repr(self)
+        named = "" if self.conventions == "symroof" else f" (conventions: {self.conventions})"
         return (f"{self.kind} over {', '.join(self.axes)} ({self.group} chips) of "
                 f"{fmt_si(self.V, 'B')}: {fmt_si(self.net_time, 's')} ({self.bound}-bound), "
-                f"{fmt_si(self.net_bytes, 'B')} sent per chip")
+                f"{fmt_si(self.net_bytes, 'B')} sent per chip{named}")
 
 
 def collective(kind: str, mesh: Mesh, V: Any, axes: Any, *, sharp: bool = False,
@@ -122,6 +124,8 @@ def collective(kind: str, mesh: Mesh, V: Any, axes: Any, *, sharp: bool = False,
     >>> node = sr.mesh("h100", {"X": 8})
     >>> [sr.all_gather(node, 450 * 10**9, "X", conventions=c).t_bw for c in ("symroof", "book")]
     [7/8, 1]
+    >>> str(sr.all_gather(node, 450 * 10**9, "X", conventions="book")).split("chip ")[-1]
+    '(conventions: book)'
     """
     with using(conventions):
         return _collective(kind, mesh, V, axes, sharp)
@@ -153,7 +157,7 @@ def _collective(kind: str, mesh: Mesh, V: Any, axes: Any, sharp: bool) -> Collec
 def _make(kind, mesh, names, V, n, sent, t_bw, t_lat) -> Collective:
     t = sp.Max(t_lat, t_bw) if t_lat != 0 else t_bw
     return Collective(net_bytes=sent, net_time=t, kind=kind, axes=names, V=V, group=n,
-                      t_bw=t_bw, t_lat=t_lat, mesh=mesh)
+                      t_bw=t_bw, t_lat=t_lat, mesh=mesh, conventions=current().label)
 
 
 def bytes_sent(kind: str, V: Any, n: Any) -> sp.Expr:
