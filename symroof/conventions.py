@@ -88,13 +88,15 @@ FIELDS: dict[str, tuple[tuple[Any, ...], str, str]] = {
                  "models.transformer.Transformer.ops"),
     "omit": (("rows",), "row keys a step leaves out (e.g. embed, attn/rope, final_norm)",
              "models.transformer.Transformer.ops"),
+    "ring_factor": (("exact", "book"), "the time of a ring collective (AllGather, "
+                    "ReduceScatter, AllReduce over a line, a DCN ring or a GPU switch level): "
+                    "with the (N - 1)/N share each member passes on, or the book's V / W "
+                    "without it (bytes sent per chip stay exact)",
+                    "hardware.mesh.ring_fraction"),
     "optimizer_bytes": ((12, 10, 16, 18), "bytes per parameter of the training state with "
                         "bf16 weights and fp32 Adam moments: 12 (bf16 gradients), 10 (the "
                         "book's: no gradients kept), 16 (+ an fp32 master copy), 18 (fp32 "
                         "master and fp32 gradients)", "models.training_memory.state_widths"),
-    "ring_factor": (("exact", "book"), "bytes a ring collective sends per chip: with the "
-                    "(N - 1)/N factor, or the book's form without it",
-                    "hardware.collectives.bytes_sent"),
 }
 
 
