@@ -172,17 +172,23 @@ def test_profiles_change_only_what_their_docstrings_name():
 
 
 def test_each_field_is_read_in_exactly_one_place():
+    """Each field is read (``.field``, outside doctests, comments and strings) exactly once,
+    in the module FIELDS names for it."""
     package = Path(sr.__file__).parent
-    code = []
+    where: dict[str, list[str]] = {f: [] for f in FIELDS}
     for path in package.rglob("*.py"):
+        module = ".".join(path.relative_to(package).with_suffix("").parts)
         for line in path.read_text(encoding="utf-8").splitlines():
             stripped = line.strip()
-            if not stripped.startswith((">>>", "...", "#")):  # doctests and comments out
-                code.append(re.sub(r'"[^"]*"', '""', stripped))  # and string literals
-    text = "\n".join(code)
-    for field in FIELDS:
-        reads = len(re.findall(rf"\.{field}\b", text))
-        assert reads == 1, f"{field} is read in {reads} places"
+            if stripped.startswith((">>>", "...", "#")):  # doctests and comments out
+                continue
+            code = re.sub(r'"[^"]*"', '""', stripped)  # and string literals
+            for field in FIELDS:
+                where[field] += [module] * len(re.findall(rf"\.{field}\b", code))
+    for field, (_, _, named) in FIELDS.items():
+        named = "conventions." + named if named.startswith("Conventions.") else named
+        assert len(where[field]) == 1 and named.startswith(where[field][0] + "."), \
+            f"{field} is read in {where[field]}, FIELDS says {named}"
 
 
 def test_bad_values_are_one_line_naming_field_value_and_allowed():
