@@ -177,7 +177,11 @@ class Conventions:
         return dataclasses.replace(self, **fields)
 
     def changed(self) -> dict[str, Any]:
-        """Fields that differ from the profile this record is named for."""
+        """Fields that differ from the profile this record is named for.
+
+        >>> profile("llm-viewer").replace(norm_flops=4).changed()
+        {'norm_flops': 4}
+        """
         base = PROFILES.get(self.name, Conventions())
         return {f: getattr(self, f) for f in FIELDS if getattr(self, f) != getattr(base, f)}
 
@@ -192,22 +196,39 @@ class Conventions:
 
     @property
     def label(self) -> str:
-        """The profile's name and any field changed from it: ``llm-viewer, norm_flops=5``."""
+        """The profile's name and any field changed from it.
+
+        >>> profile("llm-viewer").replace(norm_flops=5).label
+        'llm-viewer, norm_flops=5'
+        """
         extra = "".join(f", {f}={_show(v)}" for f, v in self.changed().items())
         return self.name + extra
 
     @property
     def last_only(self) -> bool:
-        """Whether a step's lm_head runs on the last position only (``lm_head_positions``)."""
+        """Whether a step's lm_head runs on the last position only (``lm_head_positions``).
+
+        >>> profile("symroof").last_only, profile("llm-analysis").last_only
+        (True, False)
+        """
         return self.lm_head_positions == "last"
 
     @property
     def counted(self) -> str:
-        """The Cost field a time reads: ``useful_flops`` or ``flops``."""
+        """The Cost field a time reads: ``useful_flops`` or ``flops`` (``time_flops``).
+
+        >>> profile("symroof").counted, profile("llm-viewer").counted
+        ('useful_flops', 'flops')
+        """
         return "useful_flops" if self.time_flops == "useful" else "flops"
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready: the name, every field, and the changed ones."""
+        """JSON-ready: the name, every field, and the changed ones.
+
+        >>> d = profile("book").as_dict()
+        >>> d["name"], d["changed"], d["ring_factor"]
+        ('book', [], 'book')
+        """
         values = {f: list(v) if isinstance(v, tuple) else v
                   for f in FIELDS for v in [getattr(self, f)]}
         return {"name": self.name, "changed": sorted(self.changed()), **values}

@@ -56,7 +56,13 @@ class RowDiff:
         return all(getattr(self.a, q) == getattr(self.b, q) for q in QUANTITIES)
 
     def fields(self) -> list[str]:
-        """The fields that change this row, in switching order."""
+        """The fields that change this row, in switching order.
+
+        >>> import symroof as sr
+        >>> d = sr.compare_conventions(sr.model("tiny"), "h100", sr.Step(2, 4), "llm-viewer")
+        >>> d.rows["attn/residual"].fields()
+        ['residual_reads']
+        """
         return [f for f, c in self.by_field.items()
                 if any(getattr(c, q) != 0 for q in QUANTITIES)]
 
@@ -103,7 +109,13 @@ class ConventionsDiff:
                          for c in rows.values()))
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready: both records, the fields, per row both counts and each field's part."""
+        """JSON-ready: both records, the fields, per row both counts and each field's part.
+
+        >>> import symroof as sr
+        >>> d = sr.compare_conventions(sr.model("tiny"), "h100", sr.Step(1, 4), "book")
+        >>> d.as_dict()["rows"]["attn/core"]["fields"]
+        ['attention_pairs']
+        """
         def counts(c: Cost) -> dict[str, int]:
             return {q: int(getattr(c, q)) for q in QUANTITIES}
 
