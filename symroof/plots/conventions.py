@@ -12,10 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..conventions import PROFILES
+from ..conventions import PROFILES, profile
 from ..hardware import as_chip
 from ..models import model as _model
-from ..models.table import roofline_table
+from ..models.table import RooflineTable
+from ..models.transformer import group
 from .roofline import _pyplot
 
 
@@ -28,9 +29,13 @@ def conventions_plot(model: Any, chip: Any, *, batch: int, context: int,
     m = _model(model) if isinstance(model, str) else model
     chip = as_chip(chip)
     new, cached = (context, 0) if phase == "prefill" else (1, context - 1)
-    tables = {p: roofline_table(m, chip, batch=batch, new_tokens=new, cached=cached,
-                                dtype=dtype, attention=attention, groups=True, conventions=p)
-              for p in profiles}
+    tables = {}
+    for p in profiles:  # one configuration each: the exact rows, not a compiled table
+        cv = profile(p)
+        rows = m.ops(batch, new, cached, last_only=cv.last_only, attention=attention,
+                     conventions=cv)
+        tables[p] = RooflineTable(group(rows), chip, dtype,
+                                  useful=cv.counted == "useful_flops", conventions=cv)
     names = list(dict.fromkeys(n for t in tables.values() for n in t.numbers))
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(10, 4))
