@@ -32,7 +32,7 @@ llama-3.1-8b on tpu-v5e 2x2 (4 chips), batch 32, context 4096, weights bf16, KV 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import sympy as sp
@@ -44,7 +44,7 @@ from ..hardware.collectives import all_reduce, all_to_all
 from ..hardware.mesh import Mesh
 from ..render import fmt_si
 from ..workload import Step
-from .serving_2d import LAYOUTS, layout_conditions, split_axes, ws2d_rows
+from .serving_2d import LAYOUTS, layout_conditions, split_axes, ws2d_layer, ws2d_rows
 
 __all__ = ["ServePlan", "serve", "WIDTHS"]
 
@@ -88,6 +88,9 @@ class ServePlan:
     compute_dtype: str = "bf16"
     layout: str = "1d"
     d_axes: tuple[str, ...] = ()
+    #: one (dense) layer's collectives, ``key -> (times per layer, Collective)``: what the
+    #: ``comm/*`` rows hold L times over (the XLA oracle checks them one layer at a time)
+    layer_comm: dict = field(default_factory=dict)
 
     @property
     def n(self) -> Any:
@@ -247,19 +250,22 @@ def serve(model: Any, mesh: Mesh, step: Step | None = None, *, batch: Any = None
                         kv_bytes=cost.kv_bytes / kv_ways)
         rows[key] = cost
     axes = mesh.names
+    layer = {}  # one layer's collectives: key -> (times per layer, Collective)
     if layout == "2d":
-        rows |= ws2d_rows(m, mesh, B, d)
+        layer |= {k: (1, c) for k, c in ws2d_layer(m, mesh, B, d).items()}
+        rows |= ws2d_rows(m, mesh, B, d)  # its dense and MoE layers' MLPs differ in width
     elif N != 1:
         act = B * m.D * m.act_bytes
-        rows["comm/attn_allreduce"] = m.L * all_reduce(mesh, act, axes)
-        rows["comm/mlp_allreduce"] = m.L * all_reduce(mesh, act, axes)
+        layer["comm/attn_allreduce"] = (1, all_reduce(mesh, act, axes))
+        layer["comm/mlp_allreduce"] = (1, all_reduce(mesh, act, axes))
     if N != 1 and not by_heads:  # KV over batch too: queries to batch sharding and back
         q = B * m.H * m.d_h * m.act_bytes
-        rows["comm/attn_alltoall"] = 2 * m.L * all_to_all(mesh, q, axes)
+        layer["comm/attn_alltoall"] = (2, all_to_all(mesh, q, axes))
+    rows |= {k: m.L * times * c for k, (times, c) in layer.items() if k not in rows}
     memory = {"weights": m.params * m.w_bytes / N,
               "kv": B * m.kv_cache_bytes(S) / kv_ways}
     return ServePlan(m, mesh, B, S, weights, kv or _name(m.kv_bytes), rows, memory,
-                     compute_dtype, layout=layout, d_axes=d)
+                     compute_dtype, layout=layout, d_axes=d, layer_comm=layer)
 
 
 def _name(w: sp.Expr) -> str:

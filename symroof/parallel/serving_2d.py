@@ -50,7 +50,7 @@ from ..hardware.collectives import all_gather, all_reduce, reduce_scatter
 from ..hardware.mesh import Mesh
 from .conditions import Condition
 
-__all__ = ["LAYOUTS", "split_axes", "ws2d_rows", "d_outputs", "layout_conditions"]
+__all__ = ["LAYOUTS", "split_axes", "ws2d_layer", "ws2d_rows", "d_outputs", "layout_conditions"]
 
 #: serving layouts: 1-D model parallelism (activations replicated) and 2-D weight-stationary
 LAYOUTS = ("1d", "2d")
@@ -97,6 +97,23 @@ def _block(mesh: Mesh, B: Any, m: Any, width: Any, d: tuple, f: tuple) -> dict[s
     return {"allgather": all_gather(mesh, x, f),
             "allreduce": all_reduce(mesh, B * width * ab / YZ, d),
             "reducescatter": reduce_scatter(mesh, x, f)}
+
+
+def ws2d_layer(m: Any, mesh: Mesh, B: Any, d_axes: Any, mlp: str = "dense",
+               ) -> dict[str, Cost]:
+    """One layer's collectives under 2-D weight-stationary sharding (its MLP of kind ``mlp``,
+    "dense" or "moe"): ``comm/attn_<kind>`` and ``comm/mlp_<kind>``, one each.
+
+    >>> import symroof as sr
+    >>> one = ws2d_layer(sr.model("llama-3.1-8b"), sr.mesh("tpu-v5e", "4x2"), 8, "X")
+    >>> one["comm/mlp_allreduce"].kind, one["comm/mlp_allreduce"].axes
+    ('all-reduce', ('X',))
+    """
+    d, f = split_axes(mesh, d_axes)
+    widths = d_outputs(m)
+    return {f"comm/{block}_{kind}": c
+            for block, width in (("attn", widths["attn"]), ("mlp", widths[mlp]))
+            for kind, c in _block(mesh, B, m, width, d, f).items()}
 
 
 def ws2d_rows(m: Any, mesh: Mesh, B: Any, d_axes: Any) -> dict[str, Cost]:
