@@ -89,16 +89,22 @@ from .parallel import (
     TrainingRun,
     TrainPlan,
     cost_per_million_tokens,
+    flops_per_dollar,
     latency_throughput,
+    max_params,
+    mfu,
+    min_chips,
     min_training_slice,
+    prefill,
     serve,
+    serve_params,
     shard_matmul,
     smallest_slice,
     strategy_search,
     train_plan,
     training_run,
 )
-from .render import document, latex
+from .render import Readable, document, latex, readable
 from .workload import Step, TrainStep
 
 #: ``sr.plot`` is the same package as ``sr.plots`` (one plotting package since the mesh work;
@@ -130,9 +136,13 @@ __all__ = [
     # training on a mesh: strategies, conditions, whole runs, search
     "train_plan", "TrainPlan", "Condition", "training_run", "TrainingRun",
     "min_training_slice", "MinSlice", "strategy_search", "SearchResult",
+    # inverse questions
+    "max_params", "min_chips", "serve_params", "prefill", "mfu", "flops_per_dollar",
     # tables, documents, plots
     "roofline_table", "RooflineTable", "Derivation", "latex", "document", "plot", "plots",
     # conventions as data
     "Conventions", "PROFILES", "profile", "compare_conventions", "ConventionsDiff",
+    # readable numbers, handouts, problem sets
+    "readable", "Readable",
 ]
 __version__ = "0.1.0"

@@ -28,7 +28,7 @@ from .hardware import as_chip, dtype_bytes
 from .hardware.collectives import Collective
 from .hardware.mesh import Mesh
 from .ops import matmul
-from .render import fmt_si
+from .render import fmt_si, latex
 from .symbols import B as _B
 from .symbols import D as _D
 from .symbols import F as _F
@@ -81,7 +81,8 @@ class TimeBound:
         return float(self.lower)
 
     def _latex(self, printer: Any) -> str:
-        p = printer._print
+        def p(e: sp.Expr) -> str:  # readable printers give each time its unit
+            return printer.quantity(e, "s") if hasattr(printer, "quantity") else printer._print(e)
         rows = [rf"t_\text{{math}} &= {p(self.t_math)}", rf"t_\text{{mem}} &= {p(self.t_mem)}"]
         if self.t_net != 0:
             rows.append(rf"t_\text{{net}} &= {p(self.t_net)}")
@@ -90,7 +91,7 @@ class TimeBound:
         return r"\begin{aligned} " + r" \\ ".join(rows) + r" \end{aligned}"
 
     def _repr_latex_(self) -> str:
-        return "$\\displaystyle " + sp.latex(self) + "$"
+        return "$\\displaystyle " + latex(self) + "$"
 
     def __str__(self) -> str:
         if not self.lower.is_number:
@@ -262,7 +263,8 @@ def crossover(lhs: Any, rhs: Any, var: sp.Symbol, *, select: str = "positive") -
 
     ``var`` is replaced by a positive real dummy while solving (an ``integer=True`` symbol
     would make ``solve`` drop every non-integer root). Roots that are negative or not real
-    are dropped; if several remain, ``select`` picks 'smallest' or 'largest'.
+    are dropped; if several remain, ``select`` picks 'smallest' or 'largest' (of symbolic
+    roots: their ``Min`` or ``Max``, which SymPy resolves where it can order them).
 
     >>> import symroof as sr
     >>> from symroof.symbols import B, D, F
@@ -302,11 +304,19 @@ def crossover(lhs: Any, rhs: Any, var: sp.Symbol, *, select: str = "positive") -
         raise ValueError(f"crossover(): {sp.sstr(lhs)} = {sp.sstr(rhs)} has no positive "
                          f"root in {var}{_which_wins(lhs, rhs, var)}")
     if len(roots) > 1:
-        if select not in ("smallest", "largest") or not all(r.is_number for r in roots):
+        if select not in ("smallest", "largest"):
             raise ValueError(f"crossover(): several roots {roots}; pass select='smallest' or "
-                             "'largest'")
-        roots = [min(roots) if select == "smallest" else max(roots)]
-    root = roots[0].subs(x, var)
+                             f"'largest' (got select={select!r})")
+        if all(r.is_number for r in roots):
+            roots = [min(roots) if select == "smallest" else max(roots)]
+        else:  # symbolic roots: Min/Max keeps the choice exact, ordered where SymPy can
+            pick = sp.Min if select == "smallest" else sp.Max
+            return pick(*(_simple(r.subs(x, var)) for r in roots))
+    return _simple(roots[0].subs(x, var))
+
+
+def _simple(root: sp.Expr) -> sp.Expr:
+    """A root in its tidiest exact form."""
     # cancel() is exact and fast for rational roots; simplify() only for radicals and such
     return _positive_form(sp.cancel(root)) if root.is_rational_function() else sp.simplify(root)
 

@@ -117,8 +117,11 @@ class ServePlan:
     def conditions(self) -> dict[str, Any]:
         """Where 2-D weight-stationary pays, solved with ``sr.crossover``: ``x_opt`` (a 2-D
         plan's best D degree) and ``2d`` (the chips above which 2-D beats 1-D); see
-        :mod:`symroof.parallel.serving_2d`."""
-        return layout_conditions(self)
+        :mod:`symroof.parallel.serving_2d`; ``ici``: the mesh width below which decode
+        stays HBM-bound, Y < F/(B beta) (:func:`symroof.parallel.serving_book.ici_condition`)."""
+        from .serving_book import ici_condition
+
+        return layout_conditions(self) | ici_condition(self)
 
     @property
     def hbm_used(self) -> sp.Expr:
@@ -143,14 +146,34 @@ class ServePlan:
 
     @property
     def min_chips(self) -> Any:
-        """ceil(weight bytes / HBM per chip): the fewest chips that hold the weights."""
-        need = self.model.params * self.model.w_bytes / self.mesh.chip.hbm_bytes
-        return math.ceil(need) if need.is_number else sp.ceiling(need)
+        """ceil(weight bytes / HBM per chip): the fewest chips that hold the weights
+        (``sr.min_chips`` of them)."""
+        from .inverse import min_chips
+
+        return min_chips(self.model.params * self.model.w_bytes, self.mesh.chip).chips
 
     @property
     def tokens_per_s_per_chip(self) -> sp.Expr:
         """Throughput per chip: B / (t_lower N)."""
         return self.batch / (self.time.lower * self.n)
+
+    def requests_per_s_per_chip(self, tokens: Any, *, form: str = "plan") -> sp.Expr:
+        """Requests a second per chip when each generates ``tokens`` tokens: B / (t N tokens)
+        (ch. 7), with t the plan's step (``form="plan"``, the lower bound) or the book's
+        general form (``form="book"``, :attr:`book_time`).
+
+        >>> import symroof as sr
+        >>> plan = sr.serve("llama-3.1-70b", sr.mesh("tpu-v5e", "4x4"), batch=42,
+        ...                 context=8192)
+        >>> round(float(plan.requests_per_s_per_chip(512, form="book")), 3)   # ch. 8: 0.27
+        0.265
+        """
+        if form not in ("plan", "book"):
+            raise ValueError(f"form must be 'plan' or 'book', got {form!r}")
+        n_tokens = as_dimension(tokens, "tokens")
+        per_chip = (self.tokens_per_s_per_chip if form == "plan"
+                    else self.batch / (self.book_time * self.n))
+        return per_chip / n_tokens
 
     @property
     def book_time(self) -> sp.Expr:

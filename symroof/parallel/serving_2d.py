@@ -149,8 +149,10 @@ def _coefficients(plan: Any, d: tuple, f: tuple) -> tuple[sp.Expr, sp.Expr, sp.E
 
 def layout_conditions(plan: Any) -> dict[str, Condition]:
     """``x_opt`` (a 2-D plan) and ``2d`` (where 2-D beats 1-D; D split over the plan's
-    d_axes, or the first axis) of a serving plan; none on a mesh of one axis."""
-    if len(plan.mesh.names) < 2 or plan.model.mla is not None:
+    d_axes, or the first axis) of a serving plan; none on a mesh of one axis (axes of one
+    chip do not count: nothing crosses them)."""
+    wide = [a for a in plan.mesh.axes if sp.sympify(a.size) != 1]
+    if len(wide) < 2 or plan.model.mla is not None:
         return {}
     d, f = split_axes(plan.mesh, plan.d_axes or None)
     c0, c1, c2 = _coefficients(plan, d, f)
