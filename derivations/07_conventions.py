@@ -41,8 +41,8 @@ diffs = {(phase, p): sr.compare_conventions(m, h100, *step, "symroof", p)
 for phase in STEPS:
     ours = diffs[(phase, PEERS[0])]
     ms = [ours.time(ours.a)] + [diffs[(phase, p)].time(diffs[(phase, p)].b) for p in PEERS]
-    d.step(f"{phase}: the per-op sum of lower bounds under symroof's, the book's, "
-           "LLM-Viewer's and llm-analysis's conventions (ms)", r"t_\text{" + phase + "}",
+    d.step(f"{phase}: the per-op sum of lower bounds under the profiles symroof, book, "
+           "llm-viewer and llm-analysis, in milliseconds", r"t_\text{" + phase + "}",
            sp.ImmutableMatrix([[round(t * 1e3, 3) for t in ms]]))
 d.claim("switching the differing fields one at a time from symroof's to each peer's accounts "
         "for every row's FLOPs and bytes, in decode and in prefill: nothing is left",
@@ -64,7 +64,7 @@ d.claim("LLM-Viewer's lm_head is half symroof's, and its decode core reads 4 tim
         "bytes (H/G = 32/8), both from one field each",
         lm_head.fields() == ["lm_head_flops_per_mac"] and 2 * lm_head.b.flops == lm_head.a.flops
         and core.b.kv_bytes == 4 * core.a.kv_bytes and "fused_core" in core.fields())
-d.claim("the core's FLOPs differ by H L (2 - S) a sequence: the softmax count alone",
+d.claim("the core's FLOPs differ by $H L (2 - S)$ a sequence: the softmax count alone",
         sp.expand(soft - 32 * 32 * B * (2 - S)) == 0)
 la = diffs[("prefill", "llm-analysis")].rows["attn/core"]
 d.step("llm-analysis's prefill core FLOPs against symroof's (fields attention_pairs, "
