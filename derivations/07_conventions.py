@@ -68,11 +68,12 @@ d.claim("the core's FLOPs differ by $H L (2 - S)$ a sequence: the softmax count 
         sp.expand(soft - 32 * 32 * B * (2 - S)) == 0)
 la = diffs[("prefill", "llm-analysis")].rows["attn/core"]
 d.step("llm-analysis's prefill core FLOPs against symroof's (fields attention_pairs, "
-       "softmax_flops: all T x S pairs, no softmax)",
+       "softmax_flops: all $T \\times S$ pairs, no softmax)",
        r"\text{FLOPs}_\text{core} (\text{llm-analysis} / \text{symroof})",
        sp.Rational(la.b.flops, la.a.flops))
-d.claim("llm-analysis's prefill core costs 1.98 times symroof's: all 2048 x 2048 pairs at "
-        r"$4 d_h$ = 512 FLOPs against the causal 2048 x 2049 / 2 at 512 + 6 (the softmax)",
+d.claim("llm-analysis's prefill core costs 1.98 times symroof's: all $2048 \\times 2048$ "
+        r"pairs at $4 d_h = 512$ FLOPs against the causal $2048 \cdot 2049 / 2$ at $512 + 6$ "
+        "(the softmax)",
         round(float(sp.Rational(la.b.flops, la.a.flops)), 2) == 1.98
         and round(2 * 2048 / 2049 * 512 / 518, 2) == 1.98 and "attention_pairs" in la.fields())
 
