@@ -7,6 +7,7 @@
   communication time.
 - ``compare``: a side-by-side comparison's bars (``sr.compare(...).plot()``).
 - ``serving``: step latency against tokens/s per chip as the batch grows, HBM cap marked.
+- ``conventions``: one step's per-op time under several conventions, side by side.
 
 >>> import symroof as sr
 >>> callable(sr.plot.roofline_plot)
@@ -14,6 +15,7 @@ True
 """
 
 from .compare import compare_plot
+from .conventions import conventions_plot
 from .model import attention_share_plot, ops_roofline_plot, throughput_plot
 from .network import collective_plot, sharded_matmul_plot
 from .roofline import batch_plot, roofline_plot
@@ -21,4 +23,4 @@ from .serving import latency_throughput_plot
 
 __all__ = ["roofline_plot", "batch_plot", "ops_roofline_plot", "throughput_plot",
            "attention_share_plot", "collective_plot", "sharded_matmul_plot",
-           "latency_throughput_plot", "compare_plot"]
+           "latency_throughput_plot", "compare_plot", "conventions_plot"]
