@@ -15,12 +15,14 @@ import importlib.util
 import json
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from .. import __version__
 from ..analysis import critical_batch
 from ..hardware import CHIPS, dtype_bytes
+from ..hardware.chip_file import ChipWarning
 from ..models import MODELS
 from ..models.check import check
 from ..ops import matmul
@@ -252,6 +254,18 @@ def build_parser(with_measure: bool = False) -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (0 ok, 1 check failed, 2 error)."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", ChipWarning)
+        warnings.showwarning = _warn_line
+        return _main(argv)
+
+
+def _warn_line(message: Any, category: Any, *_: Any, **__: Any) -> None:
+    """A warning as one line on stderr, in the form of the errors."""
+    print(f"symroof: warning: {message}", file=sys.stderr)
+
+
+def _main(argv: list[str]) -> int:
     try:
         args = build_parser(with_measure=argv[:1] == ["measure"]).parse_args(argv)
         if args.command is None:
