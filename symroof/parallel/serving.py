@@ -31,7 +31,8 @@ llama-3.1-8b on tpu-v5e 2x2 (4 chips), batch 32, context 4096, weights bf16, KV 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import sympy as sp
@@ -84,6 +85,9 @@ class ServePlan:
     compute_dtype: str = "bf16"
     layout: str = "1d"
     d_axes: tuple[str, ...] = ()
+    #: per collective row, "latency" or "bandwidth": which term of one layer's collective
+    #: sets its time (every layer's is the same)
+    bounds: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def n(self) -> Any:
@@ -105,6 +109,25 @@ class ServePlan:
     @property
     def bound(self) -> str:
         return self.time.bound
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the plan prices that cannot be done as laid out: attention split over more
+        chips than the model has query heads (``train`` refuses such a TP degree).
+
+        >>> import symroof as sr
+        >>> (w,) = sr.serve("llama-3.1-8b", sr.mesh("tpu-v5e", "16x16"), batch=32,
+        ...                 context=8192).warnings
+        >>> print(w.replace("; ", ";\n"))
+        attention split 256 ways over llama-3.1-8b's 32 query heads (each cut 8 ways);
+        1-D model parallelism splits whole heads: at most 32 chips
+        """
+        H, N = self.model.H, self.n
+        if self.layout != "1d" or sp.sympify(N > H) is not sp.true:
+            return ()
+        return (f"attention split {N} ways over {self.model.name}'s {H} query heads (each "
+                f"cut {sp.ceiling(sp.Rational(N, H))} ways); 1-D model parallelism splits "
+                f"whole heads: at most {H} chips",)
 
     @property
     def conditions(self) -> dict[str, Any]:
@@ -171,15 +194,18 @@ class ServePlan:
                 f"{self.batch}, context {self.context}, weights {self.weights}, KV {self.kv}"
                 + (f", 2-D (D over {','.join(self.d_axes)})" if self.layout == "2d" else "")
                 + ":")
-        fit = (f"memory per chip {fmt_si(self.hbm_used, 'B')} of "
-               f"{fmt_si(self.mesh.chip.hbm_bytes, 'B')} (weights "
-               f"{fmt_si(mem['weights'], 'B')}, KV {fmt_si(mem['kv'], 'B')}); largest batch "
+        fit = (f"memory per chip {_si(self.hbm_used, 'B')} of "
+               f"{_si(self.mesh.chip.hbm_bytes, 'B')} (weights "
+               f"{_si(mem['weights'], 'B')}, KV {_si(mem['kv'], 'B')}); largest batch "
                f"{self.max_batch}")
         if self.fits is False:
             return "\n  ".join([head, fit, f"DOES NOT FIT: the weights alone need at least "
                                              f"{self.min_chips} chips"])
-        speed = f"{float(self.tokens_per_s_per_chip):.0f} tokens/s per chip"
-        return "\n  ".join([head, fit, f"step {self.time}", speed])
+        rate = self.tokens_per_s_per_chip
+        speed = (f"{float(rate):.0f} tokens/s per chip" if rate.is_number else
+                 f"tokens/s per chip = {rate}")
+        return "\n  ".join([head, fit, f"step {self.time}", speed, *(
+            f"warning: {w}" for w in self.warnings)])
 
 
 def serve(model: Any, mesh: Mesh, *, batch: Any, context: Any, weights: str = "bf16",
@@ -231,20 +257,25 @@ def serve(model: Any, mesh: Mesh, *, batch: Any, context: Any, weights: str = "b
                         weight_bytes=cost.weight_bytes / N, act_bytes=cost.act_bytes / N,
                         kv_bytes=cost.kv_bytes / kv_ways)
         rows[key] = cost
-    axes = mesh.names
+    axes, bounds = mesh.names, {}
     if layout == "2d":
-        rows |= ws2d_rows(m, mesh, B, d)
+        rows |= ws2d_rows(m, mesh, B, d, bounds)
     elif N != 1:
-        act = B * m.D * m.act_bytes
-        rows["comm/attn_allreduce"] = m.L * all_reduce(mesh, act, axes)
-        rows["comm/mlp_allreduce"] = m.L * all_reduce(mesh, act, axes)
+        reduce = all_reduce(mesh, B * m.D * m.act_bytes, axes)
+        for key in ("comm/attn_allreduce", "comm/mlp_allreduce"):
+            rows[key], bounds[key] = m.L * reduce, reduce.bound
     if N != 1 and not by_heads:  # KV over batch too: queries to batch sharding and back
-        q = B * m.H * m.d_h * m.act_bytes
-        rows["comm/attn_alltoall"] = 2 * m.L * all_to_all(mesh, q, axes)
+        a2a = all_to_all(mesh, B * m.H * m.d_h * m.act_bytes, axes)
+        rows["comm/attn_alltoall"], bounds["comm/attn_alltoall"] = 2 * m.L * a2a, a2a.bound
     memory = {"weights": m.params * m.w_bytes / N,
               "kv": B * m.kv_cache_bytes(S) / kv_ways}
     return ServePlan(m, mesh, B, S, weights, kv or _name(m.kv_bytes), rows, memory,
-                     compute_dtype, layout=layout, d_axes=d)
+                     compute_dtype, layout=layout, d_axes=d, bounds=bounds)
+
+
+def _si(x: Any, unit: str) -> str:
+    """SI text of a number, the expression itself where it is symbolic."""
+    return fmt_si(x, unit) if sp.sympify(x).is_number else str(x)
 
 
 def _name(w: sp.Expr) -> str:

@@ -99,15 +99,18 @@ def _block(mesh: Mesh, B: Any, m: Any, width: Any, d: tuple, f: tuple) -> dict[s
             "reducescatter": reduce_scatter(mesh, x, f)}
 
 
-def ws2d_rows(m: Any, mesh: Mesh, B: Any, d_axes: Any) -> dict[str, Cost]:
+def ws2d_rows(m: Any, mesh: Mesh, B: Any, d_axes: Any,
+              bounds: dict | None = None) -> dict[str, Cost]:
     """The collectives of one decode step under 2-D weight-stationary sharding, all layers
     summed: ``comm/attn_<kind>`` and ``comm/mlp_<kind>`` for kind in allgather, allreduce,
-    reducescatter."""
+    reducescatter; ``bounds`` (if given) gets each row's "latency" or "bandwidth" (of one
+    layer's collective; "latency" only where every layer's is)."""
+    bounds = {} if bounds is None else bounds
     d, f = split_axes(mesh, d_axes)
     widths = d_outputs(m)
     rows: dict[str, Cost] = {}
     for kind, c in _block(mesh, B, m, widths["attn"], d, f).items():
-        rows[f"comm/attn_{kind}"] = m.L * c
+        rows[f"comm/attn_{kind}"], bounds[f"comm/attn_{kind}"] = m.L * c, c.bound
     mlp = {"dense": m.dense_layers, "moe": m.moe_layers}
     for layer, count in mlp.items():
         if count == 0:
@@ -115,6 +118,7 @@ def ws2d_rows(m: Any, mesh: Mesh, B: Any, d_axes: Any) -> dict[str, Cost]:
         for kind, c in _block(mesh, B, m, widths[layer], d, f).items():
             key = f"comm/mlp_{kind}"
             rows[key] = rows.get(key, Cost()) + count * c
+            bounds[key] = c.bound if bounds.get(key, c.bound) == c.bound else "bandwidth"
     return rows
 
 
