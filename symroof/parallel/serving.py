@@ -118,8 +118,9 @@ class ServePlan:
         >>> import symroof as sr
         >>> (w,) = sr.serve("llama-3.1-8b", sr.mesh("tpu-v5e", "16x16"), batch=32,
         ...                 context=8192).warnings
-        >>> print(w.replace("; ", ";\n"))
-        attention split 256 ways over llama-3.1-8b's 32 query heads (each cut 8 ways);
+        >>> for part in w.split("; "):
+        ...     print(part)
+        attention split 256 ways over llama-3.1-8b's 32 query heads (each cut 8 ways)
         1-D model parallelism splits whole heads: at most 32 chips
         """
         H, N = self.model.H, self.n
