@@ -89,6 +89,7 @@ from .parallel import (
     cost_per_million_tokens,
     latency_throughput,
     min_training_slice,
+    nearby,
     serve,
     shard_matmul,
     smallest_slice,
@@ -125,6 +126,7 @@ __all__ = [
     # training on a mesh: strategies, conditions, whole runs, search
     "train_plan", "TrainPlan", "Condition", "training_run", "TrainingRun",
     "min_training_slice", "MinSlice", "strategy_search", "SearchResult",
+    "nearby",  # what would work where a batch gets no split
     # tables, documents, plots
     "roofline_table", "RooflineTable", "Derivation", "latex", "document", "plot", "plots",
 ]

@@ -35,8 +35,8 @@ def _need(config: Mapping[str, Any], kind: str, fields: tuple[str, ...]) -> dict
 
     missing = [f for f in fields if f not in config]
     if missing:
-        raise ValueError(f"config is missing field(s) {missing} (a {kind} config.json needs "
-                         + ", ".join(fields) + ")")
+        raise ValueError(f"config is missing field(s) {', '.join(missing)} (a {kind} "
+                         "config.json needs " + ", ".join(fields) + ")")
     return {f: _positive_int(config, f) for f in fields}
 
 

@@ -12,7 +12,7 @@ runs and the vectorised strategy search.
 from .conditions import Condition
 from .matmul import STRATEGIES, ShardedMatmul, Step, shard_matmul
 from .runs import MinSlice, TrainingRun, min_training_slice, training_run
-from .search import SearchResult, strategy_search
+from .search import SearchResult, nearby, strategy_search
 from .serving import ServePlan, serve
 from .sharding import ArraySpec, parse_array, parse_matmul
 from .sizing import (
@@ -31,4 +31,5 @@ __all__ = ["shard_matmul", "ShardedMatmul", "Step", "STRATEGIES", "ArraySpec", "
            "latency_throughput", "kv_evictions", "prefill_decode_ratio",
            "cost_per_million_tokens", "moe_critical_batch",
            "train_plan", "TrainPlan", "Condition", "training_run", "TrainingRun",
-           "min_training_slice", "MinSlice", "strategy_search", "SearchResult"]
+           "min_training_slice", "MinSlice", "strategy_search", "SearchResult",
+           "nearby"]

@@ -140,8 +140,8 @@ def cmd_critical_batch(args: argparse.Namespace) -> int:
                if args.d is None else "exact root in B of intensity = C/W, intensity = "
                + str(matmul(B, args.d, args.f, x_bytes=xb, w_bytes=wb, out_bytes=ob).intensity))
     if args.format == "json":
-        return _emit(args, {"chip": c.name, "dtype": dtype, "x_bytes": xb, "w_bytes": wb,
-                            "out_bytes": ob, "D": args.d, "F": args.f,
+        return _emit(args, {"chip": c.name, "dtype": dtype, "x_bytes": num(xb),
+                            "w_bytes": num(wb), "out_bytes": num(ob), "D": args.d, "F": args.f,
                             "critical_batch": num(value), "critical_batch_exact": str(value),
                             "ridge": float(ridge), "ridge_exact": str(ridge),
                             "formula": formula}, [[]])

@@ -36,6 +36,8 @@ __all__ = ["size", "width", "arg_type", "SIZE", "WIDTH", "load_model", "load_chi
 #: sizes take binary suffixes, as contexts are quoted (128k = 131,072, 4M = 4 x 2^20)
 _SUFFIX = {"": 1, "k": 2**10, "K": 2**10, "M": 2**20, "G": 2**30}
 _SIZE = re.compile(r"(\d*\.?\d+(?:[eE][+-]?\d+)?)([kKMG]?)")
+#: the largest size a flag takes: NumPy's int64 holds its products with small factors
+_LARGEST = 2**62
 #: the source of a figure given by a flag
 OVERRIDE = "command-line override"
 #: flag -> the chip figure it sets (``--peak`` sets the peak of ``--dtype``)
@@ -51,6 +53,8 @@ def size(text: str, minimum: int = 1) -> int:
         what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
         raise ValueError(f"must be {what}, got {text!r} (write 4096, 8k = 8,192, "
                          "4M = 4,194,304 or 1e6)")
+    if value > _LARGEST:  # sizes reach NumPy's int64 arrays (the searches, the sweeps)
+        raise ValueError(f"must be at most 2^62 = {_LARGEST:.3g}, got {text!r}")
     return int(value)
 
 
@@ -152,7 +156,8 @@ def mesh_of(text: str, args: argparse.Namespace | None = None) -> Any:
         return mesh(c, shape.strip(), dcn=dcn)
     except ValueError as err:
         raise ValueError(f"--mesh {text!r}: " + str(err).replace("dcn=(...)", "--dcn AXES")
-                         .replace("dcn= is", "--dcn is")) from None
+                         .replace("dcn= is", "--dcn is")
+                         .replace(" or a dict {'X': 4, ...}", "")) from None
 
 
 def _finite(x: Any) -> Any:
