@@ -98,12 +98,15 @@ from .parallel import (
     training_run,
 )
 from .render import document, latex
+from .workload import Step, TrainStep
 
 #: ``sr.plot`` is the same package as ``sr.plots`` (one plotting package since the mesh work;
 #: the old name stays so that code written against it keeps running).
 plot = plots
 
 __all__ = [
+    # the workload: one step of inference, one step of training
+    "Step", "TrainStep",
     # costs and ops
     "Cost", "dot", "matvec", "matmul", "batched_matmul", "sharded_matmul", "elementwise",
     "add", "rmsnorm", "softmax", "swiglu", "rope", "einsum_flops", "einsum",

@@ -17,13 +17,15 @@ a number is asked for.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import sympy as sp
 
 from .cost import Cost, as_dimension, as_exact, as_symbol, check_symbols
 from .hardware import as_chip, dtype_bytes
+from .hardware.collectives import Collective
+from .hardware.mesh import Mesh
 from .ops import matmul
 from .render import fmt_si
 from .symbols import B as _B
@@ -43,6 +45,8 @@ class TimeBound:
     cost: Cost
     chip: Any
     dtype: str
+    #: what the cost is on a mesh ("per chip of tpu-v5e 2x4", "spread evenly over 8 chips")
+    scope: str = ""
 
     @property
     def lower(self) -> sp.Expr:
@@ -65,7 +69,8 @@ class TimeBound:
 
     def subs(self, *args: Any, **kwargs: Any) -> TimeBound:
         """Substitute dimension values into the cost and recompute."""
-        return time(self.cost.subs(*args, **kwargs), self.chip, self.dtype)
+        return replace(time(self.cost.subs(*args, **kwargs), self.chip, self.dtype),
+                       scope=self.scope)
 
     def __float__(self) -> float:
         if not self.lower.is_number:
@@ -90,12 +95,17 @@ class TimeBound:
         if not self.lower.is_number:
             return f"t_math = {self.t_math}, t_mem = {self.t_mem}, t_net = {self.t_net}"
         net = f", t_net {fmt_si(self.t_net, 's')}" if self.t_net != 0 else ""
+        scope = f", {self.scope}" if self.scope else ""
         return (f"t_math {fmt_si(self.t_math, 's')}, t_mem {fmt_si(self.t_mem, 's')}{net}: "
-                f"{fmt_si(self.lower, 's')} .. {fmt_si(self.upper, 's')} ({self.bound}-bound)")
+                f"{fmt_si(self.lower, 's')} .. {fmt_si(self.upper, 's')} ({self.bound}-bound)"
+                f"{scope}")
 
 
-def time(cost: Cost, chip: Any, dtype: str = "bf16", *, useful: bool = False) -> TimeBound:
-    """Roofline time bounds of ``cost`` on ``chip`` at ``dtype``'s peak.
+def time(cost: Cost, chip: Any, dtype: str = "bf16", *, useful: bool = False,
+         per_chip: bool | None = None) -> TimeBound:
+    """Roofline time bounds of ``cost`` on ``chip`` at ``dtype``'s peak: the one time rule
+    (t_math = FLOPs / C, t_mem = bytes / W, t_net from the collectives; lower bound their
+    max, upper bound their sum).
 
     ``useful=True`` counts useful FLOPs only (a kernel that skips masked blocks).
 
@@ -105,17 +115,56 @@ def time(cost: Cost, chip: Any, dtype: str = "bf16", *, useful: bool = False) ->
     1.01
     >>> t.bound
     'compute'
+
+    On a mesh a cost is either one chip's share (the rows of ``sr.serve``, ``sr.train_plan``,
+    a collective), timed with one chip's figures, or the whole model's, which has to be
+    sharded first. ``per_chip=True`` says it is one chip's share; ``per_chip=False`` spreads a
+    whole cost evenly over the chips (an ideal split, no collectives). Either way the bound
+    says which it is:
+
+    >>> v5e = sr.mesh("tpu-v5e", "2x4")
+    >>> print(sr.time(sr.Cost(weight_bytes=70 * 10**9), v5e, per_chip=False))
+    t_math 0 s, t_mem 10.7 ms: 10.7 ms .. 10.7 ms (memory-bound), spread evenly over 8 chips
+    >>> sr.time(sr.Cost(weight_bytes=70 * 10**9), v5e)
+    Traceback (most recent call last):
+    ...
+    ValueError: time(cost, mesh): is this cost one chip's share or the whole work? ...
     """
     if not isinstance(cost, Cost):
         raise TypeError(f"time() needs a Cost, got {type(cost).__name__}")
-    chip = as_chip(chip)
+    scope = ""
+    if isinstance(chip, Mesh):
+        cost, scope = _on_mesh(cost, chip, per_chip)
+    elif per_chip is not None:
+        raise ValueError("per_chip= applies to a mesh; this is one chip")
+    hw = as_chip(chip)
     flops = cost.useful_flops if useful else cost.flops
     if cost.net_time != 0:  # collectives on a mesh carry their own time
         t_net = cost.net_time
     else:
-        t_net = cost.net_bytes / chip.link_bw if cost.net_bytes != 0 else sp.Integer(0)
-    return TimeBound(t_math=flops / chip.peak(dtype), t_mem=cost.bytes / chip.hbm_bw,
-                     t_net=t_net, cost=cost, chip=chip, dtype=dtype)
+        t_net = cost.net_bytes / hw.link_bw if cost.net_bytes != 0 else sp.Integer(0)
+    return TimeBound(t_math=flops / hw.peak(dtype), t_mem=cost.bytes / hw.hbm_bw,
+                     t_net=t_net, cost=cost, chip=hw, dtype=dtype, scope=scope)
+
+
+def _on_mesh(cost: Cost, mesh: Mesh, per_chip: bool | None) -> tuple[Cost, str]:
+    """The per-chip cost on ``mesh`` and the words that say what it is."""
+    n = mesh.n_chips
+    label = f"{mesh.chip.name} {'x'.join(str(a.size) for a in mesh.axes)}"
+    if per_chip is None and isinstance(cost, Collective):
+        per_chip = True
+    if per_chip is None:
+        raise ValueError(
+            "time(cost, mesh): is this cost one chip's share or the whole work? A whole "
+            "model's cost has to be sharded first (sr.serve(model, mesh, ...) or "
+            "sr.train_plan(...) give per-chip rows); pass per_chip=True if it is one chip's "
+            f"share, or per_chip=False to spread it evenly over the mesh's {n} chips")
+    if per_chip:
+        return cost, f"per chip of {label}"
+    if cost.net_bytes != 0 or cost.net_time != 0:
+        raise ValueError("time(cost, mesh, per_chip=False) spreads compute and memory over the "
+                         "chips; this cost carries collectives, which are per chip already")
+    return cost * (1 / sp.sympify(n)), f"spread evenly over {n} chips"
 
 
 def limit(expr: Any, sym: sp.Symbol, point: Any = sp.oo) -> sp.Expr:

@@ -34,6 +34,7 @@ FAMILIES = {  # tiny versions of each family's blocks
                                         norm_topk=True, scale=2.5, dense_layers=1),
                         mla=sr.MLA(kv_rank=16, d_nope=8, d_rope=4, d_v=6, q_rank=24)),
     "mla_naive": dict(G=8, mla=sr.MLA(kv_rank=16, d_nope=8, d_rope=4, d_v=6, absorb=False)),
+    "qwen3": dict(qk_norm=True, d_h=16),  # per-head q/k norms; d_h = 16, not D/H = 8
 }
 STEPS = [(2, 3, 4), (1, 1, 6), (2, 5, 0)]  # (batch, new tokens, cached): chunk, decode, prefill
 
@@ -52,7 +53,7 @@ def test_every_family_checks_exactly(family, attention):
                                     dict(w_bytes=4, act_bytes=4, kv_bytes=4),
                                     dict(w_bytes=1, act_bytes=4, kv_bytes=1),
                                     dict(w_bytes=4, act_bytes=2, kv_bytes=1)])
-@pytest.mark.parametrize("family", ["llama", "deepseek_v3", "gemma2", "gpt2"])
+@pytest.mark.parametrize("family", ["llama", "deepseek_v3", "gemma2", "gpt2", "qwen3"])
 def test_byte_widths_other_than_two(widths, family):
     model = TINY.replace(**FAMILIES.get(family, {}), **widths)
     for attention in ("naive", "fused"):
@@ -142,7 +143,8 @@ def family_configs(draw):
                                absorb=draw(st.booleans()))
     else:
         fields |= dict(fused_qkv=draw(st.booleans()), qkv_bias=draw(st.booleans()),
-                       rotary_dim=draw(st.sampled_from([None, 2])))
+                       rotary_dim=draw(st.sampled_from([None, 2])),
+                       qk_norm=draw(st.booleans()))
     flags = ("gated", "o_bias", "mlp_bias", "post_norms", "embed_scale", "parallel_residual",
              "tied")
     fields |= {flag: draw(st.booleans()) for flag in flags}

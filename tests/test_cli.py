@@ -40,10 +40,11 @@ MESH_REPORT = "report --model llama-3.1-70b --mesh tpu-v5e:4x4 --phase decode --
 TRAIN = "train --model llama-3.1-70b --mesh tpu-v5p:16x16x16 --batch 4M --seq 4096"
 SERVE = "serve --model llama-3.1-70b --mesh tpu-v5e:4x4 --batch 32 --context 8k"
 #: decode never turns compute-bound at context 4096, at any batch (only below context 393)
+# lecture 1's whole-model view: its numbers are the ones these tests derive by hand
 SOLVE_NEVER = "solve 't_math = t_mem' --for batch --model llama-3.1-8b --chip h100 --phase " \
-    "decode --context 4096"
+    "decode --context 4096 --view whole"
 SOLVE_KV = "solve 'kv_bytes = weight_bytes' --for context --model llama-3.1-70b --kv-dtype fp8 " \
-    "--batch 32"
+    "--batch 32 --view whole"
 #: a config without model_type, in float32, with 4-bit GPTQ weights, in a folder named for it
 FLAGS = {"torch_dtype": "float32", "quantization_config": {"quant_method": "gptq", "bits": 4}}
 #: broken copies of LLAMA3 the fixture writes: file name -> the fields changed
@@ -134,7 +135,7 @@ CASES = {
     "solve-kv-json": f"{SOLVE_KV} --format json",
     "solve-kv-markdown": f"{SOLVE_KV} --format markdown",
     "solve-prefill-json": "solve 't_math = t_mem' --for context --model llama-3.1-8b --chip h100 "
-    "--phase prefill --batch 1 --format json",
+    "--phase prefill --batch 1 --format json --view whole",
     # errors of the new surfaces: one line each
     "err-mesh-chip": SERVE.replace("tpu-v5e:4x4", "tpu-v9:4x4"),
     "err-mesh-shape": SERVE.replace("4x4", "4x4y4"),
@@ -772,7 +773,7 @@ def test_solve_never_gives_the_boundary_that_exists(runs):
     assert (b["variable"], b["value_exact"], b["side"]) == ("context", "959038/2439", "below")
     m, h100 = sr.model("llama-3.1-8b"), sr.chip("h100")
     for context, root in ((393, True), (394, False)):  # the boundary, checked on each side
-        s = solve_step("t_math = t_mem", "batch", m, chip=h100, context=context)
+        s = solve_step("t_math = t_mem", "batch", m, chip=h100, context=context, view="whole")
         assert (s.root is not None) == root
     text = runs["solve-never-text"].stdout
     assert "t_math = 4188672*B/241455078125  (~ 1.735e-5*B)" in text
@@ -804,4 +805,5 @@ def test_solve_roots_are_the_library_crossovers(runs):
 ])
 def test_solve_examples(equation, var, kw, root):
     kw = {k: sr.chip(v) if k == "chip" else v for k, v in kw.items()}
-    assert str(solve_step(equation, var, sr.model("llama-3.1-8b"), **kw).root) == str(root)
+    m = sr.model("llama-3.1-8b")  # lecture 1's terms, the hand formulas above
+    assert str(solve_step(equation, var, m, view="whole", **kw).root) == str(root)

@@ -150,6 +150,6 @@ def test_bad_input_names_the_value(call, message):
 def test_a_collective_is_a_cost_that_time_combines_with_compute():
     m = sr.mesh("tpu-v5e", "16x16")
     ar = sr.all_reduce(m, 2 * 10**8, "X")
-    t = sr.time(sr.Cost(flops=10**12) + ar, m)
+    t = sr.time(sr.Cost(flops=10**12) + ar, m, per_chip=True)
     assert t.t_net == ar.net_time and t.t_math == sp.Rational(10**12, 197 * 10**12)
     assert t.bound == "compute"

@@ -61,7 +61,8 @@ KEY_NUMBERS = {
         "T^*_llama-3.1-8b = 57255",          # prefill equal point = 2 ctx* - 1
         "S_KV^*(B = 1) = 114512",
         "7157/4  ~ 1789.25",
-        "per-op sum is 1.06x of it",         # prefill
+        "ratio_seed = 1106725224901/1041612144640  ~ 1.06251",  # prefill, the seed's division
+        "per-op sum is 1.14x of it",         # prefill, one lm_head rule
         "per-op sum is 1.00x of it",         # decode B = 1
         "per-op sum is 1.02x of it",         # decode B = 64
         "~ 3.69115",                         # prefill norms + elementwise, ms

@@ -33,6 +33,12 @@ RELEASED = {  # preset: (config file, parameters, source)
                     "Pythia model card, 'Naming convention and parameter count' table"),
     "phi-3-mini": ("phi-3-mini-4k-instruct", 3_821_079_552,
                    "keras-hub phi3_mini_4k_instruct_en; HF safetensors of Phi-3-mini-4k"),
+    "qwen3-8b": ("qwen3-8b", 8_190_735_360,
+                 "HF model.safetensors.index.json of Qwen/Qwen3-8B: total_size "
+                 "16,381,470,720 bytes of bf16"),
+    "qwen3-0.6b": ("qwen3-0.6b", 596_049_920,
+                   "transformers: sum of p.numel() over Qwen/Qwen3-0.6B's parameters; "
+                   "llama.cpp's param_count of its GGUF"),
 }
 
 
@@ -46,6 +52,30 @@ def test_released_parameter_counts_from_presets_and_configs(name):
     # the config reads to the preset's rows (widths aside: configs state their dtype)
     same = read.replace(w_bytes=2, act_bytes=2, kv_bytes=2, name=name, source="", notes=())
     assert same.ops(2, 3, 5) == preset.replace(w_bytes=2).ops(2, 3, 5)
+
+
+def test_qwen3_as_its_release_says():
+    """Per-head q/k RMSNorms of width d_h (2 d_h parameters a layer), head_dim = 128 where
+    D/H is 64 (0.6B) or 128 (8B); the model cards' counts, and the safetensors totals of
+    Qwen3-4B and Qwen3-32B (bf16 bytes / 2) read from their configs."""
+    q8, q06 = sr.model("qwen3-8b"), sr.model("qwen3-0.6b")
+    for m, non_embedding in ((q8, 6.95), (q06, 0.44)):  # "Non-Embedding" on the model cards
+        assert m.qk_norm and m.d_h == 128
+        embedding = m.V * m.D * (1 if m.tied else 2)
+        assert round(int(m.params - embedding) / 1e9, 2) == non_embedding
+    assert q06.D // q06.H == 64 and q8.attn_params_per_layer - sr.model(
+        "qwen3-8b").replace(qk_norm=False).attn_params_per_layer == 2 * 128
+    base = {"model_type": "qwen3", "head_dim": 128, "vocab_size": 151936,
+            "num_key_value_heads": 8}
+    for (D, F, L, H, tied), total in (((2560, 9728, 36, 32, True), 8_044_936_192),
+                                      ((5120, 25600, 64, 64, False), 65_524_246_528)):
+        m = sr.from_hf_config(base | {"hidden_size": D, "intermediate_size": F,
+                                      "num_hidden_layers": L, "num_attention_heads": H,
+                                      "tie_word_embeddings": tied})
+        assert 2 * m.params == total  # Qwen3-4B and Qwen3-32B safetensors index total_size
+    rows = q8.ops(1, 1, 4095)
+    assert rows["attn/q_norm"].flops == 36 * 32 * (4 * 128 + 2)  # L H rows of d_h
+    assert rows["attn/k_norm"].weight_bytes == 36 * 128 * 2
 
 
 def test_parts_that_sources_state_too():
@@ -62,7 +92,7 @@ def test_parts_that_sources_state_too():
 def test_unknown_model_type_lists_the_known_and_missing_fields_are_named():
     with pytest.raises(ValueError, match=r"model_type 'mamba' is not supported \(supported: "
                                          r"deepseek_v3, gemma, gemma2, gpt2, gpt_neox, llama, "
-                                         r"mistral, mixtral, phi3, qwen2, qwen2_moe\)"):
+                                         r"mistral, mixtral, phi3, qwen2, qwen2_moe, qwen3\)"):
         sr.from_hf_config({"model_type": "mamba"})
     for config, field in [("mixtral-8x7b", "num_local_experts"), ("gpt2", "n_positions"),
                           ("deepseek-v3", "kv_lora_rank"), ("qwen1.5-moe-a2.7b", "num_experts"),

@@ -135,7 +135,8 @@ def core_rows(m: Any, mode: str, B: Any, T: Any, c: Any) -> dict[str, Cost]:
 
 def standard(m: Any, n: Any, T: Any) -> dict[str, Cost]:
     """One layer's rows of GQA attention before the core: the norm, q/k/v (or one fused
-    qkv) projections with their biases, RoPE on the rotated dims, the KV write.
+    qkv) projections with their biases, per-head q/k norms (Qwen3), RoPE on the rotated
+    dims, the KV write.
 
     >>> from symroof.models import model
     >>> list(standard(model("pythia-160m"), 1, 1))
@@ -150,6 +151,9 @@ def standard(m: Any, n: Any, T: Any) -> dict[str, Cost]:
         for name, heads in (("q", H), ("k", G), ("v", G)):
             rows[f"attn/{name}_proj"] = rw.linear(n, D, heads * d_h, ab=ab, wb=wb,
                                                   bias=m.qkv_bias)
+    if m.qk_norm:  # Qwen3: an RMSNorm of width d_h on each query head and each key head
+        rows["attn/q_norm"] = rw.norm("rms", n * H, d_h, ab=ab, wb=wb)
+        rows["attn/k_norm"] = rw.norm("rms", n * G, d_h, ab=ab, wb=wb)
     if m.positions == "rope":
         rows["attn/rope"] = rw.rope(n, H + G, m.rotary, T, ab=ab)
     rows["attn/kv_write"] = Cost(kv_bytes=2 * n * G * d_h * kvb, act_bytes=2 * n * G * d_h * ab)

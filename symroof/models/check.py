@@ -137,7 +137,7 @@ def _int_dim(value: Any, name: str) -> int:
 
 _SWITCHES = ("tied", "qkv_bias", "norm", "act", "gated", "fused_qkv", "fused_gate_up",
              "o_bias", "mlp_bias", "positions", "parallel_residual", "post_norms",
-             "embed_scale", "window_pattern")
+             "embed_scale", "window_pattern", "qk_norm")
 
 
 def _numeric_config(model: Transformer):

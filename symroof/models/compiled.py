@@ -179,7 +179,7 @@ def compiled_table(model: Transformer, chip: Chip, dtype: str = "bf16",
                          f"{peak} and HBM bandwidth {hbm_bw}")
     rows = model.ops(B, T, S - T, last_only=last_only, attention=attention)
     rows = group(rows) if groups else rows
-    costs = [*rows.values(), model.whole(B, T, S - T)]
+    costs = [*rows.values(), model.whole(B, T, S - T, last_only=last_only)]
     names = [*rows, "whole"]
     polys, dens = [], []
     for name, cost in zip(names, costs):

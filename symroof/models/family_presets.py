@@ -52,6 +52,12 @@ FAMILY_PRESETS: tuple[Transformer, ...] = (
             D=768, F=3072, L=12, H=12, G=12, d_h=64, V=50304, max_position=2048,
             norm="layer", act="gelu", gated=False, fused_qkv=True, qkv_bias=True,
             o_bias=True, mlp_bias=True, rotary_dim=16, parallel_residual=True),
+    _preset("qwen3-0.6b", "Qwen/Qwen3-0.6B",  # per-head q/k norms; d_h 128 != D/H = 64
+            D=1024, F=3072, L=28, H=16, G=8, d_h=128, V=151936, max_position=40960,
+            tied=True, qk_norm=True),
+    _preset("qwen3-8b", "Qwen/Qwen3-8B",
+            D=4096, F=12288, L=36, H=32, G=8, d_h=128, V=151936, max_position=40960,
+            qk_norm=True),
     _preset("phi-3-mini", "microsoft/Phi-3-mini-4k-instruct",
             D=3072, F=8192, L=32, H=32, G=32, d_h=96, V=32064, max_position=4096,
             fused_qkv=True, fused_gate_up=True, window=2047),

@@ -25,6 +25,7 @@ from ..cost import Cost
 from ..hardware import as_chip
 from ..symbols import B as _B
 from ..symbols import S as _S
+from ..workload import as_step
 from .transformer import Transformer, group
 
 __all__ = ["ctx_star", "kv_crossover", "step_time", "StepTime", "op_times"]
@@ -141,21 +142,22 @@ class StepTime:
         return self.per_op_sum / self.whole.lower
 
 
-def step_time(model: Transformer, chip: Any, batch: Any, new_tokens: Any, cached: Any = 0,
-              *, dtype: str = "bf16", attention: str = "fused",
+def step_time(model: Transformer, chip: Any, batch: Any, new_tokens: Any = None,
+              cached: Any = 0, *, dtype: str = "bf16", attention: str = "fused",
               last_only: bool = True) -> StepTime:
-    """Time of one forward step: whole-model roofline and per-group rooflines.
+    """Time of one forward step (``batch`` a :class:`~symroof.Step`, or batch, new_tokens
+    and cached): whole-model roofline and per-group rooflines, one lm_head rule for both.
 
     The per-group view counts useful FLOPs (a kernel skips masked blocks) and, by default,
     the fused attention core (scores stay on chip) with unfused norms and elementwise ops.
 
     >>> import symroof as sr
-    >>> st = step_time(sr.model("llama-3.1-8b"), sr.chip("h100"), 1, 1, 2047)
+    >>> st = step_time(sr.model("llama-3.1-8b"), sr.chip("h100"), sr.Step(1, context=2048))
     >>> round(float(st.ratio), 2)
     1.0
     """
-    chip = as_chip(chip)
-    rows = model.ops(batch, new_tokens, cached, last_only=last_only, attention=attention)
+    chip, step = as_chip(chip), as_step(batch, new_tokens, cached)
+    rows = model.ops(step, last_only=last_only, attention=attention)
     groups = op_times(group(rows), chip, dtype, useful=True)
-    whole = time(model.whole(batch, new_tokens, cached), chip, dtype, useful=True)
+    whole = time(model.whole(step, last_only=last_only), chip, dtype, useful=True)
     return StepTime(whole=whole, groups=groups)

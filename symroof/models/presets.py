@@ -78,7 +78,7 @@ def model(name: str) -> Transformer:
                      "(or a path to a Hugging Face config.json)")
 
 
-_SUPPORTED = {"llama", "mistral", "qwen2", *hf.FAMILIES}  # hf.py reads the other families
+_SUPPORTED = {"llama", "mistral", "qwen2", "qwen3", *hf.FAMILIES}  # hf.py reads the other families
 _REQUIRED = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
              "vocab_size")
 
@@ -86,13 +86,13 @@ _REQUIRED = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_atten
 def from_hf_config(config: str | os.PathLike | Mapping[str, Any]) -> Transformer:
     """Read a Hugging Face config (a path to ``config.json`` or its dict).
 
-    For llama, mistral and qwen2 it reads hidden_size, intermediate_size,
-    num_hidden_layers, num_attention_heads, num_key_value_heads (default: MHA), head_dim
-    (default hidden_size / heads), vocab_size, tie_word_embeddings, attention_bias (Qwen2
-    always has q/k/v biases), sliding_window (unless use_sliding_window is false) and
-    max_position_embeddings; mixtral, qwen2_moe, deepseek_v3, gemma, gemma2, gpt2, gpt_neox
-    and phi3 are read by :mod:`symroof.models.hf`. Another model_type, features these do not
-    have (MLP biases in a llama config), a missing or malformed field fail, naming it.
+    For llama, mistral, qwen2 and qwen3 (its per-head q/k norms) it reads hidden_size,
+    intermediate_size, num_hidden_layers, num_attention_heads, num_key_value_heads (default:
+    MHA), head_dim (default hidden_size / heads), vocab_size, tie_word_embeddings,
+    attention_bias (Qwen2 always has q/k/v biases), sliding_window (unless use_sliding_window is
+    false) and max_position_embeddings; mixtral, qwen2_moe, deepseek_v3, gemma, gemma2, gpt2,
+    gpt_neox and phi3 are read by :mod:`symroof.models.hf`. Another model_type, features these
+    do not have (MLP biases in a llama config), a missing or malformed field fail, naming it.
 
     ``torch_dtype`` sets the element widths (float32: 4 bytes) and ``quantization_config``
     the weights' (its bits over 8); what cannot be honoured, and a missing ``model_type``
@@ -165,10 +165,12 @@ def _transformer(config: Mapping[str, Any], source: str) -> Transformer:
         window = _positive_int(config, "sliding_window", default=None)
     tied = _flag(config, "tie_word_embeddings", False)
     qkv_bias = _flag(config, "attention_bias", kind == "qwen2")
+    qk_norm = kind == "qwen3"  # Qwen3Attention's q_norm and k_norm, RMSNorm(head_dim)
     widths, read = _widths(config)
     return Transformer(
         D=dims["hidden_size"], F=dims["intermediate_size"], L=dims["num_hidden_layers"],
         H=H, G=G, d_h=head_dim, V=dims["vocab_size"], tied=tied, qkv_bias=qkv_bias,
+        qk_norm=qk_norm,
         window=window, name=_name(config, source, kind), source=source,
         max_position=_positive_int(config, "max_position_embeddings", default=None),
         notes=tuple(notes + read), **widths)

@@ -15,17 +15,10 @@ from typing import Any
 import sympy as sp
 
 from ..cost import Cost, as_dimension
+from ..workload import as_step
 from . import attention_rows as ar
 
 __all__ = ["Sizes"]
-
-
-def _nonneg(value: Any, name: str) -> sp.Expr:
-    if isinstance(value, (int, sp.Integer)) and not isinstance(value, bool) and value == 0:
-        return sp.Integer(0)
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
-    return as_dimension(value, name)
 
 
 class Sizes:
@@ -65,7 +58,9 @@ class Sizes:
         if self.mla is not None:
             return self.mla.params_per_layer(D, H) + (D if self.o_bias else 0)
         bias = (H + 2 * G) * d_h if self.qkv_bias else 0
-        return D * H * d_h + 2 * D * G * d_h + H * d_h * D + bias + (D if self.o_bias else 0)
+        qk_norms = 2 * d_h if self.qk_norm else 0  # one weight of d_h for q, one for k
+        return (D * H * d_h + 2 * D * G * d_h + H * d_h * D + bias + qk_norms
+                + (D if self.o_bias else 0))
 
     @property
     def mlp_params_per_layer(self) -> sp.Expr:
@@ -201,22 +196,25 @@ class Sizes:
         """2 x matmul parameters + attention over a context of S."""
         return 2 * self.matmul_params + self.attn_flops_per_token(S)
 
-    def whole(self, batch: Any, new_tokens: Any, cached: Any = 0) -> Cost:
+    def whole(self, batch: Any, new_tokens: Any = None, cached: Any = 0,
+              last_only: bool = False) -> Cost:
         """One whole-model roofline cost of a step (lecture 1): useful FLOPs of the matmuls
-        (lm_head on every new token; an MoE token's k experts) and the causal attention
-        core; bytes of the matmul weights (every expert a balanced step reaches) and of the
-        KV cache read; activations ignored.
+        (an MoE token's k experts) and the causal attention core; bytes of the matmul weights
+        (every expert a balanced step reaches) and of the KV cache read; activations ignored.
+        The lm_head runs on every new token (lecture 1's formula), or with ``last_only`` on
+        the last position of each sequence, the rule of the per-op rows
+        (``ops(..., last_only=True)``): a table and ``step_time`` use one rule for both.
 
         >>> from symroof.symbols import B, S
         >>> from symroof.models import Transformer
         >>> Transformer().whole(B, 1, S - 1).kv_bytes
         4*B*G*L*S*d_h
         """
-        B = as_dimension(batch, "batch")
-        T = as_dimension(new_tokens, "new_tokens")
-        c = _nonneg(cached, "cached")
+        B, T, c = as_step(batch, new_tokens, cached)  # batch may be a Step
         elems, per_pair, _ = self._cached()
         flops, kv = B * T * 2 * self.matmul_params, 0
+        if last_only:  # logits of the last position only: B (T - 1) fewer lm_head rows
+            flops -= B * (T - 1) * 2 * self.V * self.D
         local = self.local_layers
         for layers, window in ((self.L - local, None), (local, self.window)):
             if layers != 0:

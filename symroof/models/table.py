@@ -8,8 +8,7 @@ attention), so one configuration costs microseconds; the exact ``Cost`` rows and
 bounds are built only when asked for (``rows``, ``times``, ``total``, ``whole``).
 
 >>> import symroof as sr
->>> t = roofline_table(sr.model("llama-3.1-8b"), sr.chip("h100"), batch=1, new_tokens=1,
-...                    cached=2047)
+>>> t = roofline_table(sr.model("llama-3.1-8b"), sr.chip("h100"), sr.Step(1, context=2048))
 >>> t.bottleneck().split(":")[0]
 'memory-bound'
 >>> t.numbers["mlp/down"].bound, t.rows["mlp/down"].weight_bytes   # floats now, exact on demand
@@ -31,6 +30,7 @@ from ..analysis import TimeBound, time
 from ..cost import FIELDS, Cost
 from ..hardware import as_chip
 from ..render import fmt_num, fmt_si
+from ..workload import Step
 from . import table_render as _render
 from .compiled import OpValues, compiled_table
 from .compiled import exact_number as _exact
@@ -103,9 +103,10 @@ class RooflineTable:
 
     @cached_property
     def whole(self) -> Cost | None:
-        """The whole-model cost of the step (weights + KV only), if the table has one."""
-        model, batch, new, cached = self._step[:4]
-        return model.whole(batch, new, cached)
+        """The whole-model cost of the step (weights + KV only, the rows' lm_head rule), if
+        the table has one."""
+        model, batch, new, cached, _, last_only, _ = self._step
+        return model.whole(batch, new, cached, last_only=last_only)
 
     @cached_property
     def warnings(self) -> tuple[str, ...]:
@@ -264,11 +265,12 @@ def _compiled(model: Any, chip: Any, key: tuple) -> Any:
     return compiled
 
 
-def roofline_table(model: Transformer, chip: Any, *, batch: int, new_tokens: int,
-                   cached: int = 0, dtype: str = "bf16", groups: bool = False,
-                   attention: str = "fused", last_only: bool = True,
-                   title: str = "") -> RooflineTable:
-    """The per-op roofline table of one forward step of ``model`` on ``chip``.
+def roofline_table(model: Transformer, chip: Any, step: Step | None = None, *,
+                   batch: int | None = None, new_tokens: int | None = None, cached: int = 0,
+                   dtype: str = "bf16", groups: bool = False, attention: str = "fused",
+                   last_only: bool = True, title: str = "") -> RooflineTable:
+    """The per-op roofline table of one forward step of ``model`` on ``chip``: ``step`` a
+    :class:`~symroof.Step` (or ``batch=``, ``new_tokens=``, ``cached=``).
 
     Default assumptions (stated in the table's notes): useful FLOPs; a fused attention core
     (scores stay on chip) with unfused norms and elementwise ops; lm_head on the last
@@ -276,22 +278,30 @@ def roofline_table(model: Transformer, chip: Any, *, batch: int, new_tokens: int
     table; anything else builds the exact rows first.
     """
     chip = as_chip(chip)
+    if step is not None:
+        if batch is not None or new_tokens is not None or cached != 0:
+            raise ValueError("give a Step or batch=, new_tokens=, cached=, not both")
+        batch, new_tokens, cached = (int(x) if x.is_Integer else x for x in step)
+    elif batch is None or new_tokens is None:
+        raise ValueError("roofline_table() needs a Step (sr.Step(batch, context=...)) or "
+                         "batch= and new_tokens=")
     if attention not in ATTENTION_MODES:
         raise ValueError(f"attention must be one of {ATTENTION_MODES}, got {attention!r}")
     notes = _notes(attention, last_only)
     plain = (type(batch) is int and batch >= 1 and type(new_tokens) is int and new_tokens >= 1
              and type(cached) is int and cached >= 0)
     fn = _compiled(model, chip, (dtype, attention, last_only, groups)) if plain else None
-    step = (model, batch, new_tokens, cached, attention, last_only, groups)
+    key = (model, batch, new_tokens, cached, attention, last_only, groups)
     if fn is None:
         rows = model.ops(batch, new_tokens, cached, last_only=last_only, attention=attention)
         table = RooflineTable(rows=group(rows) if groups else rows, chip=chip, dtype=dtype,
                               useful=True, title=title,
-                              whole=model.whole(batch, new_tokens, cached), notes=notes)
-        vars(table)["_step"] = step  # for the warnings
+                              whole=model.whole(batch, new_tokens, cached, last_only=last_only),
+                              notes=notes)
+        vars(table)["_step"] = key  # for the warnings
         return table
     if model.window is not None:
         model._context(sp.Integer(cached + new_tokens))  # past a sliding window: refused
     rows, whole = fn(batch, new_tokens, cached + new_tokens)
     return RooflineTable._from_numbers(dict(zip(fn.names, rows)), whole, chip, dtype, title,
-                                       notes, step)
+                                       notes, key)

@@ -29,6 +29,7 @@ from typing import Any
 
 from .. import ops as op
 from ..cost import Cost, as_dimension
+from ..workload import TrainStep
 from . import backward as bw
 from .training_memory import REMAT_POLICIES, _policy, remat_recompute
 from .transformer import Transformer
@@ -104,10 +105,11 @@ def _layer_backward(m: Transformer, B: Any, S: Any, attention: str, gb: Any) -> 
                    "attn/residual": bw.grad_sum(n * D, 2, x_bytes=ab)}
 
 
-def train_ops(model: Transformer, batch: Any, seq: Any, remat: str = "none", *,
+def train_ops(model: Transformer, batch: Any, seq: Any = None, remat: str = "none", *,
               attention: str = "naive", grad_bytes: Any = None, moment_bytes: Any = 4,
               master_bytes: Any = 0) -> dict[str, Cost]:
-    """The rows of one training step (module docstring), as ``dict[str, Cost]``.
+    """The rows of one training step (module docstring), as ``dict[str, Cost]``: ``batch``
+    a :class:`~symroof.TrainStep`, or sequences with their ``seq``.
 
     Weight matmuls cost 2*n*P_mm forward and 4*n*P_mm backward (n = B*S tokens, P_mm =
     ``model.matmul_params``): 6*n*P_mm, the 6ND rule. The naive attention core's six matmuls
@@ -126,6 +128,13 @@ def train_ops(model: Transformer, batch: Any, seq: Any, remat: str = "none", *,
     0
     """
     remat = _policy(remat, attention)
+    if isinstance(batch, TrainStep):  # the workload named once: sequences and seq
+        if seq is not None:
+            raise ValueError("a TrainStep already says its seq")
+        batch, seq = batch.sequences, batch.seq
+    if seq is None:
+        raise ValueError("train_ops() needs a TrainStep (sr.TrainStep(sequences, seq)) or "
+                         "batch and seq")
     B, S = as_dimension(batch, "batch"), as_dimension(seq, "seq")
     _llama_family(model, S)
     m, n = model, B * S

@@ -25,11 +25,12 @@ import sympy as sp
 from .. import ops as op
 from ..cost import Cost, as_dimension, as_exact
 from ..symbols import D, F, G, H, L, V, d_h
+from ..workload import as_step
 from . import attention_rows as ar
 from . import rows as rw
 from .attention_rows import CORE_MODES
 from .moe_rows import moe_rows
-from .sizes import Sizes, _nonneg
+from .sizes import Sizes
 from .spec import MLA, MoE
 
 __all__ = ["Transformer", "OP_GROUPS", "group", "ATTENTION_MODES", "CORE_MODES"]
@@ -38,19 +39,19 @@ __all__ = ["Transformer", "OP_GROUPS", "group", "ATTENTION_MODES", "CORE_MODES"]
 ATTENTION_MODES = ("naive", "fused")
 POSITIONS = ("rope", "learned")
 _FLAGS = ("tied", "qkv_bias", "gated", "fused_qkv", "fused_gate_up", "o_bias", "mlp_bias",
-          "parallel_residual", "post_norms", "embed_scale")
+          "parallel_residual", "post_norms", "embed_scale", "qk_norm")
 #: the Llama family's values of the family fields (``Transformer.features``)
 _FAMILY_DEFAULTS = {"norm": "rms", "act": "silu", "gated": True, "fused_qkv": False,
                     "fused_gate_up": False, "o_bias": False, "mlp_bias": False,
                     "positions": "rope", "rotary_dim": None, "parallel_residual": False,
                     "post_norms": False, "embed_scale": False, "attn_softcap": None,
-                    "final_softcap": None}
+                    "final_softcap": None, "qk_norm": False}
 
 #: Op groups: group name -> the row keys it merges (docs/accounting.md).
 OP_GROUPS: dict[str, list[str]] = {
     "embedding": ["embed", "pos_embed"],
     "norms": ["attn_norm", "mlp_norm", "final_norm", "attn/q_a_norm", "attn/kv_a_norm",
-              "attn/post_norm", "mlp/post_norm"],
+              "attn/post_norm", "mlp/post_norm", "attn/q_norm", "attn/k_norm"],
     "attention projections": ["attn/q_proj", "attn/k_proj", "attn/v_proj", "attn/o_proj",
                               "attn/qkv_proj", "attn/q_a_proj", "attn/q_b_proj",
                               "attn/kv_a_proj", "attn/kv_b_proj", "attn/q_absorb",
@@ -97,6 +98,8 @@ class Transformer(Sizes):
       three (Phi-3, GPT-2, GPT-NeoX); ``qkv_bias``, ``o_bias``, ``mlp_bias``: biases;
     - ``positions``: "rope" (on the first ``rotary_dim`` dims of a head, default d_h) or
       "learned" (GPT-2); ``parallel_residual``: GPT-NeoX's x + attn(ln1 x) + mlp(ln2 x);
+    - ``qk_norm``: Qwen3's RMSNorm of width d_h on every query and key head, after the
+      projections and before RoPE;
     - ``embed_scale``: Gemma's sqrt(D) on the embedding; ``attn_softcap``,
       ``final_softcap``: Gemma-2's cap * tanh(x / cap) on scores and logits;
     - ``moe``: a :class:`~symroof.models.MoE` MLP; ``mla``: :class:`~symroof.models.MLA`
@@ -138,6 +141,7 @@ class Transformer(Sizes):
     embed_scale: bool = False
     attn_softcap: Any = None
     final_softcap: Any = None
+    qk_norm: bool = False
     window_pattern: tuple[bool, ...] = (True,)
     attn_block: Any = 128
     moe: MoE | None = None
@@ -188,6 +192,8 @@ class Transformer(Sizes):
             raise ValueError(f"moe must be a MoE record or None, got {self.moe!r}")
         if self.mla is not None and not isinstance(self.mla, MLA):
             raise ValueError(f"mla must be an MLA record or None, got {self.mla!r}")
+        if self.mla is not None and self.qk_norm:
+            raise ValueError("qk_norm normalises GQA heads; MLA has its own q and kv norms")
         if self.mla is not None and (self.fused_qkv or self.qkv_bias):
             raise ValueError("MLA has its own q and kv projections: no fused_qkv or qkv_bias")
         if self.moe is not None and self.L.is_number and self.moe.dense_layers > self.L:
@@ -226,10 +232,11 @@ class Transformer(Sizes):
         return tuple(out + [k for k in ("moe", "mla") if getattr(self, k) is not None])
 
     # -- one forward step, op by op -----------------------------------------------------
-    def ops(self, batch: Any, new_tokens: Any, cached: Any = 0, last_only: bool = False,
+    def ops(self, batch: Any, new_tokens: Any = None, cached: Any = 0, last_only: bool = False,
             attention: str = "naive", tokens_per_expert: Any = None) -> dict[str, Cost]:
         """Costs of every op of one forward step over ``batch`` sequences, each adding
-        ``new_tokens`` to ``cached`` ones (S = cached + new_tokens), as ``dict[str, Cost]``.
+        ``new_tokens`` to ``cached`` ones (S = cached + new_tokens), as ``dict[str, Cost]``;
+        ``batch`` may be a :class:`~symroof.Step` that says all three.
 
         ``attention``: "naive", "fused" or "flash" (attention_rows.core);
         ``tokens_per_expert``: the MoE routing, "balanced" (default), "worst" or counts
@@ -239,12 +246,13 @@ class Transformer(Sizes):
         >>> rows = Transformer().ops(B, T, 0)
         >>> rows["mlp/down"].flops
         2*B*D*F*L*T
+        >>> import symroof as sr
+        >>> Transformer().ops(sr.Step(B, T)) == rows
+        True
         """
         if attention not in CORE_MODES:
             raise ValueError(f"attention must be one of {CORE_MODES}, got {attention!r}")
-        B = as_dimension(batch, "batch")
-        T = as_dimension(new_tokens, "new_tokens")
-        c = _nonneg(cached, "cached")
+        B, T, c = as_step(batch, new_tokens, cached)
         D, L, V, ab, wb = self.D, self.L, self.V, self.act_bytes, self.w_bytes
         n = B * T
         rows = {"embed": rw.embed(n, D, ab=ab, wb=wb, scaled=self.embed_scale)}

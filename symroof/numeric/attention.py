@@ -72,6 +72,11 @@ def standard(scope, p: dict, cfg: Config, h: np.ndarray, cache, l: int, c: int, 
     q = q.reshape(B, T, H, d_h)  # (B, T, H, d_h)
     k = k.reshape(B, T, G, d_h)  # (B, T, G, d_h)
     v = v.reshape(B, T, G, d_h)  # (B, T, G, d_h)
+    if cfg.qk_norm:  # per head, over its d_h dims, before RoPE (Qwen3)
+        with scope("attn/q_norm") as ops:
+            q = layers.rmsnorm(ops, q, p["q_norm"], cfg.eps)
+        with scope("attn/k_norm") as ops:
+            k = layers.rmsnorm(ops, k, p["k_norm"], cfg.eps)
     if cfg.positions == "rope":
         with scope("attn/rope") as ops:
             q, k = layers.rope(ops, q, k, *tables)

@@ -28,9 +28,9 @@ _LLAMA = {"norm": "rms", "act": "silu", "gated": True, "fused_qkv": False,
           "fused_gate_up": False, "o_bias": False, "mlp_bias": False, "positions": "rope",
           "rotary_dim": None, "parallel_residual": False, "post_norms": False,
           "embed_scale": False, "attn_softcap": None, "final_softcap": None, "moe": None,
-          "mla": None}
+          "mla": None, "qk_norm": False}
 _BOOLS = ("tied", "qkv_bias", "gated", "fused_qkv", "fused_gate_up", "o_bias", "mlp_bias",
-          "parallel_residual", "post_norms", "embed_scale")
+          "parallel_residual", "post_norms", "embed_scale", "qk_norm")
 
 
 def _positive_int(value: Any, name: str, zero: bool = False) -> int:
@@ -134,6 +134,7 @@ class Config:
     window: int | None = None
     window_pattern: tuple[bool, ...] = (True,)
     attn_block: int = 128
+    qk_norm: bool = False  # an RMSNorm of width d_h on every query and key head (Qwen3)
     moe: MoESpec | None = None
     mla: MLASpec | None = None
 

@@ -2,10 +2,11 @@
 shape check.
 
 Names per layer: ``attn_norm`` (``_b`` its LayerNorm bias), ``wq wk wv`` or ``wqkv`` (biases
-``bq`` ...), MLA's ``wq_a q_a_norm wq_b`` (or ``wq``), ``wkv_a kv_a_norm wkv_b``; ``wo``
-(``bo``); ``attn_post_norm``; ``mlp_norm``; ``w_gate w_up`` or ``w_gate_up``, ``w_down``
-(biases ``b_...``); an MoE layer's ``w_router`` (``router_bias``), ``experts`` (a list of
-``w_gate w_up w_down``), ``shared`` and ``w_shared_gate``; ``mlp_post_norm``.
+``bq`` ...), Qwen3's per-head ``q_norm k_norm``, MLA's ``wq_a q_a_norm wq_b`` (or ``wq``),
+``wkv_a kv_a_norm wkv_b``; ``wo`` (``bo``); ``attn_post_norm``; ``mlp_norm``; ``w_gate w_up``
+or ``w_gate_up``, ``w_down`` (biases ``b_...``); an MoE layer's ``w_router``
+(``router_bias``), ``experts`` (a list of ``w_gate w_up w_down``), ``shared`` and
+``w_shared_gate``; ``mlp_post_norm``.
 """
 
 from __future__ import annotations
@@ -68,6 +69,9 @@ def _attention(init: _Init, cfg: Config, layer: dict) -> None:
     for name, width in widths.items():
         init.linear(layer, f"w{name}", None, D, width)
     init.linear(layer, "wo", None, H * d_h, D)
+    if cfg.qk_norm:  # one weight of d_h shared by the query heads, one by the key heads
+        layer["q_norm"] = init.near_one(d_h)
+        layer["k_norm"] = init.near_one(d_h)
     for name, width in widths.items():
         if cfg.qkv_bias:
             layer[f"b{name}"] = init.small(width)

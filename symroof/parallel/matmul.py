@@ -98,7 +98,7 @@ class ShardedMatmul:
     @property
     def time(self) -> TimeBound:
         """Time bounds on the mesh: ``lower`` with perfect overlap, ``upper`` with none."""
-        return time(self.cost, self.mesh, self.dtype)
+        return time(self.cost, self.mesh, self.dtype, per_chip=True)
 
     @property
     def t_math(self) -> sp.Expr:

@@ -17,14 +17,15 @@ replicated (every chip does them).
 - tokens per second per chip, B / (t N).
 
 >>> import symroof as sr
->>> plan = sr.serve(sr.model("llama-3.1-8b"), sr.mesh("tpu-v5e", "2x2"), batch=32,
-...                 context=4096)
+>>> plan = sr.serve(sr.model("llama-3.1-8b"), sr.mesh("tpu-v5e", "2x2"),
+...                 sr.Step(32, context=4096))
 >>> plan.fits, plan.max_batch
 (True, 89)
 >>> print(plan)    # doctest: +NORMALIZE_WHITESPACE
 llama-3.1-8b on tpu-v5e 2x2 (4 chips), batch 32, context 4096, weights bf16, KV bf16:
   memory per chip 8.31 GB of 16 GB (weights 4.02 GB, KV 4.29 GB); largest batch 89
-  step t_math 698 us, t_mem 10 ms, t_net 256 us: 10 ms .. 11 ms (memory-bound)
+  step t_math 698 us, t_mem 10 ms, t_net 256 us: 10 ms .. 11 ms (memory-bound),
+  per chip of tpu-v5e 2x2
   799 tokens/s per chip
 """
 
@@ -43,6 +44,7 @@ from ..hardware.chip import STORAGE_BYTES
 from ..hardware.collectives import all_reduce, all_to_all
 from ..hardware.mesh import Mesh
 from ..render import fmt_si
+from ..workload import Step
 from .serving_2d import LAYOUTS, layout_conditions, split_axes, ws2d_rows
 
 __all__ = ["ServePlan", "serve", "WIDTHS"]
@@ -53,12 +55,14 @@ WIDTHS = STORAGE_BYTES  # one home: symroof.hardware.chip
 #: embedding gathers, softcaps, and a mixture of experts' small router and its combine
 _REPLICATED = ("norm", "residual", "embed", "softcap", "moe/router", "moe/route",
                "moe/combine")
+_PER_HEAD = ("attn/q_norm", "attn/k_norm")
 
 
 def _sharded(key: str) -> bool:
     """Projections, the attention core, the KV write, MLP and expert matmuls and their
-    activations, and the lm_head split N ways; the rest is replicated."""
-    return not any(part in key for part in _REPLICATED)
+    activations, per-head norms (Qwen3's q/k norms follow their heads) and the lm_head split
+    N ways; the rest is replicated."""
+    return key in _PER_HEAD or not any(part in key for part in _REPLICATED)
 
 
 def width(dtype: str, what: str) -> sp.Expr:
@@ -99,7 +103,7 @@ class ServePlan:
 
     @property
     def time(self) -> TimeBound:
-        return time(self.cost, self.mesh, self.compute_dtype)
+        return time(self.cost, self.mesh, self.compute_dtype, useful=True, per_chip=True)
 
     @property
     def collectives(self) -> dict[str, Cost]:
@@ -209,12 +213,13 @@ class ServePlan:
             f"warning: {w}" for w in self.warnings)])
 
 
-def serve(model: Any, mesh: Mesh, *, batch: Any, context: Any, weights: str = "bf16",
-          kv: str | None = None, compute_dtype: str = "bf16", layout: str = "1d",
-          d_axes: Any = None) -> ServePlan:
+def serve(model: Any, mesh: Mesh, step: Step | None = None, *, batch: Any = None,
+          context: Any = None, weights: str = "bf16", kv: str | None = None,
+          compute_dtype: str = "bf16", layout: str = "1d", d_axes: Any = None) -> ServePlan:
     """Plan one decode step of ``model`` on ``mesh`` (see the module docstring).
 
-    ``batch`` sequences each at ``context`` tokens (the new one included); ``weights`` and
+    ``step``: a decode :class:`~symroof.Step` (``sr.Step(32, context=4096)``), or ``batch``
+    sequences each at ``context`` tokens (the new one included); ``weights`` and
     ``kv`` are storage dtypes ("bf16", "int8", "fp8", "int4", ...; ``kv`` defaults to the
     model's); ``compute_dtype`` picks the chip's peak. ``layout``: "1d" or "2d";
     ``d_axes``: under "2d", the mesh axes that split D (default the first).
@@ -238,6 +243,16 @@ def serve(model: Any, mesh: Mesh, *, batch: Any, context: Any, weights: str = "b
         raise ValueError(f"d_axes={d_axes!r} splits D under layout='2d'; this plan's layout "
                          f"is {layout!r}")
     d = split_axes(mesh, d_axes)[0] if layout == "2d" else ()
+    if step is not None:
+        if batch is not None or context is not None:
+            raise ValueError("give a Step or batch= and context=, not both")
+        if step.new_tokens != 1:
+            raise ValueError(f"serve() plans one decode step (1 new token per sequence); "
+                             f"this step has {step.new_tokens} new tokens")
+        batch, context = step.batch, step.context
+    if batch is None or context is None:
+        raise ValueError("serve() needs a Step (sr.Step(batch, context=...)) or batch= and "
+                         "context=")
     B = as_dimension(batch, "batch")
     S = as_dimension(context, "context")
     changes = {"w_bytes": width(weights, "weights")}

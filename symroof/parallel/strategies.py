@@ -41,6 +41,7 @@ from ..hardware.mesh import Mesh
 from ..models.training_memory import REMAT_POLICIES, train_memory
 from ..models.transformer import Transformer
 from ..render import fmt_si
+from ..workload import TrainStep
 from .conditions import derive
 from .layout import (
     ROLES,
@@ -209,8 +210,9 @@ def _batch(value: Any) -> sp.Expr:
                         else value, "batch_tokens")
 
 
-def train_plan(model: Transformer | str, mesh: Mesh, strategy: str = "fsdp", *, batch_tokens: Any,
-               seq: int = 4096, dp: Any = None, fsdp: Any = None, tp: Any = None,
+def train_plan(model: Transformer | str, mesh: Mesh, strategy: str = "fsdp", *,
+               step: TrainStep | None = None, batch_tokens: Any = None, seq: int = 4096,
+               dp: Any = None, fsdp: Any = None, tp: Any = None,
                pp: Any = None, ep: Any = None, microbatches: int | None = None,
                remat: Any = "full", widths: Mapping[str, Any] | None = None,
                dtype: str = "bf16", overlap_axes: bool = True) -> TrainPlan:
@@ -219,7 +221,8 @@ def train_plan(model: Transformer | str, mesh: Mesh, strategy: str = "fsdp", *, 
     ``strategy``: roles joined by '+' (``dp``, ``zero1``, ``zero2``, ``zero3``/``fsdp``,
     ``tp``, ``pp``, ``ep``); ``dp=``, ``fsdp=``, ``tp=``, ``pp=``, ``ep=`` give each role's
     mesh axes (one role left out takes the rest). ``ep`` (expert parallelism) needs a
-    mixture of experts whose E experts its degree divides. ``batch_tokens``: global batch
+    mixture of experts whose E experts its degree divides. ``step``: a
+    :class:`~symroof.TrainStep` (sequences and seq), or ``batch_tokens``: global batch
     in tokens (a number, or a symbol for formulas), whole sequences of ``seq`` tokens,
     divisible by the data degree X Z_e (dp x fsdp x ep; times ``microbatches``, default
     4 x stages, under a pipeline). ``remat``: a :data:`REMAT_POLICIES` name or n
@@ -239,7 +242,8 @@ def train_plan(model: Transformer | str, mesh: Mesh, strategy: str = "fsdp", *, 
     AllToAlls against the expert compute ask for wide experts (``F > ...``):
 
     >>> plan = sr.train_plan(sr.model("mixtral-8x7b"), sr.mesh("tpu-v5p", "8x8x8"),
-    ...                      "fsdp+ep", batch_tokens=2**22, fsdp=("X", "Y"), ep=("Z",))
+    ...                      "fsdp+ep", step=sr.TrainStep(1024, 4096), fsdp=("X", "Y"),
+    ...                      ep=("Z",))
     >>> plan.degrees["ep"], plan.fits
     (8, True)
     >>> print(plan.conditions["fsdp"])          # (E/k) alpha/2 per data shard, / Z_e per chip
@@ -260,6 +264,13 @@ def train_plan(model: Transformer | str, mesh: Mesh, strategy: str = "fsdp", *, 
         raise ValueError(f"strategy {strategy!r} on {mesh_text(mesh)}: {err}") from None
     n = {r: mesh.size(axes[r]) if axes[r] else 1 for r in ROLES}
     check_degrees(model, n)
+    if step is not None:
+        if batch_tokens is not None:
+            raise ValueError("give a TrainStep or batch_tokens=, not both")
+        batch_tokens, seq = step.tokens, step.seq
+    if batch_tokens is None:
+        raise ValueError("train_plan() needs a TrainStep (sr.TrainStep(sequences, seq)) or "
+                         "batch_tokens=")
     B, seq, remat = _batch(batch_tokens), as_dimension(seq, "seq"), _check_remat(remat)
     if microbatches is None:
         microbatches = 4 * n["pp"] if "pp" in roles else 1

@@ -12,15 +12,17 @@ from typing import Any
 import sympy as sp
 
 from ..derivation import tex_escape
+from ..hardware import as_chip
 from ..render import latex
-from .cli_args import SIZE, WIDTH, add_chip_options, chip_of, dumps, load_model
+from .cli_args import SIZE, WIDTH, add_chip_options, chip_of, dumps, load_model, mesh_of
 from .cli_format import WIDTHS, num, report_widths
-from .solve import QUANTITIES, VARIABLES, solve_step
+from .solve import QUANTITIES, VARIABLES, VIEWS, solve_step
 
 __all__ = ["cmd_solve", "add_solve"]
 
 #: LaTeX of the quantities that are not plain words (the others print as \text{...})
-_TEX = {"t_math": r"t_\text{math}", "t_mem": r"t_\text{mem}", "t_lower": r"t_\text{lower}",
+_TEX = {"t_math": r"t_\text{math}", "t_mem": r"t_\text{mem}", "t_net": r"t_\text{net}",
+        "t_lower": r"t_\text{lower}",
         "t_upper": r"t_\text{upper}", "flops": r"\text{FLOPs}", "kv_bytes": r"\text{KV bytes}"}
 
 
@@ -42,10 +44,12 @@ def _head(args: argparse.Namespace, model: Any, chip: Any, dtype: str, var: str,
         if v is not None and n != var]
     if args.phase == "decode" and args.new_tokens is None and var != "new_tokens":
         given.append("1 new token per sequence")
-    where = f" on {chip.name} ({dtype} peak)" if chip is not None else ""
+    where = "" if chip is None else f" on {args.mesh}, per chip of a serving plan ({dtype} " \
+        "peak)" if args.mesh else f" on {chip.name} ({dtype} peak)"
+    view = "" if args.view == "rows" else ", lecture 1's whole-model roofline (weights + KV)"
     return (f"solve {args.equation.strip()} for {var} ({VARIABLES[var]}): {model.name} "
             f"{args.phase}{where}, {', '.join(given) or 'nothing else given'}, "
-            + ", ".join(f"{k}={used[k]}" for k in WIDTHS))
+            + ", ".join(f"{k}={used[k]}" for k in WIDTHS) + view)
 
 
 def _lines(s: Any) -> list[str]:
@@ -83,21 +87,27 @@ def _latex(s: Any) -> str:
 def cmd_solve(args: argparse.Namespace) -> int:
     model = load_model(args.model)
     dtype = (args.dtype or "bf16").strip().lower()
-    chip = chip_of(args) if args.chip else None
+    if args.chip and args.mesh:
+        raise ValueError("give --chip (one chip) or --mesh (one chip's share of a serving "
+                         "plan), not both")
+    chip = mesh_of(args.mesh, args) if args.mesh else chip_of(args) if args.chip else None
     if chip is not None:
-        chip.peak(dtype)  # an unknown dtype fails here, naming the chip's dtypes
+        as_chip(chip).peak(dtype)  # an unknown dtype fails here, naming the chip's dtypes
     widths, _ = report_widths({k: getattr(args, k) for k in WIDTHS}, args.dtype, model)
     model = model.replace(**widths)
     var = args.var.strip().lower().replace("-", "_")
     s = solve_step(args.equation, var, model, chip=chip, dtype=dtype, phase=args.phase,
-                   batch=args.batch, context=args.context, new_tokens=args.new_tokens)
+                   batch=args.batch, context=args.context, new_tokens=args.new_tokens,
+                   view=args.view)
     used = {k: num(getattr(model, k)) for k in WIDTHS}
     head = _head(args, model, chip, dtype, s.variable, used)
     if args.format == "json":
         print(dumps({"query": {"equation": args.equation, "for": s.variable, "model": args.model,
-                               "model_name": model.name, "chip": chip and chip.name,
+                               "model_name": model.name,
+                               "chip": chip and as_chip(chip).name, "mesh": args.mesh,
                                "dtype": dtype, "phase": args.phase, "batch": args.batch,
-                               "context": args.context, "new_tokens": args.new_tokens, **used},
+                               "context": args.context, "new_tokens": args.new_tokens,
+                               "view": args.view, **used},
                      "title": head, "symbol": str(s.symbol), "lhs": str(s.lhs),
                      "rhs": str(s.rhs), "root": None if s.root is None else float(s.root),
                      "root_exact": None if s.root is None else str(s.root),
@@ -125,9 +135,14 @@ def add_solve(command: Any) -> None:
                    help=f"what to solve for: {', '.join(VARIABLES)} (or new-tokens)")
     c.add_argument("--model", required=True, help="a preset or a Hugging Face config.json")
     add_chip_options(c, required=False)
+    c.add_argument("--mesh", metavar="CHIP:SHAPE", help="instead of --chip: one chip's share "
+                   "of a decode step served on the slice (the rows of symroof serve, with "
+                   "t_net), e.g. h100:8")
     c.add_argument("--dtype", help="whose peak and, when given, byte widths: bf16 (default)")
     c.add_argument("--phase", choices=("decode", "prefill"), default="decode",
                    help="decode (default): new tokens on a cache; prefill: T = S")
+    c.add_argument("--view", choices=tuple(VIEWS), default="rows",
+                   help="; ".join(f"{k}: {v}" for k, v in VIEWS.items()) + " (default rows)")
     c.add_argument("--batch", type=SIZE, metavar="B", help="sequences (unless solved for)")
     c.add_argument("--context", type=SIZE, metavar="S", help="tokens each sequence attends "
                    "to, new ones included (128k = 131,072)")

@@ -1,10 +1,11 @@
 """Equations between named quantities of one forward step, solved for batch, context or new
 tokens (``symroof solve``).
 
-A step is ``model.whole(B, T, S - T)`` (decode: T new tokens per sequence on S - T cached;
-prefill: T = S); its quantities are ``flops`` (useful), ``bytes``, ``weight_bytes``,
-``kv_bytes``, ``act_bytes``, ``intensity`` (flops / bytes) and, on a chip, ``t_math`` and
-``t_mem`` (the whole-step bounds of ``sr.step_time(...).whole``), ``t_lower`` (their max),
+A step is the sum of the rows of ``model.ops(B, T, S - T)`` (decode: T new tokens per
+sequence on S - T cached; prefill: T = S), the rows a report tables and a serving plan
+shards; its quantities are ``flops`` (useful), ``bytes``, ``weight_bytes``, ``kv_bytes``,
+``act_bytes``, ``intensity`` (flops / bytes) and, on a chip, ``t_math`` and ``t_mem`` (the
+step's totals as one roofline), ``t_lower`` (their max),
 ``t_upper`` (their sum) and ``ridge`` (peak / HBM bandwidth). Every quantity but the one
 variable is substituted by its number; ``sr.crossover`` solves what is left (Max/Min
 branches included). Where there is no root, :func:`solve_step` says which side wins and
@@ -13,15 +14,15 @@ ratio of the two sides, in the limit of the solved variable, reaches 1.
 
 >>> import symroof as sr
 >>> s = solve_step("kv_bytes = weight_bytes", "context", sr.model("llama-3.1-8b"),
-...                batch=1)
+...                batch=1, view="whole")          # lecture 1's terms: sr.kv_crossover
 >>> s.root, s.above
 (114512, 'kv_bytes > weight_bytes')
 >>> s = solve_step("t_math = t_mem", "batch", sr.model("llama-3.1-8b"), chip=sr.chip("h100"),
-...                context=4096)
+...                context=4096)                   # the step's rows, as report and serve
 >>> print(s.never)
-t_mem > t_math at every batch; as batch grows t_math/t_mem tends to 0.1082
+t_mem > t_math at every batch; as batch grows t_math/t_mem tends to 0.106
 >>> [(b.variable, round(float(b.value), 1)) for b in s.boundaries]
-[('context', 393.2)]
+[('context', 297.8)]
 """
 
 from __future__ import annotations
@@ -38,42 +39,87 @@ from sympy.parsing.sympy_parser import (
     standard_transformations,
 )
 
-from ..analysis import crossover
-from ..models.inference import step_time
+from ..analysis import crossover, time
+from ..cost import Cost
+from ..hardware import as_chip
+from ..hardware.mesh import Mesh
+from ..parallel.serving import serve
 from ..symbols import B as _B
 from ..symbols import S as _S
 from ..symbols import T as _T
+from ..workload import Step
 
-__all__ = ["QUANTITIES", "VARIABLES", "Boundary", "Solution", "solve_step", "step_quantities"]
+__all__ = ["QUANTITIES", "VARIABLES", "VIEWS", "Boundary", "Solution", "solve_step",
+           "step_cost", "step_quantities"]
 
 #: quantity -> what it is (the ones marked "chip" need a chip)
 QUANTITIES = {
-    "t_math": "useful FLOPs / peak, seconds (chip)", "t_mem": "bytes / HBM bandwidth, "
-    "seconds (chip)", "t_lower": "max(t_math, t_mem) (chip)", "t_upper": "t_math + t_mem "
-    "(chip)", "ridge": "peak / HBM bandwidth, FLOP/B (chip)", "flops": "useful FLOPs",
-    "bytes": "weight + KV + activation bytes", "weight_bytes": "weight bytes read",
-    "kv_bytes": "KV-cache bytes read and written", "act_bytes": "activation bytes",
+    "t_math": "useful FLOPs / peak, seconds (chip)",
+    "t_mem": "bytes / HBM bandwidth, seconds (chip)",
+    "t_net": "the collectives' time, seconds (mesh; 0 on one chip)",
+    "t_lower": "max(t_math, t_mem, t_net) (chip)",
+    "t_upper": "t_math + t_mem + t_net (chip)",
+    "ridge": "peak / HBM bandwidth, FLOP/B (chip)",
+    "flops": "useful FLOPs",
+    "bytes": "weight + KV + activation bytes",
+    "weight_bytes": "weight bytes read",
+    "kv_bytes": "KV-cache bytes read and written",
+    "act_bytes": "activation bytes",
     "intensity": "flops / bytes, FLOP/B"}
 #: variable -> its symbol
 VARIABLES = {"batch": _B, "context": _S, "new_tokens": _T}
-_ON_CHIP = ("t_math", "t_mem", "t_lower", "t_upper", "ridge")
+_ON_CHIP = ("t_math", "t_mem", "t_net", "t_lower", "t_upper", "ridge")
 _TOKEN = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 _SAFE = re.compile(r"[\w\s.+\-*/()^]*")
 _PARSE = standard_transformations + (convert_xor, rationalize)
 
 
-def step_quantities(model: Any, chip: Any = None, dtype: str = "bf16",
-                    phase: str = "decode") -> dict[str, sp.Expr]:
-    """Every quantity as an expression in B, S (and T in decode)."""
+#: what a step's quantities sum: the step's rows (the default, as a report tables them and a
+#: serving plan shards them) or lecture 1's whole-model roofline (weights + KV read only)
+VIEWS = {"rows": "every row of the step: weights, KV read and written, activations, "
+                 "elementwise FLOPs", "whole": "lecture 1's whole-model roofline: matmul and "
+                 "attention FLOPs, weight and KV-read bytes only"}
+
+
+def step_cost(model: Any, phase: str = "decode", view: str = "rows") -> Cost:
+    """The cost of one step in B, S (and T in decode) that every quantity reads: the sum of
+    ``model.ops`` (lm_head on the last position, a fused attention core), or with
+    ``view="whole"`` ``model.whole`` under the same lm_head rule.
+
+    >>> from symroof.models import Transformer
+    >>> step_cost(Transformer(), view="whole").kv_bytes
+    4*B*G*L*S*d_h
+    """
+    if view not in VIEWS:
+        raise ValueError(f"view must be one of {', '.join(VIEWS)}, got {view!r}")
     T = _S if phase == "prefill" else _T
-    whole = model.whole(_B, T, _S - T)
-    out = {"flops": whole.useful_flops, "bytes": whole.bytes,
-           "weight_bytes": whole.weight_bytes, "kv_bytes": whole.kv_bytes,
-           "act_bytes": whole.act_bytes, "intensity": whole.useful_flops / whole.bytes}
-    if chip is not None:
-        t = step_time(model, chip, _B, T, _S - T, dtype=dtype).whole
-        out.update(t_math=t.t_math, t_mem=t.t_mem, t_lower=t.lower, t_upper=t.upper,
-                   ridge=chip.critical_intensity(dtype))
+    if view == "whole":
+        return model.whole(_B, T, _S - T, last_only=True)
+    return sum(model.ops(_B, T, _S - T, last_only=True, attention="fused").values(), Cost())
+
+
+def step_quantities(model: Any, chip: Any = None, dtype: str = "bf16",
+                    phase: str = "decode", view: str = "rows") -> dict[str, sp.Expr]:
+    """Every quantity as an expression in B, S (and T in decode), from :func:`step_cost`:
+    by default the sums of the step's rows, the same rows that ``symroof report`` tables and
+    ``sr.serve`` shards, timed by the one time rule (``sr.time``, useful FLOPs). ``chip`` may
+    be a mesh: then the quantities are one chip's share of a decode step, the rows of
+    ``sr.serve(model, mesh, ...)`` with their collectives (``t_net``)."""
+    if isinstance(chip, Mesh):
+        if phase != "decode" or view != "rows":
+            raise ValueError("on a mesh, solve reads the serving plan of a decode step: "
+                             "phase decode, view rows")
+        plan = serve(model, chip, Step(_B, context=_S), compute_dtype=dtype)
+        total, t = plan.cost, plan.time
+    else:
+        total = step_cost(model, phase, view)
+        t = None if chip is None else time(total, chip, dtype, useful=True)
+    out = {"flops": total.useful_flops, "bytes": total.bytes,
+           "weight_bytes": total.weight_bytes, "kv_bytes": total.kv_bytes,
+           "act_bytes": total.act_bytes, "intensity": total.useful_flops / total.bytes}
+    if t is not None:
+        out.update(t_math=t.t_math, t_mem=t.t_mem, t_net=t.t_net, t_lower=t.lower,
+                   t_upper=t.upper, ridge=as_chip(chip).critical_intensity(dtype))
     return out
 
 
@@ -198,9 +244,10 @@ def _never(lhs: str, rhs: str, var: str, hi: sp.Expr | None, x: sp.Symbol,
 
 def solve_step(equation: str, variable: str, model: Any, *, chip: Any = None,
                dtype: str = "bf16", phase: str = "decode", batch: Any = None,
-               context: Any = None, new_tokens: Any = None) -> Solution:
+               context: Any = None, new_tokens: Any = None, view: str = "rows") -> Solution:
     """Solve ``equation`` ("t_math = t_mem", "kv_bytes = 2*weight_bytes") for ``variable``
-    ("batch", "context", "new_tokens"), the other variables given (module docstring)."""
+    ("batch", "context", "new_tokens"), the other variables given (module docstring);
+    ``view``: "rows" (the step's rows, default) or "whole" (lecture 1's roofline)."""
     variable = variable.strip().lower().replace("-", "_")
     if variable not in VARIABLES:
         raise ValueError(f"cannot solve for {variable!r}; variables: {', '.join(VARIABLES)}")
@@ -214,7 +261,7 @@ def solve_step(equation: str, variable: str, model: Any, *, chip: Any = None,
     names = {s.name for side in sides for s in side.free_symbols}
     if chip is None and names & set(_ON_CHIP):
         raise ValueError(f"{', '.join(sorted(names & set(_ON_CHIP)))} need a chip: add --chip")
-    quantities = step_quantities(model, chip, dtype, phase)
+    quantities = step_quantities(model, chip, dtype, phase, view)
     subs = {sp.Symbol(q, positive=True): e for q, e in quantities.items()}
     exprs = [side.xreplace(subs) for side in sides]
     given = {n: v for n, v in (("batch", batch), ("context", context),
