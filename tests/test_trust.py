@@ -121,3 +121,12 @@ def test_fractional_widths_in_json():
     status, out, _ = cli("critical-batch", "--chip", "h100", "--x-bytes", "int4", "--w-bytes",
                          "0.5", "--format", "json")
     assert status == 0 and '"x_bytes": 0.5' in out and '"w_bytes": 0.5' in out
+
+
+def test_a_serve_plan_with_a_symbolic_batch_prints():
+    from symroof.symbols import B
+
+    # largest batch: (16 x 16e9 B - 8,030,261,248 x 2 B of weights) over 8192 tokens of
+    # 2 x 32 x 8 x 128 x 2 B of K and V each = 223.46
+    text = str(sr.serve("llama-3.1-8b", sr.mesh("tpu-v5e", "4x4"), batch=B, context=8192))
+    assert "batch B" in text and "tokens/s per chip = " in text and "largest batch 223" in text
