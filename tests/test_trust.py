@@ -130,3 +130,10 @@ def test_a_serve_plan_with_a_symbolic_batch_prints():
     # 2 x 32 x 8 x 128 x 2 B of K and V each = 223.46
     text = str(sr.serve("llama-3.1-8b", sr.mesh("tpu-v5e", "4x4"), batch=B, context=8192))
     assert "batch B" in text and "tokens/s per chip = " in text and "largest batch 223" in text
+
+
+def test_report_on_a_mesh_carries_the_same_warning():
+    status, out, _ = cli("report", "--model", "llama-3.1-8b", "--mesh", "tpu-v5e:8x8",
+                         "--phase", "decode", "--batch", "32", "--context", "8k")
+    assert status == 0
+    assert "warning: attention split 64 ways over llama-3.1-8b's 32 query heads" in out

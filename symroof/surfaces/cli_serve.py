@@ -211,7 +211,7 @@ def report_mesh(args: argparse.Namespace, model: Any, dtype: str, widths: dict,
     if args.groups:
         rows = group(rows, {**OP_GROUPS, "collectives": list(plan.collectives)})
     huge = mesh.chip.replace(hbm_bytes=10**30)  # HBM is checked per chip, below
-    warnings = step_warnings(plan.model, huge, args.batch, args.context)
+    warnings = step_warnings(plan.model, huge, args.batch, args.context) + list(plan.warnings)
     slices = _slices(plan, names["kv_bytes"])
     if not plan.fits:
         warnings.insert(0, _fit_line(plan) + "; " + _need_line(plan, slices))
