@@ -3,8 +3,9 @@
 Each mutant is a textual replacement in one source file (the text must occur exactly once),
 applied in a temporary copy of the tree, never in place; the tests named for it run there
 (``pytest -x``), and the mutant is *caught* if they fail, *survived* if they pass. The first
-five are the survivors of an earlier sweep (issue "Trust"); the rest are planted in chips,
-layouts, collectives, blocks, rows, serving and the CLI. A survivor is a missing test.
+five are the survivors of an earlier sweep; the rest are planted in chips, chip files,
+layouts, collectives, the time rule, blocks, rows, serving and the CLI. A survivor is a
+missing test.
 
     python benchmarks/mutation_sweep.py            # every mutant (a few minutes)
     python benchmarks/mutation_sweep.py h200 ep    # the mutants whose name has a word given
@@ -108,6 +109,16 @@ MUTANTS: list[tuple[str, str, str, str, list[str]]] = [
     ("serve labels no collective latency-bound", "symroof/surfaces/cli_serve.py",
      'return ", latency-bound" if plan.bounds.get(key) == "latency" else ""', 'return ""',
      ["tests/test_trust.py"]),
+    ("time upper bound is the max, not the sum", "symroof/analysis.py",
+     "return self.t_math + self.t_mem + self.t_net",
+     "return sp.Max(self.t_math, self.t_mem, self.t_net)",
+     ["tests/test_json_fields.py", "-k", "report"]),
+    ("cube slices wrap on a multiple of 2", "symroof/hardware/topology.py",
+     "all(n % 4 == 0 for n in shape)", "all(n % 2 == 0 for n in shape)",
+     ["tests/test_collectives.py", "tests/test_hardware.py"]),
+    ("MLA block: kv_b without the values", "symroof/models/spec.py",
+     "self.kv_rank * H * (self.d_nope + self.d_v)", "self.kv_rank * H * self.d_nope",
+     ["tests/test_families.py", "tests/test_check_families.py"]),
     # -- CLI -------------------------------------------------------------------------------
     ("--batch error names the Python argument", "symroof/surfaces/cli_train.py",
      'return (f"--batch {args.batch:,} tokens ({_sequences(args.batch // args.seq)} of --seq "',
