@@ -52,8 +52,9 @@ def test_mla_latent_cache_splits_over_the_batch_only():
 
 def test_serve_collectives_on_the_latency_floor_say_so():
     # Llama-3.1-70B, batch 32 on a v5e 4x4 (no wraparound below 16): each AllReduce of the
-    # [32, 8192] bf16 activations is 2 x (3 + 3) hops of the book's 1 us = 12 us, far above
-    # its bandwidth term; 80 layers: 960 us (the figure)
+    # [32, 8192] bf16 activations is 2 x (3 + 3) hops of the book's 1 us (ch. 3: X - 1 hops
+    # without wraparound, axes added, AllReduce twice) = 12 us, far above its bandwidth
+    # term; 80 layers: 960 us
     plan = sr.serve("llama-3.1-70b", sr.mesh("tpu-v5e", "4x4"), batch=32, context=8192)
     for key in ("comm/attn_allreduce", "comm/mlp_allreduce"):
         assert plan.rows[key].net_time == 80 * 12 * Fraction(1, 10**6)
@@ -89,8 +90,7 @@ def test_nearest_batches_that_divide():
 
 @pytest.mark.parametrize("microbatches", [1, 8])
 def test_pipeline_sends_on_the_critical_path(microbatches):
-    # GPipe over Z stages and m microbatches: the first microbatch crosses Z - 1 boundaries,
-    # each later one adds one more send on the critical path: m + Z - 2 sends, each of one
+    # book ch. 5 (pipelining): N_mb + N_stages - 2 hops on the critical path, each of one
     # microbatch's [tokens / m, D] bf16 activations (Llama-3.1-8B: D = 4096)
     Z, tokens = 8, 2**20
     plan = sr.train_plan("llama-3.1-8b", sr.mesh("h100", "8"), "pp", batch_tokens=tokens,
