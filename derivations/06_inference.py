@@ -261,7 +261,8 @@ for w in DTYPES:
         plan = sr.serve(llama70, v5e_slice(shape), batch=cap, context=CTX, weights=w, kv=w)
         assert plan.max_batch == cap and plan.fits  # the formula is the plan's
         caps[w, shape] = cap
-        out[w] = qps.subs({T_step: plan.book_time, n_dec: N_DEC, N: plan.n, B: cap})
+        out[w] = plan.requests_per_s_per_chip(N_DEC, form="book")
+        assert out[w] == qps.subs({T_step: plan.book_time, n_dec: N_DEC, N: plan.n, B: cap})
 t_full = size_d.step("on a v5e", r"T_\text{full} / \text{ms}", full.subs(at_v5e) * ms)
 size_d.step("largest batch at 8192 tokens, KV in the weights' dtype, on the smallest slices",
             r"B_\text{max}", caps["bf16", "4x4"])
@@ -427,8 +428,9 @@ ratio = eng_d.step(r"prefill servers per decode server: supply $1/T_\text{prefil
 evict = eng_d.step("KV tokens evicted per decode step: $B/n_g$ requests finish, each with "
                    "$n_p + n_g$ tokens", r"\text{evicted}", kv_evictions(B, n_p, n_g))
 pre = eng_d.step("LLaMA-3-70B, 8192 tokens, 16 v5e chips, 40% MFU", r"T_\text{prefill} / \text{s}",
-                 t_pre.subs({P: llama70.params, n_p: CTX, N: 16, MFU: sp.Rational(2, 5),
-                             **at_v5e}))
+                 sr.prefill(llama70, v5e_slice("4x4"), prompt=CTX, mfu=0.4).book_time)
+assert pre == t_pre.subs({P: llama70.params, n_p: CTX, N: 16, MFU: sp.Rational(2, 5),
+                          **at_v5e})  # the formula is the plan's
 bf16_16 = sr.serve(llama70, v5e_slice("4x4"), batch=32, context=CTX)  # bf16 weights and KV
 split = eng_d.step("with decode at $B = 32$ on the bf16 4x4 (its general-form step), "
                    "$n_\\text{dec}$ = 512",
@@ -489,7 +491,8 @@ floor = cost_d.step("and its floor when compute-bound: $2P$ FLOPs a token at pea
                     r"\$/\text{token}_\text{min}", 2 * P / flops_usd)
 per_chip = {}
 for name, usd in PRICES.items():
-    value = flops_usd.subs({C: sr.chip(name).peak(), price: sp.Rational(str(usd))})
+    value = sr.flops_per_dollar(name, usd, PRICE_SOURCE)
+    assert value == flops_usd.subs({C: sr.chip(name).peak(), price: sp.Rational(str(usd))})
     per_chip[name] = cost_d.step(f"{name} (\\${usd} an hour)",
                                  rf"\text{{FLOPs}}/\$_\text{{{name}}}", value, value=value)
 usd_plans = [int8_16[1], int8_16[32], int8_16[138], int8_plan("4x4", lt2.max_batch, 2048)]

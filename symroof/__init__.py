@@ -87,10 +87,16 @@ from .parallel import (
     TrainingRun,
     TrainPlan,
     cost_per_million_tokens,
+    flops_per_dollar,
     latency_throughput,
+    max_params,
+    mfu,
+    min_chips,
     min_training_slice,
     nearby,
+    prefill,
     serve,
+    serve_params,
     shard_matmul,
     smallest_slice,
     strategy_search,
@@ -129,6 +135,8 @@ __all__ = [
     # training on a mesh: strategies, conditions, whole runs, search
     "train_plan", "TrainPlan", "Condition", "training_run", "TrainingRun",
     "min_training_slice", "MinSlice", "strategy_search", "SearchResult",
+    # inverse questions
+    "max_params", "min_chips", "serve_params", "prefill", "mfu", "flops_per_dollar",
     "nearby",  # what would work where a batch gets no split
     # tables, documents, plots
     "roofline_table", "RooflineTable", "Derivation", "latex", "document", "plot", "plots",

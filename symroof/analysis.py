@@ -258,7 +258,8 @@ def crossover(lhs: Any, rhs: Any, var: sp.Symbol, *, select: str = "positive") -
 
     ``var`` is replaced by a positive real dummy while solving (an ``integer=True`` symbol
     would make ``solve`` drop every non-integer root). Roots that are negative or not real
-    are dropped; if several remain, ``select`` picks 'smallest' or 'largest'.
+    are dropped; if several remain, ``select`` picks 'smallest' or 'largest' (of symbolic
+    roots: their ``Min`` or ``Max``, which SymPy resolves where it can order them).
 
     >>> import symroof as sr
     >>> from symroof.symbols import B, D, F
@@ -298,11 +299,19 @@ def crossover(lhs: Any, rhs: Any, var: sp.Symbol, *, select: str = "positive") -
         raise ValueError(f"crossover(): {sp.sstr(lhs)} = {sp.sstr(rhs)} has no positive "
                          f"root in {var}{_which_wins(lhs, rhs, var)}")
     if len(roots) > 1:
-        if select not in ("smallest", "largest") or not all(r.is_number for r in roots):
+        if select not in ("smallest", "largest"):
             raise ValueError(f"crossover(): several roots {roots}; pass select='smallest' or "
-                             "'largest'")
-        roots = [min(roots) if select == "smallest" else max(roots)]
-    root = roots[0].subs(x, var)
+                             f"'largest' (got select={select!r})")
+        if all(r.is_number for r in roots):
+            roots = [min(roots) if select == "smallest" else max(roots)]
+        else:  # symbolic roots: Min/Max keeps the choice exact, ordered where SymPy can
+            pick = sp.Min if select == "smallest" else sp.Max
+            return pick(*(_simple(r.subs(x, var)) for r in roots))
+    return _simple(roots[0].subs(x, var))
+
+
+def _simple(root: sp.Expr) -> sp.Expr:
+    """A root in its tidiest exact form."""
     # cancel() is exact and fast for rational roots; simplify() only for radicals and such
     return _positive_form(sp.cancel(root)) if root.is_rational_function() else sp.simplify(root)
 

@@ -153,6 +153,14 @@ KEY_NUMBERS = {
         "275600416/1154296875  ~ 0.23876",   # $ per million tokens, compute floor
         "06_latency_throughput.png",
     ],
+    "09_questions.py": [
+        "N_max(16M) = 320000/17  ~ 18823.5",  # FSDP on v5p: 16e6 / 850 chips
+        "P_max = M/10",                       # the largest model, HBM / 10 bytes
+        "T / ms = 125/12  ~ 10.4167",         # 200e9 bf16 params over 32 v4p
+        "T_prefill / s = 896/985  ~ 0.909645",  # 70e9 prefill of 8192 on a v5e 4x4
+        "Y_ICI = 129024/(41*B)",              # decode ICI limit, F/(B beta)
+        "M_ckpt = 2*B*L*(D + 2*F)",           # three checkpoints a layer
+    ],
 }
 SCRIPTS = sorted(DERIVATIONS.glob("[0-9][0-9]_*.py"))
 FIGURES = {"01_rooflines.py": ["01_rooflines_problem3.png"],

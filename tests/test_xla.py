@@ -154,6 +154,23 @@ def test_all_gather_in_two_steps_is_a_note_both_ways():
     assert not compare(whole, steps[:1]).ok  # half a chain is not the whole
 
 
+def test_a_tuple_no_group_explains_is_compared_piece_by_piece():
+    """Decision: XLA's combiner may put a layer's six gradients in one tuple all-reduce of
+    which a plan predicts two; each piece is then compared alone, and the rest is kept as
+    data (``unexpected``) to be compared in turn."""
+    tuple_ar = {**coll("all-reduce", ("X",), 16 + 4 + 4, 16 + 4 + 4),
+                "operand_shapes": ((4, 4), (2, 2), (4, 1)),
+                "result_shapes": ((4, 4), (2, 2), (4, 1))}
+    report = compare([coll("all-reduce", ("X",), 16, 16)], [tuple_ar], case="c")
+    assert report.matched == 1 and report.notes == (
+        "c: XLA combined 3 all-reduces over (X) into one tuple; compared piece by piece",)
+    assert report.unexpected == (coll("all-reduce", ("X",), 4, 4),) * 2
+    assert compare([coll("all-reduce", ("X",), 4, 4)] * 2, report.unexpected).ok
+    a2a = {**coll("all-to-all", ("X",), 8, 8), "operand_shapes": ((1, 4),) * 2,
+           "result_shapes": ((1, 4),) * 2}   # one exchange, one piece per peer: never split
+    assert compare([coll("all-to-all", ("X",), 8, 8)], [a2a]).ok
+
+
 def test_report_text():
     report = compare([AR_X], [coll("all-to-all", ("X",), 4, 4)], case="c")
     assert str(report) == (

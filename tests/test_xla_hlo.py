@@ -183,6 +183,18 @@ def test_tuple_shapes_with_index_comments():
     assert (c.axes, c.result_shapes, c.elements_out) == (("X", "Y"), ((1, 8),) * 8, 64)
 
 
+def test_operands_with_index_comments():
+    """A tuple all-reduce of six operands prints ``/*index=5*/`` before the sixth operand's
+    name too (seen in a layer's gradient all-reduce, JAX 0.10.2)."""
+    defs = "".join(f"%g{i} = f32[4,{i + 1}]{{1,0}} fusion(%p)\n" for i in range(6))
+    shapes = ", ".join(f"f32[4,{i + 1}]{{1,0}}" for i in range(5)) + ", /*index=5*/f32[4,6]{1,0}"
+    names = ", ".join(f"%g{i}" for i in range(5)) + ", /*index=5*/%g5"
+    text = defs + f"%ar = ({shapes}) all-reduce({names}), replica_groups=[1,8]<=[8]"
+    c = one(text, XY)
+    assert c.operand_shapes == tuple((4, i + 1) for i in range(6))
+    assert c.elements_in == c.elements_out == 4 * (1 + 2 + 3 + 4 + 5 + 6)
+
+
 @pytest.mark.parametrize(
     ("groups", "mesh"),
     [("{{0,3},{1,2}}", {"X": 2, "Y": 2}), ("{{0,1},{2,3}}", {"X": 4}), ("{{0,1,2}}", {"X": 4})],
@@ -226,15 +238,17 @@ def test_references_to_collectives_are_not_collectives():
 
 def test_the_oracle_never_imports_symroof_outside_xla():
     """Independence: the oracle must not see symroof's formulas; JAX only in the worker.
-    ``check.py`` is the bridge that reads symroof's plans, and nothing in the oracle
-    imports it."""
+    ``check.py`` and ``check_layers.py`` are the bridges that read symroof's plans, and
+    nothing in the oracle imports them."""
+    bridges = ("check", "check_layers")
     for path in (Path(__file__).parents[1] / "symroof" / "xla").glob("*.py"):
-        if path.name == "check.py":
+        if path.stem in bridges:
             continue
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):
                 module = node.module or ""
                 assert node.level <= 1, f"{path.name} imports from outside symroof.xla"
+                assert module.split(".")[-1] not in bridges, f"{path.name} imports a bridge"
                 assert (
                     node.level == 1
                     or not module.startswith("symroof")

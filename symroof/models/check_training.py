@@ -20,7 +20,7 @@ import numpy as np
 
 from ..cost import as_dimension
 from .check import QUANTITIES, CheckReport, _int, _numeric_config, _widths, mismatches_of
-from .training_memory import REMAT_POLICIES
+from .training_memory import _policy
 from .transformer import Transformer
 
 __all__ = ["check_training"]
@@ -43,7 +43,8 @@ def _width(value: Any, name: str) -> int:
     return int(value)
 
 
-def check_training(model: Transformer, batch: int, seq: int, remat: str = "none", *,
+def check_training(model: Transformer, batch: int, seq: int,
+                   remat: str | tuple[str, ...] = "none", *,
                    grad_bytes: int | None = None, moment_bytes: int = 4,
                    master_bytes: int = 0, seed: int = 0,
                    max_bytes: int = 2**31) -> CheckReport:
@@ -52,7 +53,9 @@ def check_training(model: Transformer, batch: int, seq: int, remat: str = "none"
     ``model.train_ops(batch, seq, remat, ...)``, and every kept activation with
     ``saved_activations(model, batch, seq, remat)``, by exact integer equality.
 
-    ``grad_bytes`` defaults to the model's ``w_bytes``; ``master_bytes`` = 0 runs Adam
+    ``remat``: a policy name or a tuple of kept tensors (both sides derive what to rerun
+    on their own). ``grad_bytes`` defaults to the model's ``w_bytes``; ``master_bytes`` = 0
+    runs Adam
     without a master copy. A run estimated to need more than ``max_bytes`` (float64) is
     refused with the estimate.
     """
@@ -61,8 +64,7 @@ def check_training(model: Transformer, batch: int, seq: int, remat: str = "none"
 
     B = int(as_dimension(batch, "batch"))
     S = int(as_dimension(seq, "seq"))
-    if remat not in REMAT_POLICIES:
-        raise ValueError(f"unknown remat policy {remat!r}; known: {list(REMAT_POLICIES)}")
+    remat = _policy(remat, "naive")  # a policy name or a tuple of kept tensors
     cfg = _numeric_config(model)
     widths = _widths(model)
     gb = widths["w_bytes"] if grad_bytes is None else _width(grad_bytes, "grad_bytes")

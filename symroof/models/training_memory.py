@@ -12,12 +12,20 @@ and recomputes the rest from what it kept. Kept tensors are named by the op that
 | ``selective`` | all but the S x S softmax output | scores and softmax (Megatron-LM) |
 | ``matmul_outputs`` | the layer input and the outputs of the weight matmuls | the rest |
 | ``full`` | the layer input | the whole layer forward |
+| a tuple of tensor keys | those tensors | the rest of what the backward reads |
 
 ``matmul_outputs`` is JAX's ``dots_with_no_batch_dims_saveable`` and the book's "keep only
 the big matmul outputs": the two attention matmuls (scores, attention x V) and every
 elementwise op are recomputed. Outside the layers every policy keeps the final norm's input
 and output, the logits and the loss's logsumexp per token. A layer rerun by ``full`` holds
 its intermediates only while that layer's backward runs; they are not counted here.
+
+A tuple names the kept tensors itself (``layer_input`` among them: every rerun starts from
+it); what its backward reruns follows from which forward op reads which tensor
+(:data:`_INPUTS`), the same rule that gives the table's rows. The book's "checkpoint after
+the three big matmuls" (ch. 5 problems: 2 L B (D + 2F) bytes in bf16) is
+``("layer_input", "mlp/gate", "mlp/up")``, the down projection's output being the next
+layer's input.
 
 >>> from symroof.symbols import B, S
 >>> from symroof.models import Transformer
@@ -34,7 +42,8 @@ import sympy as sp
 from ..cost import as_dimension, as_exact
 from .transformer import ATTENTION_MODES, Transformer
 
-__all__ = ["REMAT_POLICIES", "saved_activations", "train_memory", "remat_recompute"]
+__all__ = ["REMAT_POLICIES", "TENSORS", "saved_activations", "train_memory", "state_bytes",
+           "remat_recompute"]
 
 #: policy -> what it keeps (the table in the module docstring).
 REMAT_POLICIES: dict[str, str] = {
@@ -61,14 +70,64 @@ _RECOMPUTE = {
     "full": None,  # every forward row of the layer
 }
 _CORE = ("attn/scores", "attn/softmax", "attn/av")
+#: which tensors each forward op of a layer reads (naive attention), in forward order
+_INPUTS = {
+    "attn_norm": ("layer_input",), "attn/q_proj": ("attn_norm",),
+    "attn/k_proj": ("attn_norm",), "attn/v_proj": ("attn_norm",),
+    "attn/rope": ("attn/q_proj", "attn/k_proj"), "attn/scores": ("attn/rope",),
+    "attn/softmax": ("attn/scores",), "attn/av": ("attn/softmax", "attn/v_proj"),
+    "attn/o_proj": ("attn/av",), "attn/residual": ("layer_input", "attn/o_proj"),
+    "mlp_norm": ("attn/residual",), "mlp/gate": ("mlp_norm",), "mlp/up": ("mlp_norm",),
+    "mlp/swiglu": ("mlp/gate", "mlp/up"),
+}
+#: the same with a fused attention core (it reads q, k after RoPE and v; writes o and lse)
+_FUSED_INPUTS = {("attn/core" if k == "attn/av" else k):
+                 (("attn/rope", "attn/v_proj") if k == "attn/av" else
+                  tuple("attn/core" if i == "attn/av" else i for i in v))
+                 for k, v in _INPUTS.items() if k not in _CORE[:2]}
+#: every per-layer tensor a tuple may keep
+TENSORS = ("layer_input",) + tuple(_INPUTS) + ("attn/core",)
 
 
-def _policy(remat: Any, attention: str) -> str:
-    if remat not in REMAT_POLICIES:
-        raise ValueError(f"unknown remat policy {remat!r}; known: {list(REMAT_POLICIES)}")
+def _policy(remat: Any, attention: str) -> str | tuple[str, ...]:
+    """A policy name, or a tuple of kept tensors checked against :data:`TENSORS`."""
     if attention not in ATTENTION_MODES:
         raise ValueError(f"attention must be one of {ATTENTION_MODES}, got {attention!r}")
+    if isinstance(remat, (tuple, list)):
+        unknown = [k for k in remat if k not in TENSORS]
+        if unknown or not remat:
+            raise ValueError(f"remat={tuple(remat)!r}: unknown tensor(s) {unknown}; a "
+                             f"kept-tensor tuple takes {', '.join(TENSORS)}")
+        if "layer_input" not in remat:
+            raise ValueError(f"remat={tuple(remat)!r} must keep 'layer_input': every "
+                             "recomputation starts from it")
+        return tuple(dict.fromkeys(remat))
+    if remat not in REMAT_POLICIES:
+        raise ValueError(f"unknown remat policy {remat!r}; known: {list(REMAT_POLICIES)} or a "
+                         "tuple of kept tensors")
     return remat
+
+
+def _kept(remat: str | tuple[str, ...], attention: str) -> tuple[str, ...]:
+    keys = remat if isinstance(remat, tuple) else _KEPT[remat]
+    return keys if attention == "naive" else _fused(keys)
+
+
+def _rerun(kept: tuple[str, ...], attention: str) -> tuple[str, ...]:
+    """The forward ops to rerun so that every tensor the backward reads (``none``'s list)
+    exists again, each rebuilt from what is kept: the closure over :data:`_INPUTS`."""
+    graph = _INPUTS if attention == "naive" else _FUSED_INPUTS
+    out: set[str] = set()
+
+    def rebuild(t: str) -> None:
+        if t not in kept and t not in out and t in graph:
+            out.add(t)
+            for source in graph[t]:
+                rebuild(source)
+
+    for t in _kept("none", attention):
+        rebuild(t)
+    return tuple(k for k in graph if k in out)
 
 
 def _fused(keys: tuple[str, ...]) -> tuple[str, ...]:
@@ -77,19 +136,26 @@ def _fused(keys: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(out))
 
 
-def remat_recompute(remat: str, attention: str = "naive") -> tuple[str, ...] | None:
+def remat_recompute(remat: str | tuple[str, ...],
+                    attention: str = "naive") -> tuple[str, ...] | None:
     """The forward row keys a policy reruns in each layer's backward (``None``: all of them).
 
     >>> remat_recompute("selective")
     ('attn/scores', 'attn/softmax')
     >>> remat_recompute("selective", "fused")
     ()
+    >>> remat_recompute(("layer_input", "mlp/gate", "mlp/up"))[-3:]   # not gate and up
+    ('attn/residual', 'mlp_norm', 'mlp/swiglu')
     """
-    keys = _RECOMPUTE[_policy(remat, attention)]
+    remat = _policy(remat, attention)
+    if isinstance(remat, tuple):
+        return _rerun(_kept(remat, attention), attention)
+    keys = _RECOMPUTE[remat]
     return keys if keys is None or attention == "naive" else _fused(keys)
 
 
-def saved_activations(model: Transformer, batch: Any, seq: Any, remat: str = "none", *,
+def saved_activations(model: Transformer, batch: Any, seq: Any,
+                      remat: str | tuple[str, ...] = "none", *,
                       attention: str = "naive") -> dict[str, sp.Expr]:
     """Bytes the backward pass keeps from the forward pass, by the op that wrote them.
 
@@ -99,12 +165,16 @@ def saved_activations(model: Transformer, batch: Any, seq: Any, remat: str = "no
     n*H*d_h (fused: ``attn/core``, o and the logsumexp, n*H*(d_h + 1)), ``attn/o_proj``,
     ``attn/residual``, ``mlp_norm`` n*D, ``mlp/gate``, ``mlp/up``, ``mlp/swiglu`` n*F; once:
     ``final_input`` and ``final_norm`` n*D, ``lm_head`` (logits) n*V, ``loss`` (logsumexp)
-    n; all times ``act_bytes``. Which rows appear is the policy's (module docstring).
+    n; all times ``act_bytes``. Which rows appear is the policy's (module docstring), or
+    the tuple's.
 
     >>> from symroof.symbols import B, S
     >>> sa = saved_activations(Transformer(), B, S)
     >>> sa["attn/softmax"], sa["mlp/gate"]
     (2*B*H*L*S**2, 2*B*F*L*S)
+    >>> three = saved_activations(Transformer(), B, S, ("layer_input", "mlp/gate", "mlp/up"))
+    >>> sum(v for k, v in three.items() if "/" in k or k == "layer_input").factor()
+    2*B*L*S*(D + 2*F)
     """
     remat = _policy(remat, attention)
     B, S = as_dimension(batch, "batch"), as_dimension(seq, "seq")
@@ -117,7 +187,7 @@ def saved_activations(model: Transformer, batch: Any, seq: Any, remat: str = "no
         "attn/core": n * H * (d_h + 1), "attn/o_proj": n * D, "attn/residual": n * D,
         "mlp_norm": n * D, "mlp/gate": n * F, "mlp/up": n * F, "mlp/swiglu": n * F,
     }
-    kept = _KEPT[remat] if attention == "naive" else _fused(_KEPT[remat])
+    kept = _kept(remat, attention)
     out = {key: m.L * per_layer[key] * m.act_bytes for key in kept}
     once = {"final_input": n * D, "final_norm": n * D, "lm_head": n * m.V, "loss": n}
     return out | {key: size * m.act_bytes for key, size in once.items()}
@@ -130,18 +200,34 @@ def _bytes(value: Any, name: str) -> sp.Expr:
     return width
 
 
-def train_memory(model: Transformer, batch: Any, seq: Any, remat: str = "none", *,
-                 param_bytes: Any = 2, grad_bytes: Any = 2, master_bytes: Any = 0,
-                 moment_bytes: Any = 4, n_moments: int = 2,
-                 attention: str = "naive") -> dict[str, sp.Expr]:
+def state_bytes(*, param_bytes: Any = 2, grad_bytes: Any = 2, master_bytes: Any = 0,
+                moment_bytes: Any = 4, n_moments: int = 2) -> dict[str, sp.Expr]:
+    """Bytes per parameter of a training state, by part: ``params``, ``grads``, ``master``,
+    ``moments`` (n_moments x moment_bytes); :func:`train_memory` multiplies them by P.
+
+    >>> sum(state_bytes(grad_bytes=0).values())     # the book's 2 + 4 + 4 (ch. 5)
+    10
+    """
+    if isinstance(n_moments, bool) or not isinstance(n_moments, int) or n_moments < 0:
+        raise ValueError(f"n_moments must be a non-negative integer, got {n_moments!r}")
+    return {"params": _bytes(param_bytes, "param_bytes"),
+            "grads": _bytes(grad_bytes, "grad_bytes"),
+            "master": _bytes(master_bytes, "master_bytes"),
+            "moments": n_moments * _bytes(moment_bytes, "moment_bytes")}
+
+
+def train_memory(model: Transformer, batch: Any, seq: Any,
+                 remat: str | tuple[str, ...] = "none", *, param_bytes: Any = 2,
+                 grad_bytes: Any = 2, master_bytes: Any = 0, moment_bytes: Any = 4,
+                 n_moments: int = 2, attention: str = "naive") -> dict[str, sp.Expr]:
     """Bytes of one training step's state, whole model, unsharded: ``params``, ``grads``,
     ``master`` (fp32 master weights, 0 by default), ``moments`` (Adam's two) and
     ``activations`` (the sum of :func:`saved_activations`).
 
     With P = ``model.params``: params P*param_bytes, grads P*grad_bytes, master
-    P*master_bytes, moments n_moments*P*moment_bytes. The default counts bf16 gradients
-    (12 bytes per parameter); the book's 10 bytes per parameter (bf16 weights, fp32 moments,
-    no gradients or master copy) is ``grad_bytes=0``.
+    P*master_bytes, moments n_moments*P*moment_bytes (:func:`state_bytes`). The default
+    counts bf16 gradients (12 bytes per parameter); the book's 10 bytes per parameter (bf16
+    weights, fp32 moments, no gradients or master copy) is ``grad_bytes=0``.
 
     >>> from symroof.symbols import B, S
     >>> from symroof.models import model
@@ -152,14 +238,11 @@ def train_memory(model: Transformer, batch: Any, seq: Any, remat: str = "none", 
     True
     """
     B, S = as_dimension(batch, "batch"), as_dimension(seq, "seq")
-    if isinstance(n_moments, bool) or not isinstance(n_moments, int) or n_moments < 0:
-        raise ValueError(f"n_moments must be a non-negative integer, got {n_moments!r}")
+    per = state_bytes(param_bytes=param_bytes, grad_bytes=grad_bytes,
+                      master_bytes=master_bytes, moment_bytes=moment_bytes,
+                      n_moments=n_moments)
     P = model.params
-    return {
-        "params": P * _bytes(param_bytes, "param_bytes"),
-        "grads": P * _bytes(grad_bytes, "grad_bytes"),
-        "master": P * _bytes(master_bytes, "master_bytes"),
-        "moments": n_moments * P * _bytes(moment_bytes, "moment_bytes"),
+    return {key: P * width for key, width in per.items()} | {
         "activations": sum(saved_activations(model, B, S, remat,
                                              attention=attention).values()),
     }

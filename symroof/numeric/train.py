@@ -91,12 +91,28 @@ REMAT = {
 }
 
 
-def _rerun_plan(remat: str) -> list[str]:
+def _kept(remat: Any) -> tuple[str, ...]:
+    """The tensors a policy keeps per layer; a tuple names them by the keys they are
+    recorded under (``"layer_input"``, ``"mlp/gate"``, ...)."""
+    if isinstance(remat, (tuple, list)):
+        by_key = {key: t for t, key in _WRITER.items()}
+        unknown = [k for k in remat if k not in by_key]
+        if unknown or "layer_input" not in remat:
+            raise ValueError(f"remat={tuple(remat)!r}: keep 'layer_input' and tensors of "
+                             f"{list(by_key)}; unknown: {unknown}")
+        return tuple(dict.fromkeys(by_key[k] for k in remat))
+    if remat not in REMAT:
+        raise ValueError(f"unknown remat policy {remat!r}; known: {list(REMAT)} or a tuple of "
+                         "kept tensors")
+    return REMAT[remat]
+
+
+def _rerun_plan(remat: Any) -> list[str]:
     """The layer ops to rerun before the backward: all of them for ``full``, else those
     that produce a tensor the backward reads and the policy did not keep (transitively)."""
-    if remat == "full":
+    if isinstance(remat, str) and remat == "full":
         return list(_LAYER)
-    have = set(REMAT[remat])
+    have = set(_kept(remat))
     want, plan = set(BACKWARD_READS) - have, []
     for key in reversed(_LAYER):
         inputs, outputs, _ = _LAYER[key]
@@ -195,8 +211,7 @@ def loss_and_grads(params: dict[str, Any], cfg: Config, tokens: Any, targets: An
     >>> grads["layers"][1]["w_gate"].shape, round(loss, 3) > 0
     ((64, 172), True)
     """
-    if remat not in REMAT:
-        raise ValueError(f"unknown remat policy {remat!r}; known: {list(REMAT)}")
+    _kept(remat)  # a policy name, or a tuple of kept tensors: fails naming it
     check_params(params, cfg)
     if cfg.features:
         raise ValueError(f"the training step runs the Llama family only; {cfg.name}'s config "
@@ -235,8 +250,8 @@ def _forward(scope, keep, params, cfg: Config, ctx, tokens, targets, remat: str)
     for c in ctx:
         t = {"x": x}
         _run(scope, "fwd/", c, t, _LAYER)
-        kept.append({name: t[name] for name in REMAT[remat]})
-        for name in REMAT[remat]:
+        kept.append({name: t[name] for name in _kept(remat)})
+        for name in _kept(remat):
             keep(_WRITER[name], t[name])
         x = t["x2"]
     W = params["embed"].T if cfg.tied else params["lm_head"]  # (D, V)

@@ -10,13 +10,16 @@ runs and the vectorised strategy search.
 """
 
 from .conditions import Condition
+from .inverse import max_params, min_chips
 from .matmul import STRATEGIES, ShardedMatmul, Step, shard_matmul
-from .runs import MinSlice, TrainingRun, min_training_slice, training_run
+from .runs import MinSlice, TrainingRun, mfu, min_training_slice, training_run
 from .search import SearchResult, nearby, strategy_search
 from .serving import ServePlan, serve
+from .serving_book import ParamModel, PrefillPlan, ici_condition, prefill, serve_params
 from .sharding import ArraySpec, parse_array, parse_matmul
 from .sizing import (
     cost_per_million_tokens,
+    flops_per_dollar,
     kv_evictions,
     latency_throughput,
     moe_critical_batch,
@@ -32,4 +35,9 @@ __all__ = ["shard_matmul", "ShardedMatmul", "Step", "STRATEGIES", "ArraySpec", "
            "cost_per_million_tokens", "moe_critical_batch",
            "train_plan", "TrainPlan", "Condition", "training_run", "TrainingRun",
            "min_training_slice", "MinSlice", "strategy_search", "SearchResult",
+           # inverse questions
+           "max_params", "min_chips",
+           # serving in the book's units
+           "serve_params", "ParamModel", "prefill", "PrefillPlan", "ici_condition",
+           "mfu", "flops_per_dollar",
            "nearby"]

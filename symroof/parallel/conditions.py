@@ -45,6 +45,7 @@ from typing import Any
 import sympy as sp
 
 from ..analysis import crossover
+from ..cost import as_exact
 from ..symbols import B as _B
 from .layout import ROLES, SYM, a2a_link, role_links
 from .rows import layer_rows, template_make
@@ -90,6 +91,30 @@ class Condition:
         if not diff.is_number:
             return None
         return bool(diff > 0) if self.relation == ">" else bool(diff < 0)
+
+    def chips_for(self, batch: Any) -> sp.Expr:
+        """The chips at which ``batch`` tokens meet this per-chip batch condition exactly,
+        N = batch / threshold (exact, symbolic where either is): more chips than this and
+        the plan's strategy turns communication-bound (the book's "16e6 / (2550 / 3) =
+        18,823 chips", ch. 5). Only for a ``B/N`` condition. The threshold is the one of
+        this plan's mesh axes; where it moves with the chip count (a GPU's DP over few
+        nodes, alpha (X - 1)/X), plan again at the answer.
+
+        >>> import symroof as sr
+        >>> plan = sr.train_plan("llama-3.1-70b", sr.mesh("tpu-v5p", "4x4x4"), "fsdp",
+        ...                      batch_tokens=2**20, seq=4096)
+        >>> n = plan.conditions["fsdp"].chips_for(16 * 10**6)
+        >>> n, int(n)
+        (320000/17, 18823)
+        """
+        if self.lhs != "B/N":
+            raise ValueError(f"chips_for(): the {self.name} condition bounds {self.lhs}, not "
+                             "the batch per chip (B/N); it has no chip count to solve for")
+        tokens = as_exact(batch, "batch")
+        if tokens.is_number and not tokens > 0:
+            raise ValueError(f"chips_for(): batch must be a positive number of tokens, got "
+                             f"{batch!r}")
+        return tokens / self.threshold
 
     def _latex(self, printer: Any) -> str:
         lhs = {"B/N": r"B/N", "Y": "Y", "X_opt": r"X_\text{opt}", "bubble": r"\text{bubble}",

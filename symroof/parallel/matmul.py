@@ -225,7 +225,7 @@ def shard_matmul(mesh: Mesh, text: str, *, strategy: str = "auto", x_bytes: Any 
     for spec in (a, b, out):
         for d, axes in zip(spec.dims, spec.axes):
             n = mesh.size(axes) if axes else 1
-            if dims[d].is_number and n != 1 and (dims[d] % n) != 0:
+            if dims[d].is_number and sp.sympify(n).is_number and n != 1 and dims[d] % n:
                 raise ValueError(f"{d} = {dims[d]} does not divide over {spec}'s mesh axes "
                                  f"{'x'.join(axes)} ({n} devices)")
     widths = (as_exact(x_bytes, "x_bytes"), as_exact(w_bytes, "w_bytes"),

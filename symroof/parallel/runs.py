@@ -21,7 +21,6 @@ llama-3.1-70b, 15 T tokens: 6.35e+24 FLOPs (attention: 4.83e+23 more at seq 4096
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -34,26 +33,13 @@ from ..hardware.mesh import Mesh
 from ..models.training_memory import train_memory
 from ..models.transformer import Transformer
 from ..render import fmt_si
-from .sizing import slices
+from ..workload import TrainStep
+from .inverse import MinSlice, min_chips, training_slices
 
-__all__ = ["TrainingRun", "training_run", "MinSlice", "min_training_slice", "training_slices"]
+__all__ = ["TrainingRun", "training_run", "MinSlice", "min_training_slice", "training_slices",
+           "mfu"]
 
 _DAY = 86400
-
-
-def training_slices(chip: Any) -> list[tuple[int, str]]:
-    """(chips, shape) of the slices of ``chip``, smallest first: ``sizing.slices`` and,
-    for a TPU, its whole pod (16x20x28 on v5p, which is not a power of two).
-
-    >>> training_slices("tpu-v5p")[-2:]
-    [(4096, '16x16x16'), (8960, '16x20x28')]
-    """
-    chip = as_chip(chip)
-    out = [(math.prod(int(s) for s in shape.split("x")), shape) for shape in slices(chip)]
-    pod = getattr(chip.network, "pod", None)
-    if pod and math.prod(pod) > out[-1][0]:
-        out.append((math.prod(pod), "x".join(map(str, pod))))
-    return out
 
 
 def _model(model: Any) -> Any:
@@ -125,37 +111,17 @@ def training_run(model: Transformer | str, tokens: Any, mesh: Mesh | Any, *, mfu
                        as_dimension(seq, "seq"), dtype)
 
 
-@dataclass(frozen=True)
-class MinSlice:
-    """The bytes a run holds (whole model), the chips they need, and the slice that has them."""
-
-    bytes: dict[str, sp.Expr]
-    chip: Any
-    chips: int
-    slice: str
-    slice_chips: int
-
-    @property
-    def total(self) -> sp.Expr:
-        return sum(self.bytes.values())
-
-    def per_chip(self, n_chips: int) -> sp.Expr:
-        """Bytes per chip when everything is sharded over ``n_chips``."""
-        return self.total / n_chips
-
-    def __str__(self) -> str:
-        return (f"{fmt_si(self.total, 'B')} needs {self.chips} {self.chip.name} "
-                f"({fmt_si(self.chip.hbm_bytes, 'B')} each): slice {self.slice} "
-                f"({self.slice_chips} chips)")
-
-
-def min_training_slice(model: Transformer | str, chip: Any, *, batch_tokens: Any = 0,
+def min_training_slice(model: Transformer | str, chip: Any, *,
+                       step: TrainStep | None = None, batch_tokens: Any = 0,
                        seq: int = 4096, remat: Any = "full",
                        widths: Mapping[str, Any] | None = None) -> MinSlice:
     """The smallest slice of ``chip`` whose HBM holds params, grads, master and moments
     (and the activations of ``batch_tokens`` under ``remat``, a policy name or n
     checkpoints of width D per layer), everything sharded; a clear error where no slice
-    on record holds it.
+    on record holds it (:func:`min_chips` of its bytes, by part). ``remat`` may also be a
+    tuple of kept tensors (:mod:`symroof.models.training_memory`). The batch: a
+    :class:`~symroof.TrainStep`, or ``batch_tokens`` in sequences of ``seq``. Symbolic where
+    the batch is a symbol (the chips a ``ceiling``, no slice chosen).
 
     >>> import symroof as sr
     >>> print(sr.min_training_slice("llama-3.1-70b", "h100", widths={"grad_bytes": 0}))
@@ -163,6 +129,10 @@ def min_training_slice(model: Transformer | str, chip: Any, *, batch_tokens: Any
     """
     m, chip = _model(model), as_chip(chip)
     widths = dict(widths or {})
+    if step is not None:
+        if batch_tokens:
+            raise ValueError("give a TrainStep or batch_tokens=, not both")
+        batch_tokens, seq = step.tokens, step.seq
     if batch_tokens:
         B, s = as_dimension(batch_tokens, "batch_tokens"), as_dimension(seq, "seq")
         policy = "full" if isinstance(remat, int) else remat
@@ -172,12 +142,26 @@ def min_training_slice(model: Transformer | str, chip: Any, *, batch_tokens: Any
     else:
         mem = train_memory(m, 1, 1, "full", **widths)
         mem["activations"] = sp.Integer(0)
-    total = sum(mem.values())
-    need = max(1, math.ceil(total / chip.hbm_bytes))
-    shapes = training_slices(chip)
-    for n, shape in shapes:
-        if n >= need:
-            return MinSlice(mem, chip, need, shape, n)
-    raise ValueError(f"does not fit: {m.name} needs {float(total) / 1e12:.3g} TB, at least "
-                     f"{need} {chip.name} chips, more than the largest slice on record "
-                     f"({shapes[-1][1]})")
+    need = min_chips(mem, chip)
+    if need.slice is None and need.chips.is_number and chip.network is not None:
+        raise ValueError(f"does not fit: {m.name} needs {float(need.total) / 1e12:.3g} TB, at "
+                         f"least {need.chips} {chip.name} chips, more than the largest slice "
+                         f"on record ({training_slices(chip)[-1][1]})")
+    return need
+
+
+def mfu(run: TrainingRun, chip_hours: Any) -> sp.Expr:
+    """The MFU a run achieved if it took ``chip_hours`` chip-hours: its 6 P tokens FLOPs over
+    chip-hours x 3600 x C (the inverse of :func:`training_run`'s wall time), exact.
+
+    >>> import symroof as sr
+    >>> run = sr.training_run("llama-3.1-70b", 15 * 10**12, "tpu-v5p", chips=8960, mfu=1)
+    >>> round(float(sr.mfu(run, 8960 * 3.8e6 / 3600)), 2)   # ch. 6: 3.8e6 s on the pod
+    0.41
+    """
+    if not isinstance(run, TrainingRun):
+        raise TypeError(f"mfu() takes a TrainingRun (sr.training_run(...)), got {run!r}")
+    hours = as_exact(chip_hours, "chip_hours")
+    if hours.is_number and not hours > 0:
+        raise ValueError(f"chip_hours must be positive, got {chip_hours!r}")
+    return run.flops / (hours * 3600 * run.chip.peak(run.dtype))

@@ -45,6 +45,7 @@ from ..hardware.mesh import Mesh
 from ..models.transformer import Transformer
 from ..render import fmt_si
 from ..symbols import B as _B
+from .inverse import min_chips
 from .layout import (
     ROLES,
     SYM,
@@ -55,7 +56,6 @@ from .layout import (
     role_links,
 )
 from .rows import pass_times, step_rows, template_make
-from .runs import training_slices
 from .strategies import _check_remat, plan_memory, train_plan
 
 __all__ = ["STRATEGIES", "EP_STRATEGIES", "Candidate", "SearchResult", "strategy_search",
@@ -353,19 +353,14 @@ def _choose(model: Any, chip: Any, batch: np.ndarray, cands: tuple, out: dict,
                         np.where(ok, upper, np.inf), out["memory"], bound, best, tuple(why))
 
 
-@functools.lru_cache(maxsize=64)
-def _slices(chip: Any) -> tuple[tuple[int, str], ...]:
-    return tuple(training_slices(chip))
-
-
 def _why(chip: Any, some_fit: bool, total: float) -> str:
     """Why no split is chosen: none divides the batch, or none fits (and what would)."""
     if some_fit:
         return "no split that fits divides the batch by its data degree (x microbatches)"
-    need = math.ceil(total / float(chip.hbm_bytes))
-    shape = next((s for n, s in _slices(chip) if n >= need), None)
-    where = f"the smallest slice with them is {shape}" if shape else "no slice on record has them"
-    return f"does not fit: needs {fmt_si(total, 'B')} = {need} chips; {where}"
+    need = min_chips(total, chip)
+    where = (f"the smallest slice with them is {need.slice}" if need.slice
+             else "no slice on record has them")
+    return f"does not fit: needs {fmt_si(total, 'B')} = {need.chips} chips; {where}"
 
 
 def plan_of(result: SearchResult, i: int, **kwargs: Any) -> Any:

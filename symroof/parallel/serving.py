@@ -32,7 +32,6 @@ llama-3.1-8b on tpu-v5e 2x2 (4 chips), batch 32, context 4096, weights bf16, KV 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,7 +44,7 @@ from ..hardware.collectives import all_reduce, all_to_all
 from ..hardware.mesh import Mesh
 from ..render import fmt_si
 from ..workload import Step
-from .serving_2d import LAYOUTS, layout_conditions, split_axes, ws2d_rows
+from .serving_2d import LAYOUTS, layout_conditions, split_axes, ws2d_layer, ws2d_rows
 
 __all__ = ["ServePlan", "serve", "WIDTHS"]
 
@@ -89,9 +88,9 @@ class ServePlan:
     compute_dtype: str = "bf16"
     layout: str = "1d"
     d_axes: tuple[str, ...] = ()
-    #: per collective row, "latency" or "bandwidth": which term of one layer's collective
-    #: sets its time (every layer's is the same)
-    bounds: Mapping[str, str] = field(default_factory=dict)
+    #: one (dense) layer's collectives, ``key -> (times per layer, Collective)``: what the
+    #: ``comm/*`` rows hold L times over (the XLA oracle checks them one layer at a time)
+    layer_comm: dict = field(default_factory=dict)
 
     @property
     def n(self) -> Any:
@@ -113,6 +112,12 @@ class ServePlan:
     @property
     def bound(self) -> str:
         return self.time.bound
+
+    @property
+    def bounds(self) -> dict[str, str]:
+        """Per collective row, "latency" or "bandwidth": which term sets one layer's
+        collective's time (``layer_comm``; every layer's is the same)."""
+        return {k: c.bound for k, (_, c) in self.layer_comm.items()}
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -138,8 +143,11 @@ class ServePlan:
     def conditions(self) -> dict[str, Any]:
         """Where 2-D weight-stationary pays, solved with ``sr.crossover``: ``x_opt`` (a 2-D
         plan's best D degree) and ``2d`` (the chips above which 2-D beats 1-D); see
-        :mod:`symroof.parallel.serving_2d`."""
-        return layout_conditions(self)
+        :mod:`symroof.parallel.serving_2d`; ``ici``: the mesh width below which decode
+        stays HBM-bound, Y < F/(B beta) (:func:`symroof.parallel.serving_book.ici_condition`)."""
+        from .serving_book import ici_condition
+
+        return layout_conditions(self) | ici_condition(self)
 
     @property
     def hbm_used(self) -> sp.Expr:
@@ -164,14 +172,34 @@ class ServePlan:
 
     @property
     def min_chips(self) -> Any:
-        """ceil(weight bytes / HBM per chip): the fewest chips that hold the weights."""
-        need = self.model.params * self.model.w_bytes / self.mesh.chip.hbm_bytes
-        return math.ceil(need) if need.is_number else sp.ceiling(need)
+        """ceil(weight bytes / HBM per chip): the fewest chips that hold the weights
+        (``sr.min_chips`` of them)."""
+        from .inverse import min_chips
+
+        return min_chips(self.model.params * self.model.w_bytes, self.mesh.chip).chips
 
     @property
     def tokens_per_s_per_chip(self) -> sp.Expr:
         """Throughput per chip: B / (t_lower N)."""
         return self.batch / (self.time.lower * self.n)
+
+    def requests_per_s_per_chip(self, tokens: Any, *, form: str = "plan") -> sp.Expr:
+        """Requests a second per chip when each generates ``tokens`` tokens: B / (t N tokens)
+        (ch. 7), with t the plan's step (``form="plan"``, the lower bound) or the book's
+        general form (``form="book"``, :attr:`book_time`).
+
+        >>> import symroof as sr
+        >>> plan = sr.serve("llama-3.1-70b", sr.mesh("tpu-v5e", "4x4"), batch=42,
+        ...                 context=8192)
+        >>> round(float(plan.requests_per_s_per_chip(512, form="book")), 3)   # ch. 8: 0.27
+        0.265
+        """
+        if form not in ("plan", "book"):
+            raise ValueError(f"form must be 'plan' or 'book', got {form!r}")
+        n_tokens = as_dimension(tokens, "tokens")
+        per_chip = (self.tokens_per_s_per_chip if form == "plan"
+                    else self.batch / (self.book_time * self.n))
+        return per_chip / n_tokens
 
     @property
     def book_time(self) -> sp.Expr:
@@ -273,20 +301,23 @@ def serve(model: Any, mesh: Mesh, step: Step | None = None, *, batch: Any = None
                         weight_bytes=cost.weight_bytes / N, act_bytes=cost.act_bytes / N,
                         kv_bytes=cost.kv_bytes / kv_ways)
         rows[key] = cost
-    axes, bounds = mesh.names, {}
+    axes = mesh.names
+    layer = {}  # one layer's collectives: key -> (times per layer, Collective)
     if layout == "2d":
-        rows |= ws2d_rows(m, mesh, B, d, bounds)
+        layer |= {k: (1, c) for k, c in ws2d_layer(m, mesh, B, d).items()}
+        rows |= ws2d_rows(m, mesh, B, d)  # its dense and MoE layers' MLPs differ in width
     elif N != 1:
-        reduce = all_reduce(mesh, B * m.D * m.act_bytes, axes)
-        for key in ("comm/attn_allreduce", "comm/mlp_allreduce"):
-            rows[key], bounds[key] = m.L * reduce, reduce.bound
+        act = B * m.D * m.act_bytes
+        layer["comm/attn_allreduce"] = (1, all_reduce(mesh, act, axes))
+        layer["comm/mlp_allreduce"] = (1, all_reduce(mesh, act, axes))
     if N != 1 and not by_heads:  # KV over batch too: queries to batch sharding and back
-        a2a = all_to_all(mesh, B * m.H * m.d_h * m.act_bytes, axes)
-        rows["comm/attn_alltoall"], bounds["comm/attn_alltoall"] = 2 * m.L * a2a, a2a.bound
+        q = B * m.H * m.d_h * m.act_bytes
+        layer["comm/attn_alltoall"] = (2, all_to_all(mesh, q, axes))
+    rows |= {k: m.L * times * c for k, (times, c) in layer.items() if k not in rows}
     memory = {"weights": m.params * m.w_bytes / N,
               "kv": B * m.kv_cache_bytes(S) / kv_ways}
     return ServePlan(m, mesh, B, S, weights, kv or _name(m.kv_bytes), rows, memory,
-                     compute_dtype, layout=layout, d_axes=d, bounds=bounds)
+                     compute_dtype, layout=layout, d_axes=d, layer_comm=layer)
 
 
 def _si(x: Any, unit: str) -> str:

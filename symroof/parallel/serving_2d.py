@@ -50,7 +50,7 @@ from ..hardware.collectives import all_gather, all_reduce, reduce_scatter
 from ..hardware.mesh import Mesh
 from .conditions import Condition
 
-__all__ = ["LAYOUTS", "split_axes", "ws2d_rows", "d_outputs", "layout_conditions"]
+__all__ = ["LAYOUTS", "split_axes", "ws2d_layer", "ws2d_rows", "d_outputs", "layout_conditions"]
 
 #: serving layouts: 1-D model parallelism (activations replicated) and 2-D weight-stationary
 LAYOUTS = ("1d", "2d")
@@ -99,18 +99,32 @@ def _block(mesh: Mesh, B: Any, m: Any, width: Any, d: tuple, f: tuple) -> dict[s
             "reducescatter": reduce_scatter(mesh, x, f)}
 
 
-def ws2d_rows(m: Any, mesh: Mesh, B: Any, d_axes: Any,
-              bounds: dict | None = None) -> dict[str, Cost]:
+def ws2d_layer(m: Any, mesh: Mesh, B: Any, d_axes: Any, mlp: str = "dense",
+               ) -> dict[str, Cost]:
+    """One layer's collectives under 2-D weight-stationary sharding (its MLP of kind ``mlp``,
+    "dense" or "moe"): ``comm/attn_<kind>`` and ``comm/mlp_<kind>``, one each.
+
+    >>> import symroof as sr
+    >>> one = ws2d_layer(sr.model("llama-3.1-8b"), sr.mesh("tpu-v5e", "4x2"), 8, "X")
+    >>> one["comm/mlp_allreduce"].kind, one["comm/mlp_allreduce"].axes
+    ('all-reduce', ('X',))
+    """
+    d, f = split_axes(mesh, d_axes)
+    widths = d_outputs(m)
+    return {f"comm/{block}_{kind}": c
+            for block, width in (("attn", widths["attn"]), ("mlp", widths[mlp]))
+            for kind, c in _block(mesh, B, m, width, d, f).items()}
+
+
+def ws2d_rows(m: Any, mesh: Mesh, B: Any, d_axes: Any) -> dict[str, Cost]:
     """The collectives of one decode step under 2-D weight-stationary sharding, all layers
     summed: ``comm/attn_<kind>`` and ``comm/mlp_<kind>`` for kind in allgather, allreduce,
-    reducescatter; ``bounds`` (if given) gets each row's "latency" or "bandwidth" (of one
-    layer's collective; "latency" only where every layer's is)."""
-    bounds = {} if bounds is None else bounds
+    reducescatter."""
     d, f = split_axes(mesh, d_axes)
     widths = d_outputs(m)
     rows: dict[str, Cost] = {}
     for kind, c in _block(mesh, B, m, widths["attn"], d, f).items():
-        rows[f"comm/attn_{kind}"], bounds[f"comm/attn_{kind}"] = m.L * c, c.bound
+        rows[f"comm/attn_{kind}"] = m.L * c
     mlp = {"dense": m.dense_layers, "moe": m.moe_layers}
     for layer, count in mlp.items():
         if count == 0:
@@ -118,7 +132,6 @@ def ws2d_rows(m: Any, mesh: Mesh, B: Any, d_axes: Any,
         for kind, c in _block(mesh, B, m, widths[layer], d, f).items():
             key = f"comm/mlp_{kind}"
             rows[key] = rows.get(key, Cost()) + count * c
-            bounds[key] = c.bound if bounds.get(key, c.bound) == c.bound else "bandwidth"
     return rows
 
 
@@ -136,8 +149,10 @@ def _coefficients(plan: Any, d: tuple, f: tuple) -> tuple[sp.Expr, sp.Expr, sp.E
 
 def layout_conditions(plan: Any) -> dict[str, Condition]:
     """``x_opt`` (a 2-D plan) and ``2d`` (where 2-D beats 1-D; D split over the plan's
-    d_axes, or the first axis) of a serving plan; none on a mesh of one axis."""
-    if len(plan.mesh.names) < 2 or plan.model.mla is not None:
+    d_axes, or the first axis) of a serving plan; none on a mesh of one axis (axes of one
+    chip do not count: nothing crosses them)."""
+    wide = [a for a in plan.mesh.axes if sp.sympify(a.size) != 1]
+    if len(wide) < 2 or plan.model.mla is not None:
         return {}
     d, f = split_axes(plan.mesh, plan.d_axes or None)
     c0, c1, c2 = _coefficients(plan, d, f)

@@ -10,7 +10,6 @@ ratio, the cost of a million tokens, and the critical batch of a mixture-of-expe
 from __future__ import annotations
 
 import functools
-import math
 from typing import Any
 
 import numpy as np
@@ -26,7 +25,8 @@ from ..symbols import S as _S
 from .serving import ServePlan, serve, width
 
 __all__ = ["smallest_slice", "slices", "latency_throughput", "kv_evictions",
-           "prefill_decode_ratio", "cost_per_million_tokens", "moe_critical_batch"]
+           "prefill_decode_ratio", "cost_per_million_tokens", "flops_per_dollar",
+           "moe_critical_batch"]
 
 
 def slices(chip: Any) -> list[str]:
@@ -63,8 +63,9 @@ def slices(chip: Any) -> list[str]:
 
 def smallest_slice(model: Any, chip: Any, *, weights: str = "bf16", kv: str | None = None,
                    batch: int = 0, context: int = 1) -> str:
-    """The smallest slice (``slices(chip)``) whose HBM holds the weights and ``batch``
-    sequences of KV cache at ``context``; fails with what it would need if none does."""
+    """The smallest slice (``slices(chip)``, and a TPU's whole pod) whose HBM holds the
+    weights and ``batch`` sequences of KV cache at ``context`` (``sr.min_chips`` of those
+    bytes); fails with what it would need if none does."""
     from ..models import model as _model
 
     m = _model(model) if isinstance(model, str) else model
@@ -73,22 +74,27 @@ def smallest_slice(model: Any, chip: Any, *, weights: str = "bf16", kv: str | No
     if batch:
         kv_width = width(kv, "KV") if kv else m.kv_bytes
         need += batch * m.kv_cache_bytes(context) / m.kv_bytes * kv_width
-    for shape in slices(chip):
-        n = math.prod(int(side) for side in shape.split("x"))
-        if n * chip.hbm_bytes >= need:
-            return shape
+    from .inverse import min_chips
+
+    held = min_chips(need, chip)
+    if held.slice is not None:
+        return held.slice
     raise ValueError(f"{m.name} needs {float(need) / 1e9:.1f} GB, more than the largest "
                      f"{chip.name} slice holds ({slices(chip)[-1]})")
 
 
 def latency_throughput(model: Any, mesh: Any, *, context: Any, batches: Any = None,
-                       weights: str = "bf16", kv: str | None = None) -> dict[str, np.ndarray]:
+                       weights: str = "bf16", kv: str | None = None,
+                       form: str = "plan") -> dict[str, np.ndarray]:
     """Step latency and tokens/s per chip as batch grows, evaluated in one compiled NumPy
     call over ``batches`` and ``context`` (numbers or arrays, broadcast together: pass
     ``batches[:, None]`` and ``contexts[None, :]`` for a grid). ``batches`` defaults to 1 ..
     the HBM cap of a single context. Returns arrays ``batch``, ``context``, ``latency`` (s,
     the lower bound), ``upper`` (s, no overlap), ``tokens_per_s_per_chip``, the HBM cap
-    ``max_batch`` (per context) and ``fits`` (batch <= cap).
+    ``max_batch`` (per context) and ``fits`` (batch <= cap). ``form="book"``: the step
+    is the book's general form instead (ch. 7, ``ServePlan.book_time``: B KV/W + max(2BP/C,
+    P_bytes/W), attention and the MLP not overlapped, no ICI), both ``latency`` and
+    ``upper``.
 
     >>> import symroof as sr
     >>> c = latency_throughput("llama-3.1-8b", sr.mesh("tpu-v5e", "2x2"), context=4096,
@@ -96,6 +102,8 @@ def latency_throughput(model: Any, mesh: Any, *, context: Any, batches: Any = No
     >>> [round(float(x) * 1e3, 2) for x in c["latency"]], int(c["max_batch"])
     ([4.75, 5.94, 15.45], 89)
     """
+    if form not in ("plan", "book"):
+        raise ValueError(f"form must be 'plan' or 'book', got {form!r}")
     plan = _symbolic_plan(model, mesh, weights, kv)
     s = np.asarray(context, dtype=np.float64)
     if s.size and not (s >= 1).all():
@@ -111,7 +119,11 @@ def latency_throughput(model: Any, mesh: Any, *, context: Any, batches: Any = No
     b = np.asarray(batches, dtype=np.float64)
     if b.size and not (b >= 1).all():
         raise ValueError(f"batches must be >= 1, got {b.min():g}")
-    t = evaluate(plan.time, B=b, S=s)
+    if form == "book":
+        book = evaluate(plan.book_time, B=b, S=s)
+        t = {"lower": book, "upper": book}
+    else:
+        t = evaluate(plan.time, B=b, S=s)
     return {"batch": b, "context": s, "latency": t["lower"], "upper": t["upper"],
             "tokens_per_s_per_chip": b / (t["lower"] * float(plan.n)), "max_batch": cap,
             "fits": b <= cap}
@@ -162,6 +174,23 @@ def cost_per_million_tokens(plan: ServePlan, usd_per_chip_hour: Any, source: str
         raise ValueError("a price needs its source (where and when it was quoted)")
     price = as_exact(usd_per_chip_hour, "usd_per_chip_hour")
     return price * plan.n * plan.time.lower / (3600 * plan.batch) * 10**6
+
+
+def flops_per_dollar(chip: Any, usd_per_chip_hour: Any, source: str, *,
+                     dtype: str = "bf16") -> sp.Expr:
+    """FLOPs one dollar buys at the chip's peak: C x 3600 / price per chip-hour (ch. 8),
+    exact; the price is an input with its ``source``.
+
+    >>> import symroof as sr
+    >>> f"{float(flops_per_dollar('tpu-v5e', 1.2, 'book ch. 8, GCP Feb 2025')):.2e}"
+    '5.91e+17'
+    """
+    if not isinstance(source, str) or not source.strip():
+        raise ValueError("a price needs its source (where and when it was quoted)")
+    price = as_exact(usd_per_chip_hour, "usd_per_chip_hour")
+    if price.is_number and not price > 0:
+        raise ValueError(f"usd_per_chip_hour must be positive, got {usd_per_chip_hour!r}")
+    return as_chip(chip).peak(dtype) * 3600 / price
 
 
 def moe_critical_batch(chip: Any, *, experts: Any, top_k: Any, **kwargs: Any) -> sp.Expr:

@@ -10,7 +10,6 @@ weight dtype (``sr.smallest_slice``); a plan that does not fit says what it need
 from __future__ import annotations
 
 import argparse
-import math
 from typing import Any
 
 import sympy as sp
@@ -18,7 +17,7 @@ import sympy as sp
 from ..models import OP_GROUPS, group
 from ..models.sanity import step_warnings
 from ..models.table import RooflineTable
-from ..parallel import serve, smallest_slice
+from ..parallel import min_chips, serve, smallest_slice
 from ..parallel.serving import WIDTHS
 from ..render import fmt_si
 from .cli_args import SIZE, add_chip_options, add_mesh_options, dumps, load_model, mesh_of
@@ -38,7 +37,7 @@ def _needs(plan: Any) -> tuple[Any, int]:
     """Bytes of the weights and the batch's KV cache, unsharded, and the chips they need."""
     m = plan.model
     total = m.params * m.w_bytes + plan.batch * plan.context * m.kv_bytes_per_token
-    return total, int(math.ceil(total / plan.mesh.chip.hbm_bytes))
+    return total, int(min_chips(total, plan.mesh.chip).chips)
 
 
 def _slices(plan: Any, kv: str | None) -> dict[str, str | None]:
@@ -92,6 +91,13 @@ def _need_line(plan: Any, slices: dict) -> str:
             f"{where} (the weights alone need {plan.min_chips})")
 
 
+def _requests_line(plan: Any, generated: int) -> str:
+    """Requests a second per chip when each generates ``generated`` tokens (book ch. 7)."""
+    q, book = (float(plan.requests_per_s_per_chip(generated, form=f)) for f in ("plan", "book"))
+    return (f"{q:.3g} requests/s per chip at {generated:,} generated tokens each "
+            f"({book:.3g} from the book's form)")
+
+
 def _dtype_for(w: Any, dtype: str | None = None) -> str | None:
     """A storage dtype name of width ``w`` bytes (``dtype`` first, where it has that width)."""
     if dtype and dtype in WIDTHS and sp.sympify(WIDTHS[dtype]) == w:
@@ -115,6 +121,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
                   f"{per_chip:,.0f} tokens/s per chip ({per_chip * plan.n:,.0f} for the slice)",
                   f"the book's form B KV/W + max(2BP/C, P_bytes/W): "
                   f"{fmt_si(plan.book_time, 's')}", _layout(plan)]
+        if args.generated:
+            lines.insert(-1, _requests_line(plan, args.generated))
         lines += [f"warning: {w}" for w in plan.warnings]
     else:
         lines.append(_need_line(plan, slices))
@@ -149,6 +157,9 @@ def _serve_data(args: argparse.Namespace, plan: Any, dtype: str, slices: dict,
                     "upper_s": float(t.upper), "bound": t.bound,
                     "book_s": float(plan.book_time),
                     "tokens_per_s_per_chip": float(plan.tokens_per_s_per_chip),
+                    **({"requests_per_s_per_chip": float(
+                        plan.requests_per_s_per_chip(args.generated))} if args.generated
+                       else {}),
                     "collectives": {k.removeprefix("comm/"): {
                         "net_bytes": num(c.net_bytes), "t_s": float(c.net_time),
                         "bound": plan.bounds.get(k)}
@@ -170,6 +181,8 @@ def add_serve(command: Any) -> None:
                    f"{', '.join(WIDTHS)} (default: %(default)s; int4 and fp4 are half a byte)")
     c.add_argument("--kv", help="storage dtype of the KV cache (default: the model's, bf16)")
     c.add_argument("--dtype", help="whose peak FLOP/s: bf16 (default), fp8, int8, ...")
+    c.add_argument("--generated", type=SIZE, metavar="N", help="tokens each request "
+                   "generates: adds requests/s per chip, B / (T_step N_chips N) (book ch. 7)")
     add_chip_options(c, chip_flag=False)
 
 

@@ -9,7 +9,15 @@ formulas (nothing here imports the rest of symroof).
 - `compile_matmuls(cases)`: one fresh JAX process per batch of cases (needs
   `pip install -e ".[jax]"`); partitioned HLO, collectives and per-device FLOPs per case.
 - `compare(predicted, observed)`: an `OracleReport` of disagreements and notes (valid
-  alternatives, such as an all-reduce where a reduce-scatter is the minimum).
+  alternatives, such as an all-reduce where a reduce-scatter is the minimum), and the XLA
+  collectives nothing predicted (`unexpected`, as data).
+- `compile_layers(cases)`: whole Llama-style layers (`LayerCase`): one decode step's
+  forward (RMSNorm, GQA attention over a KV cache, SwiGLU, residuals) or one layer's
+  training step (causal attention and the book's MLP, every gradient), sharded per array.
+  `symroof.xla.check_layers.check_layers(plans)` compiles one layer of each serving plan
+  (`sr.serve`, layouts "1d" and "2d") and training plan (`sr.train_plan`: DP, FSDP, TP,
+  FSDP + TP) under the plan's layout, in one JAX process, and compares XLA's collectives with
+  the plan's per-layer ones (`ServePlan.layer_comm`, `TrainPlan.layer`).
 
 Reading one line of real HLO (JAX 0.10.2, `A[M, K_X] @ B[K_X, N]` on `{X: 4}`, bf16; the CPU
 backend reduced in f32):
@@ -28,15 +36,18 @@ A[M, K_X] @ B[K_X, N]: OK (1 of 1 predicted collectives matched exactly, 0 notes
 
 from .compare import OracleReport, compare
 from .hlo import KINDS, HloCollective, parse_collectives
+from .layers import LayerCase, compile_layers
 from .oracle import MatmulCase, XlaMatmul, compile_matmuls, matmul_case
 
 __all__ = [
     "KINDS",
     "HloCollective",
+    "LayerCase",
     "MatmulCase",
     "OracleReport",
     "XlaMatmul",
     "compare",
+    "compile_layers",
     "compile_matmuls",
     "matmul_case",
     "parse_collectives",

@@ -1,4 +1,6 @@
-"""Compile a batch of sharded matmuls with JAX on virtual CPU devices; JSON in, JSON out.
+"""Compile a batch of sharded programs with JAX on virtual CPU devices; JSON in, JSON out:
+matmuls (``oracle``), the book's MLP training step (``training``) and whole Llama-style layers,
+a decode step's forward or a training step (``layers``; their arrays in ``LAYER_ARRAYS``).
 
 Run by `symroof.xla.oracle` as `python <this file>` in a fresh process, because XLA reads
 `--xla_force_host_platform_device_count` once, when JAX is first imported. Self-contained on
@@ -19,8 +21,9 @@ import os
 import sys
 
 
-def _compile(jax, case: dict) -> dict:
-    import jax.numpy as jnp
+def _sharding_of(jax, case: dict):
+    """``sharding(spec)``: a NamedSharding on the case's mesh (``sharding.mesh``), a spec
+    being one list of mesh-axis names per array dimension."""
     import numpy as np
     from jax.sharding import Mesh, NamedSharding
     from jax.sharding import PartitionSpec as P
@@ -40,18 +43,27 @@ def _compile(jax, case: dict) -> dict:
         dims = [None if not d else d[0] if len(d) == 1 else tuple(d) for d in spec]
         return NamedSharding(mesh, P(*dims))
 
+    sharding.mesh = mesh
+    return sharding
+
+
+def _result(compiled, mesh) -> dict:
+    cost = compiled.cost_analysis()
+    cost = cost[0] if isinstance(cost, list) else cost  # a list of one dict in older JAX
+    return {"hlo": compiled.as_text(), "flops": cost.get("flops"),
+            "bytes_accessed": cost.get("bytes accessed"),
+            "device_ids": [d.id for d in mesh.devices.flat]}
+
+
+def _compile(jax, case: dict) -> dict:
+    import jax.numpy as jnp
+
+    sharding = _sharding_of(jax, case)
     dtype = jnp.dtype(case["dtype"])
     a = jax.ShapeDtypeStruct((case["M"], case["K"]), dtype, sharding=sharding(case["lhs"]))
     b = jax.ShapeDtypeStruct((case["K"], case["N"]), dtype, sharding=sharding(case["rhs"]))
     compiled = jax.jit(jnp.dot, out_shardings=sharding(case["out"])).lower(a, b).compile()
-    cost = compiled.cost_analysis()
-    cost = cost[0] if isinstance(cost, list) else cost  # a list of one dict in older JAX
-    return {
-        "hlo": compiled.as_text(),
-        "flops": cost.get("flops"),
-        "bytes_accessed": cost.get("bytes accessed"),
-        "device_ids": [d.id for d in mesh.devices.flat],
-    }
+    return _result(compiled, sharding.mesh)
 
 
 def _compile_mlp_train(jax, case: dict) -> dict:
@@ -59,24 +71,8 @@ def _compile_mlp_train(jax, case: dict) -> dict:
     a squared loss, and the gradients of both weights and of the input (each sharded like
     its array: the input's gradient is what the layer below needs)."""
     import jax.numpy as jnp
-    import numpy as np
-    from jax.sharding import Mesh, NamedSharding
-    from jax.sharding import PartitionSpec as P
 
-    names = tuple(name for name, _ in case["mesh"])
-    sizes = tuple(size for _, size in case["mesh"])
-    try:
-        from jax.sharding import AxisType
-
-        kw = {"axis_types": (AxisType.Auto,) * len(names)}
-    except ImportError:
-        kw = {}
-    mesh = Mesh(np.array(jax.devices()[: math.prod(sizes)]).reshape(sizes), names, **kw)
-
-    def sharding(spec):
-        dims = [None if not d else d[0] if len(d) == 1 else tuple(d) for d in spec]
-        return NamedSharding(mesh, P(*dims))
-
+    sharding = _sharding_of(jax, case)
     dtype = jnp.dtype(case["dtype"])
     B, D, F = case["B"], case["D"], case["F"]
     x = jax.ShapeDtypeStruct((B, D), dtype, sharding=sharding(case["x"]))
@@ -89,12 +85,91 @@ def _compile_mlp_train(jax, case: dict) -> dict:
     step = jax.jit(jax.grad(loss, argnums=(0, 1, 2)),
                    out_shardings=(sharding(case["w_in"]), sharding(case["w_out"]),
                                   sharding(case["x"])))
-    compiled = step.lower(w_in, w_out, x).compile()
-    cost = compiled.cost_analysis()
-    cost = cost[0] if isinstance(cost, list) else cost
-    return {"hlo": compiled.as_text(), "flops": cost.get("flops"),
-            "bytes_accessed": cost.get("bytes accessed"),
-            "device_ids": [d.id for d in mesh.devices.flat]}
+    return _result(step.lower(w_in, w_out, x).compile(), sharding.mesh)
+
+
+#: each array of a layer case, by its dimensions' letters (d: head dim d_h, b: sequences,
+#: T: tokens per sequence); a spec gives the mesh axes of each letter's dimension
+LAYER_ARRAYS = {
+    "decode": {"x": "BD", "norm_attn": "D", "wq": "DHd", "wk": "DGd", "wv": "DGd",
+               "wo": "HdD", "norm_mlp": "D", "w_gate": "DF", "w_up": "DF", "w_down": "FD",
+               "k_cache": "BSGd", "v_cache": "BSGd"},
+    "train": {"x": "bTD", "wq": "DHd", "wk": "DGd", "wv": "DGd", "wo": "HdD",
+              "w_in": "DF", "w_out": "FD"},
+}
+
+
+def _rms(x, gain=None):
+    import jax.numpy as jnp
+
+    y = x * (1 / jnp.sqrt(jnp.mean(jnp.square(x.astype(jnp.float32)), -1, keepdims=True)
+                          + 1e-6)).astype(x.dtype)
+    return y if gain is None else y * gain
+
+
+def _attend(q, k, v, causal: bool):
+    """q[b, T, H, d_h] over k, v[b, S, G, d_h] (GQA: H/G query heads per KV head)."""
+    import jax
+    import jax.numpy as jnp
+
+    b, T, H, dh = q.shape
+    G = k.shape[2]
+    q = q.reshape(b, T, G, H // G, dh)  # (b, T, G, H/G, d_h)
+    s = jnp.einsum("btgrd,bsgd->bgrts", q, k).astype(jnp.float32) / dh**0.5
+    if causal:
+        s = jnp.where(jnp.tril(jnp.ones((T, k.shape[1]), bool)), s, -1e30)
+    p = jax.nn.softmax(s, axis=-1).astype(v.dtype)
+    return jnp.einsum("bgrts,bsgd->btgrd", p, v).reshape(b, T, H, dh)  # (b, T, H, d_h)
+
+
+def _compile_layer(jax, case: dict) -> dict:
+    """One Llama-style layer: a decode step's forward (RMSNorm, q/k/v with GQA, attention of
+    the new token over a KV cache of S, o_proj, residual, RMSNorm, SwiGLU, residual) or a
+    training step (causal attention over T, the book's MLP gelu(x w_in) w_out, squared loss;
+    gradients of every weight and of x, each sharded like its array)."""
+    import jax.numpy as jnp
+
+    kind, n = case["layer"], case["sizes"]
+    sharding = _sharding_of(jax, case)
+    dtype = jnp.dtype(case["dtype"])
+    arrays = LAYER_ARRAYS[kind]
+    names = list(arrays)
+    args = [jax.ShapeDtypeStruct(tuple(n[c] for c in arrays[a]), dtype,
+                                 sharding=sharding(case["specs"][a])) for a in names]
+    if kind == "decode":
+        def step(x, g1, wq, wk, wv, wo, g2, w_gate, w_up, w_down, k_cache, v_cache):
+            h = _rms(x, g1)                                   # (B, D)
+            q = jnp.einsum("bd,dhe->bhe", h, wq)[:, None]     # (B, 1, H, d_h)
+            k = jnp.einsum("bd,dge->bge", h, wk)              # (B, G, d_h)
+            v = jnp.einsum("bd,dge->bge", h, wv)
+            k_cache = k_cache.at[:, -1].set(k)                # the new token at S - 1
+            v_cache = v_cache.at[:, -1].set(v)
+            if "q" in case["specs"]:  # the plan moves the queries to the KV cache's layout
+                q = jax.lax.with_sharding_constraint(q, sharding(case["specs"]["q"]))
+            o = _attend(q, k_cache, v_cache, causal=False)[:, 0]  # (B, H, d_h)
+            if "o" in case["specs"]:  # ... and the attention's output back to the heads'
+                o = jax.lax.with_sharding_constraint(o, sharding(case["specs"]["o"]))
+            x = x + jnp.einsum("bhe,hed->bd", o, wo)
+            h = _rms(x, g2)
+            x = x + (jax.nn.silu(h @ w_gate) * (h @ w_up)) @ w_down
+            return x, k_cache, v_cache
+
+        outs = (sharding(case["specs"]["x_out"]), sharding(case["specs"]["k_cache"]),
+                sharding(case["specs"]["v_cache"]))
+        fn = jax.jit(step, out_shardings=outs)
+    else:
+        def loss(x, wq, wk, wv, wo, w_in, w_out):
+            h = _rms(x)                                       # (b, T, D)
+            q = jnp.einsum("btd,dhe->bthe", h, wq)            # (b, T, H, d_h)
+            k = jnp.einsum("btd,dge->btge", h, wk)            # (b, T, G, d_h)
+            v = jnp.einsum("btd,dge->btge", h, wv)
+            x = x + jnp.einsum("bthe,hed->btd", _attend(q, k, v, causal=True), wo)
+            out = x + jax.nn.gelu(_rms(x) @ w_in) @ w_out
+            return jnp.sum(jnp.square(out).astype(jnp.float32))
+
+        fn = jax.jit(jax.grad(loss, argnums=tuple(range(len(names)))),
+                     out_shardings=tuple(sharding(case["specs"][a]) for a in names))
+    return _result(fn.lower(*args).compile(), sharding.mesh)
 
 
 def main() -> None:
@@ -105,6 +180,9 @@ def main() -> None:
         if not f.startswith("--xla_force_host_platform_device_count")
     ]
     flags.append(f"--xla_force_host_platform_device_count={request['devices']}")
+    # the oracle reads the partitioned HLO and never runs it: LLVM's optimisation of the CPU
+    # code is skipped (the same collectives, about a third less compile time)
+    flags.append("--xla_backend_optimization_level=0")
     os.environ["XLA_FLAGS"] = " ".join(flags)
     os.environ["JAX_PLATFORMS"] = "cpu"  # the oracle is the CPU partitioner, even beside a GPU
     out, sys.stdout = sys.stdout, sys.stderr  # a stray print must not corrupt the JSON
@@ -113,7 +191,8 @@ def main() -> None:
     results = []
     for case in request["cases"]:
         try:
-            compile_one = _compile_mlp_train if case.get("kind") == "mlp_train" else _compile
+            compile_one = {"mlp_train": _compile_mlp_train,
+                           "layer": _compile_layer}.get(case.get("kind"), _compile)
             results.append(compile_one(jax, case))
         except Exception as e:  # reported per case; the parent names the case and raises
             results.append({"error": f"{type(e).__name__}: {e}"})

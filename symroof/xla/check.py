@@ -1,12 +1,14 @@
 """The bridge: symroof's sharded-matmul and training plans against what XLA's partitioner
 emits.
 
-This is the one module of ``symroof.xla`` that imports the rest of symroof, and only to read
-a :class:`~symroof.parallel.matmul.ShardedMatmul` (its mesh, notation, sizes and predicted
-collectives). The oracle itself (``hlo``, ``oracle``, ``compare``) never sees a formula.
+With ``check_layers``, the only modules of ``symroof.xla`` that import the rest of symroof,
+and only to read plans (here a :class:`~symroof.parallel.matmul.ShardedMatmul`: its mesh,
+notation, sizes and predicted collectives). The oracle itself (``hlo``, ``oracle``,
+``training``, ``layers``, ``compare``) never sees a formula.
 
 ``check_train_layers(plans)`` does the same for the per-layer collectives of training plans
-(DP, FSDP, TP, FSDP + TP) against one layer's compiled training step.
+(DP, FSDP, TP, FSDP + TP) against the book's MLP layer's compiled training step; whole
+layers (attention and MLP, serving and training) are :mod:`symroof.xla.check_layers`'.
 
 ``check_matmuls(plans)`` compiles every plan's matmul in one JAX process and compares XLA's
 collectives with the plan symroof chose. Where they differ but XLA's collectives are those
@@ -123,7 +125,8 @@ def layer_predicted(plan) -> list[dict]:
 def check_train_layers(plans: Iterable, predictions: Iterable[list] | None = None,
                        ) -> list[OracleReport]:
     """Compile one layer's training step for every plan (one JAX process) and compare XLA's
-    collectives with the plan's per-layer rows; ``predictions`` overrides them (tests)."""
+    collectives with the plan's per-layer rows; ``predictions`` overrides them where an
+    entry is not None (tests; a plan given twice compiles once)."""
     plans = list(plans)
     results = compile_mlp_train([layer_case_of(p) for p in plans])
     predictions = [None] * len(plans) if predictions is None else list(predictions)

@@ -15,7 +15,9 @@ Rules, in the order they are applied:
      same array over the same axes (an all-reduce is exactly that pair).
    - One collective of a tuple of pieces (XLA's combiner) where the prediction has as many
      collectives of that kind (or reduce-scatters, for an all-reduce) over the same axes
-     whose element counts add up.
+     whose element counts add up. A tuple that no such group explains is compared piece by
+     piece (a note says XLA combined them): a layer's gradients may travel in one tuple
+     all-reduce of which a plan predicts only some.
    - XLA's all-reduce (full result) where the prediction has a reduce-scatter over the same
      axes from the same input: XLA then slices its copy; the minimum was the reduce-scatter.
    - One collective over several axes against a chain of the same kind over disjoint axes
@@ -27,7 +29,8 @@ Rules, in the order they are applied:
      backward pass, ZeRO-3): one compiled program may keep the first gather's result.
 4. What is left is a disagreement: same kind and axes with other counts ("wrong element
    count"), a prediction with no partner ("missing"), an XLA collective with none
-   ("unexpected"). Each line names the case.
+   ("unexpected"; also kept as data in ``OracleReport.unexpected``, to be compared in turn).
+   Each line names the case.
 
 >>> p = [{"kind": "reduce-scatter", "axes": ("X",), "elements_in": 16384, "elements_out": 4096}]
 >>> o = [{"kind": "all-reduce", "axes": ("X",), "elements_in": 16384, "elements_out": 16384}]
@@ -40,6 +43,7 @@ C[M, N_X]: OK (0 of 1 predicted collectives matched exactly, 1 note)
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,6 +60,9 @@ class OracleReport:
     notes: tuple[str, ...]
     matched: int
     predicted: int
+    #: XLA's collectives (or tuple pieces) that no prediction explains, as dicts of kind,
+    #: axes, elements_in and elements_out: what a plan would have to add
+    unexpected: tuple[dict, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -80,6 +87,18 @@ class _Rec:
     elements_out: int
     shown: str = field(compare=False)  # axes as given, for messages
     pieces: int = field(default=1, compare=False)  # operands of a tuple collective
+    parts: tuple[tuple[int, int], ...] = field(default=(), compare=False)  # their counts
+
+    def split(self) -> list[_Rec]:
+        """A tuple all-gather, reduce-scatter or all-reduce as one record per piece (an
+        all-to-all's pieces are one per peer of a single exchange: never split)."""
+        if self.pieces == 1 or self.kind == "all-to-all" or len(self.parts) != self.pieces:
+            return [self]
+        return [_Rec(self.kind, self.axes, i, o, self.shown) for i, o in self.parts]
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "axes": None if self.axes is None else tuple(sorted(
+            self.axes)), "elements_in": self.elements_in, "elements_out": self.elements_out}
 
     def __str__(self) -> str:
         return f"{self.kind} over {self.shown} ({self.elements_in} -> {self.elements_out} elements)"
@@ -99,6 +118,8 @@ def _rec(item: Any, side: str) -> _Rec:
         shown = f"groups {_get(item, 'groups')} ({_get(item, 'note')})"
     else:
         shown = f"({', '.join(axes)})"
+    ins = [math.prod(s) for s in _get(item, "operand_shapes", None) or ()]
+    outs = [math.prod(s) for s in _get(item, "result_shapes", None) or ()]
     return _Rec(
         kind,
         None if axes is None else frozenset(axes),
@@ -106,6 +127,7 @@ def _rec(item: Any, side: str) -> _Rec:
         int(_get(item, "elements_out")),
         shown,
         len(_get(item, "operand_shapes", None) or (1,)),
+        tuple(zip(ins, outs)) if len(ins) == len(outs) else (),
     )
 
 
@@ -167,13 +189,8 @@ def compare(predicted: Iterable[Any], observed: Any, case: str | None = None) ->
     obs = [_rec(o, "observed") for o in observed]
     n_pred, disagreements, notes, matched = len(preds), [], [], 0
 
-    exact = []
-    for p in list(preds):  # 1. exact matches
-        if p in obs:
-            preds.remove(p)
-            obs.remove(p)
-            exact.append(p)
-            matched += 1
+    exact: list[_Rec] = []
+    matched += _match_exactly(preds, obs, exact)  # 1.
     for o in list(obs):  # 3. an all-reduce for a reduce-scatter + all-gather pair
         if o.kind == "all-reduce" and (pair := _fused_all_reduce(o, preds)):
             notes.append(f"{case}: XLA did the predicted {pair[0]} then {pair[1]} as one "
@@ -190,6 +207,13 @@ def compare(predicted: Iterable[Any], observed: Any, case: str | None = None) ->
             obs.remove(o)
             for p in group:
                 preds.remove(p)
+    for o in list(obs):  # 3. a tuple no group of predictions explains: piece by piece
+        if len(pieces := o.split()) > 1:
+            notes.append(f"{case}: XLA combined {o.pieces} {o.kind}s over {o.shown} into one "
+                         "tuple; compared piece by piece")
+            obs.remove(o)
+            obs += pieces
+    matched += _match_exactly(preds, obs, exact)
     for p in list(preds):  # 3a. all-reduce for reduce-scatter
         for o in obs:
             if (
@@ -234,4 +258,17 @@ def compare(predicted: Iterable[Any], observed: Any, case: str | None = None) ->
         f"{case}: missing: predicted {p}, XLA emitted no such collective" for p in preds
     ]
     disagreements += [f"{case}: unexpected: XLA emitted {o}, not predicted" for o in obs]
-    return OracleReport(case, tuple(disagreements), tuple(notes), matched, n_pred)
+    return OracleReport(case, tuple(disagreements), tuple(notes), matched, n_pred,
+                        tuple(o.as_dict() for o in obs))
+
+
+def _match_exactly(preds: list[_Rec], obs: list[_Rec], done: list[_Rec]) -> int:
+    """Remove every prediction that has an identical observation (rule 1); how many."""
+    n = 0
+    for p in list(preds):
+        if p in obs:
+            preds.remove(p)
+            obs.remove(p)
+            done.append(p)
+            n += 1
+    return n

@@ -205,6 +205,7 @@ def _shape_or_none(line: str, i: int):
 
 
 def _operand_shape(operand: str, shapes: dict, line: str):
+    operand = re.sub(r"/\*.*?\*/", "", operand).strip()  # a long list's /*index=5*/ comments
     if _ARRAY.match(operand) or operand.startswith("("):
         return _parse_shape(operand, 0)[0]  # printed with its shape
     name = operand.split()[-1].lstrip("%")

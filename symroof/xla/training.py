@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .hlo import HloCollective, parse_collectives
 from .oracle import _DTYPES, Spec, array_name, run_worker
@@ -52,7 +52,7 @@ class MlpTrainCase(NamedTuple):
 class XlaLayer:
     """What XLA made of one layer's training step."""
 
-    case: MlpTrainCase
+    case: Any  # an MlpTrainCase, or a layers.LayerCase
     hlo: str
     collectives: tuple[HloCollective, ...]
     flops: float
@@ -64,7 +64,8 @@ class XlaLayer:
 
 
 def compile_mlp_train(cases: Iterable[MlpTrainCase], timeout: float = 600.0) -> list[XlaLayer]:
-    """Compile every case's training step in one JAX process; XLA's collectives per case."""
+    """Compile every case's training step in one JAX process (a case given twice compiles
+    once); XLA's collectives per case."""
     cases = [MlpTrainCase(dict(c[0]), *c[1:]) for c in cases]
     if not cases:
         return []
@@ -74,17 +75,19 @@ def compile_mlp_train(cases: Iterable[MlpTrainCase], timeout: float = 600.0) -> 
             for size, axes in zip(dims, spec):
                 if size % math.prod(c.mesh_shape[a] for a in axes):
                     raise ValueError(f"{c.name}: {size} does not split over {axes}")
-    request = {"devices": max(math.prod(c.mesh_shape.values()) for c in cases),
-               "cases": [{"kind": "mlp_train", "mesh": list(c.mesh_shape.items()),
+    requests = {repr(c): {"kind": "mlp_train", "mesh": list(c.mesh_shape.items()),
                           "x": c.x_spec, "w_in": c.w_in_spec, "w_out": c.w_out_spec,
                           "B": c.B, "D": c.D, "F": c.F, "dtype": _DTYPES[c.dtype]}
-                         for c in cases]}
-    reply = run_worker(request, timeout)
-    errors = [f"{c.name}: {r['error']}" for c, r in zip(cases, reply["results"]) if "error" in r]
+                for c in cases}  # a case given twice compiles once
+    reply = run_worker({"devices": max(math.prod(c.mesh_shape.values()) for c in cases),
+                        "cases": list(requests.values())}, timeout)
+    by_case = dict(zip(requests, reply["results"]))
+    results = [by_case[repr(c)] for c in cases]
+    errors = [f"{c.name}: {r['error']}" for c, r in zip(cases, results) if "error" in r]
     if errors:
         raise RuntimeError("XLA could not compile:\n" + "\n".join(errors))
     out = []
-    for c, r in zip(cases, reply["results"]):
+    for c, r in zip(cases, results):
         if r["device_ids"] != list(range(math.prod(c.mesh_shape.values()))):
             raise RuntimeError(f"{c.name}: mesh devices are not in id order")
         colls = tuple(parse_collectives(r["hlo"], c.mesh_shape))

@@ -1,0 +1,172 @@
+"""The bridge for whole layers: one layer of a :func:`symroof.serve` plan's decode step, or
+of a :func:`symroof.train_plan`'s training step (attention and MLP), compiled by XLA under
+the plan's layout, against the plan's per-layer collectives. ``check_layers(plans)``
+compiles every plan, serving and training mixed, in one JAX process.
+
+The layouts, as :mod:`symroof.parallel.serving` and :mod:`~symroof.parallel.serving_2d`
+describe them, become shardings of the oracle's decode layer (``layers.LayerCase``):
+
+- ``"1d"``: x replicated; W_q [D, H_A, d_h], W_o [H_A, d_h, D], W_gate, W_up [D, F_A],
+  W_down [F_A, D] over every axis A. The KV cache [B, S, G, d_h] over KV heads first: on all
+  axes while N <= G (W_k, W_v [D, G_A, d_h] with it); wider, G over the leading axes whose
+  sizes multiply to G and B over the rest (W_k, W_v then split over the heads' axes only,
+  where the plan divides their bytes N ways), with the queries constrained to the cache's
+  layout before attention and its output back to the heads' after (the plan's AllToAlls).
+- ``"2d"``: x [B, D_XYZ] between blocks (X: the plan's ``d_axes``, YZ the rest); every
+  weight over D along X and over heads or F along YZ; the KV cache as under "1d".
+
+Predictions come from the plan's ``layer_comm`` (one layer's collectives and how often a
+layer sends each: the ``comm/*`` rows hold them L times over), elements per device. The
+model must be dense, gated (SwiGLU) and numeric, with one width for weights, activations
+and KV (2 or 4 bytes).
+
+Training plans: the whole layer is sharded as the book's MLP block (``x[b_X, T, D_Y]``, X
+the data axes, Y the tp axes; W_q, W_k, W_v [D_fsdp, heads_tp, d_h], W_o [heads_tp, d_h,
+D_fsdp], W_in [D_fsdp, F_tp], W_out [F_tp, D_fsdp]) and compared with ``plan.layer``, the
+book's one-MLP-block rows: attention's collectives are not among them, so XLA's for
+attention come back as ``OracleReport.unexpected`` (what ``plan.layer`` would need to add).
+
+>>> import symroof as sr
+>>> toy = sr.Transformer(D=128, F=256, L=2, H=8, G=8, d_h=16, V=256, name="toy")
+>>> plan = sr.serve(toy, sr.mesh("tpu-v5e", {"X": 4}), sr.Step(8, context=64))
+>>> [(p["kind"], p["axes"], p["elements_in"]) for p in serve_predicted(plan)]
+[('all-reduce', ('X',), 1024), ('all-reduce', ('X',), 1024)]
+>>> serve_case_of(plan).spec("k_cache")
+((), (), ('X',), ())
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from ..parallel.serving import ServePlan
+from .check import layer_case_of, layer_predicted
+from .compare import OracleReport, compare
+from .layers import LayerCase, compile_layers
+
+__all__ = ["serve_case_of", "serve_predicted", "train_layer_case_of", "check_layers"]
+
+#: the oracle's dtype for a byte width (one width for every array)
+DTYPES = {2: "bf16", 4: "f32"}
+
+
+def _refuse(plan: ServePlan, why: str) -> ValueError:
+    return ValueError(f"{plan.model.name} on {plan.mesh!r} (layout {plan.layout!r}): {why}")
+
+
+def _kv_axes(plan: ServePlan) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(axes splitting the KV heads, axes splitting the batch): heads first, as the plan."""
+    names, G = plan.mesh.names, int(plan.model.G)
+    if math.prod(plan.mesh.shape.values()) <= G:
+        return names, ()
+    for i in range(1, len(names)):
+        if math.prod(plan.mesh.shape[a] for a in names[:i]) == G:
+            return names[:i], names[i:]
+    raise _refuse(plan, f"the oracle splits the KV cache over whole mesh axes: G = {G} KV "
+                  f"heads need leading axes whose sizes multiply to {G}")
+
+
+def serve_case_of(plan: ServePlan) -> LayerCase:
+    """The oracle's decode layer for ``plan``: its sizes, mesh and the layout's shardings."""
+    m = plan.model
+    if m.moe is not None or m.mla is not None or not m.gated:
+        raise _refuse(plan, "the oracle's decode layer is a dense gated (SwiGLU) MLP with "
+                      "GQA attention (no experts, no latent attention)")
+    sizes = {"B": plan.batch, "S": plan.context, "D": m.D, "F": m.F, "H": m.H, "G": m.G,
+             "d": m.d_h}
+    if not all(getattr(v, "is_Integer", isinstance(v, int)) for v in sizes.values()) or \
+            not all(isinstance(s, int) for s in plan.mesh.shape.values()):
+        raise _refuse(plan, "the XLA oracle compiles numbers: give the batch, context, model "
+                      "and mesh as integers")
+    widths = {int(m.w_bytes), int(m.act_bytes), int(m.kv_bytes)}
+    if len(widths) != 1 or (width := widths.pop()) not in DTYPES:
+        raise _refuse(plan, "the oracle compiles one dtype (2 or 4 bytes) for weights, "
+                      "activations and KV cache")
+    heads, batch = _kv_axes(plan)
+    cache = (batch, (), heads, ())
+    if plan.layout == "2d":
+        d = plan.d_axes
+        f = tuple(a for a in plan.mesh.names if a not in d)
+        specs = {"x": ((), d + f), "x_out": ((), d + f), "wq": (d, f, ()), "wk": (d, f, ()),
+                 "wv": (d, f, ()), "wo": (f, (), d), "w_gate": (d, f), "w_up": (d, f),
+                 "w_down": (f, d)}
+    else:
+        A = plan.mesh.names
+        specs = {"wq": ((), A, ()), "wk": ((), heads, ()), "wv": ((), heads, ()),
+                 "wo": (A, (), ()), "w_gate": ((), A), "w_up": ((), A), "w_down": (A, ())}
+    specs |= {"k_cache": cache, "v_cache": cache}
+    if batch:  # the KV cache is split over the batch too: queries there and back
+        specs |= {"q": (batch, (), heads, ()), "o": ((), plan.mesh.names, ())}
+    return LayerCase("decode", dict(plan.mesh.shape), {k: int(v) for k, v in sizes.items()},
+                     specs, DTYPES[width], label=f"serve {plan.layout} {m.name}")
+
+
+def serve_predicted(plan: ServePlan) -> list[dict]:
+    """One layer's collectives of ``plan`` (``plan.layer_comm``, each as often as a layer
+    sends it): kind, mesh axes, per-device elements in and out, and the row's key."""
+    out = []
+    for key, (times, c) in plan.layer_comm.items():
+        e_in, e_out = c.elements(plan.model.act_bytes)
+        out += [{"kind": c.kind, "axes": c.axes, "elements_in": int(e_in),
+                 "elements_out": int(e_out), "row": key}] * int(times)
+    return out
+
+
+def train_layer_case_of(plan: Any) -> LayerCase:
+    """The oracle's training step of one whole layer for a training plan (module docstring);
+    refused, with the reason, where :func:`~symroof.xla.check.layer_case_of` refuses.
+
+    >>> import symroof as sr
+    >>> toy = sr.Transformer(D=128, F=512, L=2, H=8, G=8, d_h=16, V=256, name="toy")
+    >>> plan = sr.train_plan(toy, sr.mesh("tpu-v5e", "4x2"), "fsdp+tp", fsdp=("X",),
+    ...                      tp=("Y",), step=sr.TrainStep(16, 8))
+    >>> case = train_layer_case_of(plan)
+    >>> case.spec("x"), case.spec("wo")          # x[b_X, T, D_Y], W_o[H_Y, d_h, D_X]
+    ((('X',), (), ('Y',)), (('Y',), (), ('X',)))
+    """
+    mlp = layer_case_of(plan)  # pipelines, ZeRO-1/2 and experts refused there
+    (data, tp), fsdp = mlp.x_spec, mlp.w_in_spec[0]
+    m = plan.model
+    sequences, rest = divmod(int(plan.batch_tokens), int(plan.seq))
+    if rest:
+        raise ValueError(f"{plan.strategy}: the batch is not whole sequences of {plan.seq}")
+    sizes = {"b": sequences, "T": int(plan.seq), "D": mlp.D, "F": mlp.F, "H": int(m.H),
+             "G": int(m.G), "d": int(m.d_h)}
+    heads = (fsdp, tp, ())
+    specs = {"x": (data, (), tp), "wq": heads, "wk": heads, "wv": heads, "wo": (tp, (), fsdp),
+             "w_in": mlp.w_in_spec, "w_out": mlp.w_out_spec}
+    return LayerCase("train", mlp.mesh_shape, sizes, specs, mlp.dtype,
+                     label=f"train {plan.strategy} {m.name}")
+
+
+def _case_and_predicted(plan: Any) -> tuple[LayerCase, list[dict]]:
+    if isinstance(plan, ServePlan):
+        return serve_case_of(plan), serve_predicted(plan)
+    return train_layer_case_of(plan), layer_predicted(plan)
+
+
+def check_layers(plans: Iterable[Any], predictions: Iterable[list] | None = None,
+                 ) -> list[OracleReport]:
+    """Compile one layer per plan (serving or training, one JAX process) and compare XLA's
+    collectives with the plan's per-layer ones; ``predictions`` overrides them where an entry
+    is not None (for planting a wrong one in a test; a plan given twice compiles once). One
+    report per plan.
+
+    >>> import symroof as sr
+    >>> toy = sr.Transformer(D=128, F=256, L=2, H=8, G=8, d_h=16, V=256, name="toy")
+    >>> plan = sr.serve(toy, sr.mesh("tpu-v5e", "4x2"), sr.Step(8, context=64))
+    >>> [report] = check_layers([plan])   # doctest: +SKIP
+    >>> report.ok, report.matched         # doctest: +SKIP
+    (True, 2)
+
+    (Skipped here because it starts JAX; tests/test_xla_layers.py checks this plan and
+    seven more in one process.)
+    """
+    plans = list(plans)
+    cases, predicted = zip(*map(_case_and_predicted, plans)) if plans else ((), ())
+    results = compile_layers(cases)
+    predictions = [None] * len(plans) if predictions is None else list(predictions)
+    return [compare(mine if pred is None else pred, r)
+            for r, mine, pred in zip(results, predicted, predictions)]

@@ -1,0 +1,138 @@
+"""The oracle for whole transformer layers: what XLA sends for one Llama-style layer when its
+arrays are sharded as a serving or training layout says.
+
+Two programs, both written in JAX in the worker (``_worker.py``), never from a formula:
+
+- ``"decode"``: one decode step's forward: RMSNorm, q/k/v projections with GQA, the new
+  token's attention over a KV cache of S positions (the token written at S - 1), o_proj,
+  residual, RMSNorm, SwiGLU MLP, residual; returns the layer's output and both caches.
+- ``"train"``: one layer's training step: RMSNorm, q/k/v, causal attention over T tokens,
+  o_proj, residual, RMSNorm, the book's ch. 5 MLP ``gelu(x w_in) w_out``, residual, a
+  squared loss; the gradients of every weight and of x (what the layer below needs), each
+  sharded like its array. Its norms have no gain, so that no gradient but the six weights'
+  travels (a gain's would add one AllReduce of D per norm under data parallelism).
+
+No RoPE: it is elementwise per head and moves nothing. A case names its arrays' dimensions
+by letter (``LAYER_ARRAYS``: B batch, S KV length, D, F, H, G, d = d_h, b sequences and T
+tokens per sequence in training) and gives each array a spec, one tuple of mesh axes per
+dimension; ``"q"`` and ``"o"`` (decode) constrain the queries [B, 1, H, d_h] and the
+attention output [B, H, d_h] where a layout moves them (the AllToAlls of a KV cache split
+over the batch).
+
+>>> case = LayerCase("train", {"X": 8}, {"b": 16, "T": 8, "D": 128, "F": 512, "H": 8,
+...                  "G": 8, "d": 16}, {"x": (("X",), (), ()), "w_in": ((), ())}, label="dp")
+>>> case.name
+'dp: one training step of one layer on {X: 8} (b=16, T=8, D=128, F=512, H=8, G=8, d=16, bf16)'
+>>> case.spec("wq")       # not given: replicated
+((), (), ())
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
+
+from ._worker import LAYER_ARRAYS
+from .hlo import parse_collectives
+from .oracle import _DTYPES, run_worker
+from .training import XlaLayer
+
+__all__ = ["LAYER_ARRAYS", "LayerCase", "compile_layers"]
+
+Axes = tuple[str, ...]
+_WHAT = {"decode": "one decode step of one layer", "train": "one training step of one layer"}
+#: arrays beyond the inputs: the decode layer's output, and the queries and attention output
+#: that a layout may constrain ("1": the one new token)
+_EXTRA = {"decode": {"x_out": "BD", "q": "B1Hd", "o": "BHd"}, "train": {}}
+
+
+class LayerCase(NamedTuple):
+    """One layer's program (``layer``: "decode" or "train") on a named mesh: ``sizes`` by
+    letter, ``specs`` by array name (arrays left out are replicated)."""
+
+    layer: str
+    mesh_shape: Mapping[str, int]
+    sizes: Mapping[str, int]
+    specs: Mapping[str, tuple[Axes, ...]]
+    dtype: str = "bf16"
+    label: str = "layer"
+
+    @property
+    def name(self) -> str:
+        mesh = ", ".join(f"{a}: {s}" for a, s in self.mesh_shape.items())
+        sizes = ", ".join(f"{k}={v}" for k, v in self.sizes.items())
+        return f"{self.label}: {_WHAT[self.layer]} on {{{mesh}}} ({sizes}, {self.dtype})"
+
+    def dims(self, array: str) -> str:
+        """The letters of ``array``'s dimensions."""
+        return {**LAYER_ARRAYS[self.layer], **_EXTRA[self.layer]}[array]
+
+    def spec(self, array: str) -> tuple[Axes, ...]:
+        """``array``'s spec, one tuple of mesh axes per dimension (replicated if not given)."""
+        return tuple(tuple(d) for d in self.specs.get(array, ((),) * len(self.dims(array))))
+
+
+def _check(case: LayerCase) -> None:
+    if case.layer not in _WHAT:
+        raise ValueError(f"layer must be one of {', '.join(_WHAT)}, got {case.layer!r}")
+    if case.dtype not in _DTYPES:
+        raise ValueError(f"unknown dtype {case.dtype!r}; known: {', '.join(_DTYPES)}")
+    known = {**LAYER_ARRAYS[case.layer], **_EXTRA[case.layer]}
+    if unknown := set(case.specs) - set(known):
+        raise ValueError(f"{case.name}: no array {sorted(unknown)} in a {case.layer} layer; "
+                         f"its arrays: {', '.join(known)}")
+    for array in known:
+        spec = case.spec(array)
+        if len(spec) != len(known[array]):
+            raise ValueError(f"{case.name}: {array} has {len(known[array])} dimensions "
+                             f"({known[array]}), its spec {spec} has {len(spec)}")
+        for letter, axes in zip(known[array], spec):
+            if missing := set(axes) - set(case.mesh_shape):
+                raise ValueError(f"{case.name}: {array} names mesh axes {sorted(missing)} "
+                                 f"not in the mesh {dict(case.mesh_shape)}")
+            size = 1 if letter == "1" else case.sizes[letter]
+            if size % math.prod(case.mesh_shape[a] for a in axes):
+                raise ValueError(f"{case.name}: {array}'s {letter} = {size} does not split "
+                                 f"evenly over {axes}")
+
+
+def _specs(case: LayerCase) -> dict[str, list[list[str]]]:
+    """Every input's spec (and the output's), and q and o only where the case constrains them."""
+    arrays = [a for a in {**LAYER_ARRAYS[case.layer], **_EXTRA[case.layer]}
+              if a not in ("q", "o") or a in case.specs]
+    return {a: [list(d) for d in case.spec(a)] for a in arrays}
+
+
+def compile_layers(cases: Iterable[LayerCase], timeout: float = 600.0) -> list[XlaLayer]:
+    """Compile every case in one JAX process; XLA's collectives per case (needs JAX; a case
+    given twice compiles once). Bad cases are refused before JAX starts.
+
+    >>> compile_layers([LayerCase("train", {"X": 8}, {"b": 4, "T": 8, "D": 128, "F": 512,
+    ...                 "H": 8, "G": 8, "d": 16}, {"x": (("X",), (), ())})])
+    Traceback (most recent call last):
+    ...
+    ValueError: layer: one training step ...: x's b = 4 does not split evenly over ('X',)
+    """
+    cases = list(cases)
+    for c in cases:
+        _check(c)
+    if not cases:
+        return []
+    requests = {repr(c): {"kind": "layer", "layer": c.layer, "mesh": list(c.mesh_shape.items()),
+                          "sizes": dict(c.sizes), "specs": _specs(c), "dtype": _DTYPES[c.dtype]}
+                for c in cases}  # a case given twice compiles once
+    reply = run_worker({"devices": max(math.prod(c.mesh_shape.values()) for c in cases),
+                        "cases": list(requests.values())}, timeout)
+    by_case = dict(zip(requests, reply["results"]))
+    results = [by_case[repr(c)] for c in cases]
+    errors = [f"{c.name}: {r['error']}" for c, r in zip(cases, results) if "error" in r]
+    if errors:
+        raise RuntimeError("XLA could not compile:\n" + "\n".join(errors))
+    out = []
+    for c, r in zip(cases, results):
+        if r["device_ids"] != list(range(math.prod(c.mesh_shape.values()))):
+            raise RuntimeError(f"{c.name}: mesh devices are not in id order")
+        colls = tuple(parse_collectives(r["hlo"], c.mesh_shape))
+        out.append(XlaLayer(c, r["hlo"], colls, r["flops"], reply["jax"]))
+    return out
