@@ -103,7 +103,7 @@ from .parallel import (
     train_plan,
     training_run,
 )
-from .render import document, latex
+from .render import Readable, document, latex, readable
 from .workload import Step, TrainStep
 
 #: ``sr.plot`` is the same package as ``sr.plots`` (one plotting package since the mesh work;
@@ -140,5 +140,7 @@ __all__ = [
     "nearby",  # what would work where a batch gets no split
     # tables, documents, plots
     "roofline_table", "RooflineTable", "Derivation", "latex", "document", "plot", "plots",
+    # readable numbers, handouts, problem sets
+    "readable", "Readable",
 ]
 __version__ = "0.1.0"

@@ -27,7 +27,7 @@ from .hardware import as_chip, dtype_bytes
 from .hardware.collectives import Collective
 from .hardware.mesh import Mesh
 from .ops import matmul
-from .render import fmt_si
+from .render import fmt_si, latex
 from .symbols import B as _B
 from .symbols import D as _D
 from .symbols import F as _F
@@ -80,7 +80,8 @@ class TimeBound:
         return float(self.lower)
 
     def _latex(self, printer: Any) -> str:
-        p = printer._print
+        def p(e: sp.Expr) -> str:  # readable printers give each time its unit
+            return printer.quantity(e, "s") if hasattr(printer, "quantity") else printer._print(e)
         rows = [rf"t_\text{{math}} &= {p(self.t_math)}", rf"t_\text{{mem}} &= {p(self.t_mem)}"]
         if self.t_net != 0:
             rows.append(rf"t_\text{{net}} &= {p(self.t_net)}")
@@ -89,7 +90,7 @@ class TimeBound:
         return r"\begin{aligned} " + r" \\ ".join(rows) + r" \end{aligned}"
 
     def _repr_latex_(self) -> str:
-        return "$\\displaystyle " + sp.latex(self) + "$"
+        return "$\\displaystyle " + latex(self) + "$"
 
     def __str__(self) -> str:
         if not self.lower.is_number:

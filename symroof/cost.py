@@ -268,20 +268,25 @@ class Cost:
         return "Cost(" + ", ".join(parts) + ")"
 
     def _latex(self, printer: Any) -> str:
-        rows = [(r"\text{FLOPs}", self.flops)]
+        rows = [(r"\text{FLOPs}", self.flops, "FLOP")]
         if self.useful_flops != self.flops:
-            rows.append((r"\text{useful FLOPs}", self.useful_flops))
+            rows.append((r"\text{useful FLOPs}", self.useful_flops, "FLOP"))
         for label, name in (("weight", "weight_bytes"), ("activation", "act_bytes"),
                             ("KV", "kv_bytes"), ("network", "net_bytes")):
             if getattr(self, name) != 0:
-                rows.append((rf"\text{{{label} bytes}}", getattr(self, name)))
+                rows.append((rf"\text{{{label} bytes}}", getattr(self, name), "B"))
         if self.net_time != 0:
-            rows.append((r"t_\text{net}", self.net_time))
-        body = r" \\ ".join(f"{label} &= {printer._print(value)}" for label, value in rows)
+            rows.append((r"t_\text{net}", self.net_time, "s"))
+        readable = hasattr(printer, "quantity")  # symroof's readable printer: with units
+        body = r" \\ ".join(
+            f"{label} &= {printer.quantity(value, unit) if readable else printer._print(value)}"
+            for label, value, unit in rows)
         return r"\begin{aligned} " + body + r" \end{aligned}"
 
     def _repr_latex_(self) -> str:
-        return "$\\displaystyle " + sp.latex(self) + "$"
+        from .render import latex  # render imports this module: the readable rule, late
+
+        return "$\\displaystyle " + latex(self) + "$"
 
 
 def _ratio(num: sp.Expr, den: sp.Expr) -> sp.Expr:

@@ -776,11 +776,14 @@ def test_solve_never_gives_the_boundary_that_exists(runs):
         s = solve_step("t_math = t_mem", "batch", m, chip=h100, context=context, view="whole")
         assert (s.root is not None) == root
     text = runs["solve-never-text"].stdout
-    assert "t_math = 4188672*B/241455078125  (~ 1.735e-5*B)" in text
+    assert "t_math = 4188672*B/241455078125  (~ 17.35 us*B)" in text  # 4188672 / 241455078125 s
     assert "batch: never, because t_mem > t_math at every batch" in text
     tex = runs["solve-never-latex"].stdout
     assert tex.startswith("\\begin{aligned}\nt_\\text{math} &= t_\\text{mem} \\\\\n")
-    assert r"S &= \frac{959038}{2439} \approx 393.21" in tex
+    assert r"S &= \frac{959038}{2439} \approx 393.2" in tex
+    # the reason in maths and words: no quantity name set as escaped text
+    assert r"&\text{no root in } B: t_\text{mem} > t_\text{math} \text{ at every batch" in tex
+    assert r"\text{t\_" not in tex and r"\ensuremath" not in tex
 
 
 def test_solve_roots_are_the_library_crossovers(runs):

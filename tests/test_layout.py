@@ -13,7 +13,7 @@ ROOT = Path(sr.__file__).parent
 LAYERS = {
     "symbols": 0, "cost": 1, "workload": 2, "ops": 2, "render": 2, "hardware": 2, "analysis": 3,
     "evaluate": 4, "derivation": 3, "prose": 0, "numeric": 0, "models": 5, "parallel": 5, "xla": 6,
-    "plots": 7, "surfaces": 8, "__init__": 9, "__main__": 9,
+    "plots": 7, "surfaces": 8, "problems": 8, "__init__": 9, "__main__": 9,
 }
 
 

@@ -110,7 +110,7 @@ TWO_OPS_MARKDOWN = """**two ops**
 - per-op sum 36.2 us; totals as one roofline: 36.2 us (max, full overlap) .. 43.8 us (sum, no overlap)
 - memory-bound: 'mlp/up' takes 99% of the per-op time (35.8 us of 36.2 us), memory-bound at intensity 62.7 against the ridge 295 FLOP/B"""  # noqa: E501
 
-TWO_OPS_LATEX = r"""\begin{table}[ht]
+TWO_OPS_LATEX = r"""\begin{table}[H] % needs \usepackage{booktabs,float}
 \centering
 \small
 \begin{tabular}{lrrrrrrr}
@@ -192,16 +192,24 @@ def test_tiny_decode_table_on_h100():
 
 
 def test_notebook_hooks_of_values():
+    # readable numbers with units; by hand: 2*4096*4096 = 33.6 M FLOPs per row of B, 4096^2 * 2
+    # = 33.6 MB of weights; on the H100 (989e12 FLOP/s, 3.35e12 B/s) 2*64*4096^2 FLOPs take
+    # 2.17 us and 2*(2*64*4096 + 4096^2) bytes 10.3 us
     c = sr.matmul(B, 4096, 4096)
     assert c._repr_latex_() == (
-        r"$\displaystyle \begin{aligned} \text{FLOPs} &= 33554432 B \\ "
-        r"\text{weight bytes} &= 33554432 \\ \text{activation bytes} &= 16384 B \end{aligned}$")
+        r"$\displaystyle \begin{aligned} \text{FLOPs} &= 33.6\,\mathrm{MFLOP} \cdot B \\ "
+        r"\text{weight bytes} &= 33.6\,\mathrm{MB} \\ "
+        r"\text{activation bytes} &= 16.4\,\mathrm{kB} \cdot B \end{aligned}$")
+    assert sr.latex(c, exact=True) == (  # exact when asked
+        r"\begin{aligned} \text{FLOPs} &= 33554432 B \\ "
+        r"\text{weight bytes} &= 33554432 \\ \text{activation bytes} &= 16384 B \end{aligned}")
     t = sr.time(sr.matmul(64, 4096, 4096), sr.chip("h100"))
     assert t._repr_latex_() == (
-        r"$\displaystyle \begin{aligned} t_\text{math} &= \frac{524288}{241455078125} \\ "
-        r"t_\text{mem} &= \frac{33792}{3271484375} \\ "
-        r"t_\text{lower} &= \frac{33792}{3271484375} \\ "
-        r"t_\text{upper} &= \frac{202228736}{16177490234375} \end{aligned}$")
+        r"$\displaystyle \begin{aligned} t_\text{math} &= 2.17\,\mu\mathrm{s} \\ "
+        r"t_\text{mem} &= 10.3\,\mu\mathrm{s} \\ t_\text{lower} &= 10.3\,\mu\mathrm{s} \\ "
+        r"t_\text{upper} &= 12.5\,\mu\mathrm{s} \end{aligned}$")
+    assert sr.latex(t, exact=True).endswith(
+        r"t_\text{upper} &= \frac{202228736}{16177490234375} \end{aligned}")
 
 
 def test_check_report_renders_in_notebooks():

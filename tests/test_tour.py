@@ -61,7 +61,7 @@ def test_notebook_executes_and_renders(make_tour, tmp_path, monkeypatch):
     printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
     for expected in ("t_math 1.04 ms, t_mem 9.61 ms",  # the README's decode step
                      "all-gather over X, Y (16 chips) of 1 GB: 5.56 ms",
-                     "fsdp+tp (fsdp: X,Y; tp: Z)", "Y < \\frac{",  # TP's condition in LaTeX
+                     "fsdp+tp (fsdp: X,Y; tp: Z)", "Y < 5.62",  # TP's condition in LaTeX, readable
                      "splits x 3 batches", "tokens/s per chip"):
         assert expected in printed
     crossover = [o["data"]["text/plain"] for o in outputs if o.get("data", {}).get(

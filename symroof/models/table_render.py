@@ -78,10 +78,11 @@ def _micro(tex: str) -> str:
 
 
 def latex(t: Any) -> str:
-    """A booktabs ``table`` float with its summary inside."""
+    """A booktabs ``table`` with its summary inside, set where it stands (``[H]``, from the
+    ``float`` package: a floating ``[ht]`` table drifts above its heading)."""
     rows, total = body(t)
     esc = lambda r: " & ".join(_micro(tex_escape(c)) for c in r) + r" \\"  # noqa: E731
-    lines = [r"\begin{table}[ht]", r"\centering", r"\small",
+    lines = [r"\begin{table}[H] % needs \usepackage{booktabs,float}", r"\centering", r"\small",
              r"\begin{tabular}{l" + "r" * (len(COLUMNS) - 1) + "}", r"\toprule",
              esc(COLUMNS), r"\midrule", *map(esc, rows), r"\midrule", esc(total),
              r"\bottomrule", r"\end{tabular}"]

@@ -47,6 +47,7 @@ from .cli_format import (
     roofs,
     table,
 )
+from .cli_problems import add_handout_options, add_problems
 from .cli_report import add_report
 from .cli_serve import add_serve
 from .cli_solve import add_solve
@@ -67,6 +68,8 @@ EXAMPLES = """examples:
   symroof solve "t_math = t_mem" --for batch --model llama-3.1-8b --chip h100 --context 4096
   symroof check --model tiny --batch 4 --new-tokens 16 --cached 0
   symroof notes --out notes                        lecture notes (LaTeX, PDF with pdflatex)
+  symroof problems --chapter sharding --seed 2027  a problem sheet and its worked solutions
+  symroof notes --audience students --chapters 1,4 a handout of chapters 1 and 4
 """
 
 
@@ -165,7 +168,9 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_notes(args: argparse.Namespace) -> int:
-    notes = build_notes(args.out, scripts=args.scripts, pdf=not args.no_pdf)
+    notes = build_notes(args.out, scripts=args.scripts, pdf=not args.no_pdf,
+                        audience=args.audience, title=args.title, author=args.author,
+                        date=args.date, chapters=args.chapters)
     print(f"wrote {notes.tex}: {len(notes.sections)} section(s), {len(notes.figures)} "
           f"figure(s) in {notes.tex.parent / 'figures'}" + (notes.replaced and "; replaced "
           f"characters pdflatex cannot typeset by '?': {''.join(notes.replaced)}" or ""))
@@ -224,7 +229,7 @@ def build_parser(with_measure: bool = False) -> argparse.ArgumentParser:
                            "the dtype's, 1 for int8 and fp8, 2 for bf16)"))
     c.add_argument("--d", type=SIZE, help="with --f: the exact root for these widths")
     c.add_argument("--f", type=SIZE, help="with --d (default: the B << D, F regime)")
-    for add in (add_report, add_train, add_serve, add_solve):
+    for add in (add_report, add_train, add_serve, add_solve, add_problems):
         add(command)
     c = command("check", cmd_check, "run the counted NumPy model and compare every op's "
                 "FLOPs and bytes with the symbolic formulas, exactly (exit 1 on a mismatch)",
@@ -244,6 +249,7 @@ def build_parser(with_measure: bool = False) -> argparse.ArgumentParser:
     c.add_argument("--out", default="notes", help="output folder (default: notes)")
     c.add_argument("--no-pdf", action="store_true", help="write notes.tex only")
     c.add_argument("--scripts", help="folder of NN_name.py scripts (default: the shipped ones)")
+    add_handout_options(c)
     c = command("measure", lambda args: _measure().run_cli(args), "measure this machine's "
                 "roofs, then time the NumPy transformer op by op against them")
     if with_measure:

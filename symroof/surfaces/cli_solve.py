@@ -7,13 +7,14 @@ there is none and the boundary that does exist.
 from __future__ import annotations
 
 import argparse
+import re
 from typing import Any
 
 import sympy as sp
 
 from ..derivation import tex_escape
 from ..hardware import as_chip
-from ..render import latex
+from ..render import latex, number, readable
 from .cli_args import SIZE, WIDTH, add_chip_options, chip_of, dumps, load_model, mesh_of
 from .cli_format import WIDTHS, num, report_widths
 from .solve import QUANTITIES, VARIABLES, VIEWS, solve_step
@@ -33,8 +34,8 @@ def _value(x: sp.Expr) -> str:
     return f"{sp.sstr(x)} ~ {float(x):.6g}"
 
 
-def _approx(e: sp.Expr) -> str:
-    return sp.sstr(sp.N(e, 4)) if e.free_symbols or not e.is_Integer else sp.sstr(e)
+def _approx(e: sp.Expr, unit: str = "") -> str:
+    return sp.sstr(e) if e.is_Integer else str(readable(e, unit, 4))
 
 
 def _head(args: argparse.Namespace, model: Any, chip: Any, dtype: str, var: str,
@@ -53,7 +54,8 @@ def _head(args: argparse.Namespace, model: Any, chip: Any, dtype: str, var: str,
 
 
 def _lines(s: Any) -> list[str]:
-    lines = [f"{name} = {sp.sstr(e)}" + ("" if e.is_Integer else f"  (~ {_approx(e)})")
+    lines = [f"{name} = {sp.sstr(e)}" + ("" if e.is_Integer else
+                                         f"  (~ {_approx(e, _side_unit(typed))})")
              for name, e, typed in zip(s.sides, (s.lhs, s.rhs), s.typed)
              if typed.free_symbols]  # a side typed as a number is shown as typed
     if s.root is not None:
@@ -68,18 +70,54 @@ def _lines(s: Any) -> list[str]:
     return lines
 
 
+#: the unit of each quantity, for its readable numbers (the others are counts)
+_UNITS = {"t_math": "s", "t_mem": "s", "t_net": "s", "t_lower": "s", "t_upper": "s",
+          "ridge": "FLOP/B", "flops": "FLOP", "bytes": "B", "weight_bytes": "B", "kv_bytes": "B",
+          "act_bytes": "B", "intensity": "FLOP/B"}
+_WORDS = re.compile(r"\b(" + "|".join(sorted(QUANTITIES, key=len, reverse=True))
+                    + r")\b|(>|<|/)|(\d+(?:\.\d+)?(?:e[+-]?\d+)?)")
+
+
+def _tex_reason(reason: str) -> str:
+    r"""The reason there is no root, in LaTeX: quantities and numbers as maths, words as text.
+
+    >>> print(_tex_reason("t_mem > t_math at every batch; t_math/t_mem tends to 0.1082"))
+    t_\text{mem} > t_\text{math} \text{ at every batch; } t_\text{math} / t_\text{mem} ...
+    >>> print(_tex_reason("as batch grows t_math/t_mem tends to 0.1082"))
+    \text{as batch grows } t_\text{math} / t_\text{mem} \text{ tends to } 0.108
+    """
+    out, last = [], 0
+    for m in _WORDS.finditer(reason):
+        if reason[last:m.start()].strip():
+            out.append(rf"\text{{{tex_escape(reason[last:m.start()])}}}")
+        name, sign, value = m.groups()
+        out.append(_TEX.get(name, rf"\text{{{(name or '').replace('_', ' ')}}}") if name
+                   else sign or number(sp.Rational(value)))
+        last = m.end()
+    if reason[last:].strip():
+        out.append(rf"\text{{{tex_escape(reason[last:])}}}")
+    return " ".join(out)
+
+
+def _side_unit(typed: sp.Expr) -> str:
+    """The unit of an equation's side: that of its quantities when they share one."""
+    units = {_UNITS.get(q.name, "") for q in typed.free_symbols}
+    return units.pop() if len(units) == 1 and typed.is_Symbol else ""
+
+
 def _latex(s: Any) -> str:
     names = {sp.Symbol(q, positive=True): _TEX.get(q, rf"\text{{{q.replace('_', ' ')}}}")
              for q in QUANTITIES}
     rows = [" &= ".join(latex(side, symbol_names=names) for side in s.typed),
-            f"{latex(s.lhs)} &= {latex(s.rhs)}"]
+            " &= ".join(latex(side, unit=_side_unit(typed))
+                        for side, typed in zip((s.lhs, s.rhs), s.typed))]
     if s.root is not None:
-        rows.append(rf"{latex(s.symbol)} &= {latex(s.root)} \approx {float(s.root):.6g}")
+        rows.append(rf"{latex(s.symbol)} &= {latex(s.root, exact=True)}" + (
+            "" if s.root.is_Integer else rf" \approx {number(s.root, digits=4)}"))
     else:
-        rows.append(rf"&\text{{no root in }} {latex(s.symbol)}\text{{: "
-                    rf"{tex_escape(s.never)}}}")
-        rows += [rf"{latex(VARIABLES[b.variable])} &= {latex(b.value)} \approx "
-                 rf"{float(b.value):.6g} \quad \text{{(a root exists {b.side} it)}}"
+        rows.append(rf"&\text{{no root in }} {latex(s.symbol)}: {_tex_reason(s.never)}")
+        rows += [rf"{latex(VARIABLES[b.variable])} &= {latex(b.value, exact=True)} \approx "
+                 rf"{number(b.value, digits=4)} \quad \text{{(a root exists {b.side} it)}}"
                  for b in s.boundaries]
     return "\\begin{aligned}\n" + " \\\\\n".join(rows) + "\n\\end{aligned}"
 

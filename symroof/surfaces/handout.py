@@ -1,0 +1,184 @@
+"""The students' edition of the notes: what a handout keeps of the teacher's notes.
+
+A handout has no internal references (the seed lectures, errata, the book's commit hashes,
+its revisions and slips, file names, code), claims as short statements (no parenthetical
+asides), and every computed number at 3 significant figures with its unit, in the readable
+form of :func:`symroof.render.number`. The teacher's edition keeps all of it; both come from
+the same derivation scripts (:mod:`symroof.surfaces.notes`).
+
+>>> print(for_students("Problem 1 (seed 000). The ridge is 240. Erratum: the book says 241."))
+Problem 1. The ridge is 240.
+>>> unit_of(r"T_\\text{math}"), unit_of(r"T_\\text{AG} / \\text{us}"), unit_of(r"B^*")
+('s', '', '')
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import sympy as sp
+
+from ..derivation import Derivation, Step
+from ..prose import tex_text
+from ..render import latex
+
+__all__ = ["INTERNAL", "for_students", "short_claim", "unit_of", "stated_unit",
+           "derivation_latex"]
+
+#: what a handout never shows: internal references, errata and the book's slips, code
+INTERNAL = re.compile(
+    r"\bseeds?\b|\bseed's\b|\bcommits?\b|\brevisions?\b|errat|\.py\b|\.md\b|CS349|"
+    r"Feb 2025|lecture[- ]\d|\bscript\b|``|\\texttt|\btruncat|\bslip|"
+    r"the book's|book prints|the book (?:writes|rounds|prints|gives|says)|"
+    r"\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7}\b")
+_MATH = re.compile(r"(?<!\\)\$(?:[^$\\]|\\.)+?(?<!\\)\$")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\x00(`\"'])")
+
+
+def _masked(text: str) -> tuple[str, list[str]]:
+    """``text`` with its inline maths replaced by placeholders (maths is never cut)."""
+    maths: list[str] = []
+
+    def keep(m: re.Match) -> str:
+        maths.append(m.group())
+        return f"\x00{len(maths) - 1}\x00"
+    return _MATH.sub(keep, text), maths
+
+
+def _unmasked(text: str, maths: list[str]) -> str:
+    return re.sub("\x00(\\d+)\x00", lambda m: maths[int(m[1])], text)
+
+
+def _parentheticals(text: str) -> list[tuple[int, int]]:
+    """The spans of the outermost ``(...)`` groups of ``text``."""
+    spans, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        if c == "(":
+            start, depth = (i if depth == 0 else start), depth + 1
+        elif c == ")" and depth:
+            depth -= 1
+            if depth == 0:
+                spans.append((start, i + 1))
+    return spans
+
+
+def _drop(text: str, spans: list[tuple[int, int]]) -> str:
+    for a, b in reversed(spans):
+        text = text[:a].rstrip() + text[b:]
+    return text
+
+
+def _internal(text: str, maths: list[str]) -> bool:
+    return INTERNAL.search(_unmasked(text, maths)) is not None
+
+
+def for_students(text: str, *, asides: bool = True) -> str:
+    """``text`` without its internal references: an erratum to the end of its paragraph,
+    asides in parentheses and then whole sentences that cite the seeds, commits, revisions,
+    the book's slips or code; ``asides=False`` drops every parenthetical aside too."""
+    masked, maths = _masked(text)
+    masked = re.split(r"\s*\bErrat(?:um|a)\b", masked)[0]
+    masked = _drop(masked, [(a, b) for a, b in _parentheticals(masked)
+                            if not asides or _internal(masked[a:b], maths)])
+    kept = [s for s in _SENTENCE.split(masked) if s.strip() and not _internal(s, maths)]
+    out = re.sub(r"\s+([,.;:])", r"\1", " ".join(kept)).strip()
+    out = re.sub(r"[,;:]\s*$", "", out)
+    return _unmasked(out, maths)
+
+
+def short_claim(text: str) -> str:
+    """A claim as a short statement: no asides, no internal references.
+
+    >>> short_claim("about 298 with 1e15 (298.5, as the book prints it)")
+    'about 298 with 1e15'
+    """
+    return for_students(text, asides=False).rstrip(".")
+
+
+#: a left side's unit: a time (``T_x``, ``t_x``, ``T(4)``), FLOPs, bytes, an intensity, a
+#: peak ``C``, a bandwidth ``W``, a memory ``M``, a KV cache or a collective's ``V_b``;
+#: a left side divided by something (``T / \text{ms}``) is already a pure number
+_UNITS = [(r"^[Tt](?:_|\()", "s"), (r"^\\text\{FLOPs\}", "FLOP"), (r"\\text\{bytes\}", "B"),
+          (r"^\\text\{AI\}", "FLOP/B"), (r"^C(?:_|$)", "FLOP/s"), (r"^W(?:_|$)", "B/s"),
+          (r"^M(?:_|$)", "B"), (r"^\\text\{KV\}", "B"), (r"^V_b", "B")]
+
+
+def unit_of(lhs: Any) -> str:
+    """The unit of a step's value, read from its left side's LaTeX (see ``_UNITS``)."""
+    if not isinstance(lhs, str) or "/" in lhs:
+        return ""
+    return next((unit for pattern, unit in _UNITS if re.search(pattern, lhs)), "")
+
+
+def _tex(x: Any, unit: str = "") -> str:
+    if isinstance(x, str):  # a left side: microseconds as such, not "us"
+        return x.replace(r"\text{us}", r"\mu\text{s}")
+    return latex(x, unit=unit)
+
+
+#: a statement that names its value's unit last, in brackets: "attention core (ms)"
+_STATED = re.compile(r"\((ms|us|ns|s|kB|MB|GB|TB|GB/s|TB/s|%|days|years)\)\s*$")
+
+
+def stated_unit(statement: str) -> str | None:
+    """The unit a statement gives its value in (the value is a pure number in it), if any.
+
+    >>> stated_unit("decode: attention core (ms)"), stated_unit("the ridge")
+    ('ms', None)
+    """
+    m = _STATED.search(statement)
+    return None if m is None else m.group(1)
+
+
+def _in_unit(x: Any, unit: str) -> str:
+    """A pure number in a stated unit: ``3.69\\,\\mathrm{ms}``."""
+    shown = latex(x)
+    if not (isinstance(x, sp.Basic) and x.is_number):
+        return shown
+    tex = {"us": r"\mu\mathrm{s}", "%": r"\%"}.get(unit, rf"\mathrm{{{unit}}}")
+    return rf"{shown}\,{tex}"
+
+
+def _row(s: Step) -> str:
+    statement = for_students(s.statement)
+    stated = stated_unit(s.statement)
+    unit = unit_of(s.lhs) if stated is None else ""
+
+    def value(x: Any) -> str:
+        return _tex(x, unit) if stated is None or isinstance(x, str) else _in_unit(x, stated)
+    row = f"{_tex(s.lhs)} &= {value(s.rhs)}"
+    if s.at_value is not None:
+        row += r" \\*" + "\n" + f"&= {value(s.at_value)}"
+    if s.because:
+        row += rf" && \text{{{tex_text(for_students(s.because))}}}"
+    return (rf"\intertext{{{tex_text(statement)}}}" + "\n" if statement else "") + row
+
+
+def derivation_latex(d: Derivation) -> str:
+    """A derivation for the handout: steps with readable numbers and units, short claims,
+    no source line (the handout credits the book once, on its title page).
+
+    >>> from symroof.symbols import C, W
+    >>> d = Derivation("Ridge")
+    >>> d.step("on a TPU v5e (seed 000)", r"B^*", C / W, at={C: 197 * 10**12, W: 82 * 10**10})
+    9850/41
+    >>> print(derivation_latex(d))
+    \\subsection*{Ridge}
+    \\begin{align*}
+    \\intertext{on a TPU v5e}
+    B^* &= \\frac{C}{W} \\\\*
+    &= 240
+    \\end{align*}
+    """
+    lines = [rf"\subsection*{{{tex_text(for_students(d.title))}}}"]
+    rows = [_row(s) for s in d.steps  # a quantity named for an internal reference goes too
+            if not (isinstance(s.lhs, str) and INTERNAL.search(s.lhs))]
+    if rows:
+        lines += [r"\begin{align*}", " \\\\\n".join(rows), r"\end{align*}"]
+    claims = [short_claim(t) for t, ok in d.claims if ok]
+    if any(claims):
+        lines.append(r"\begin{itemize}")
+        lines += [rf"\item {tex_text(t)}" for t in claims if t]
+        lines.append(r"\end{itemize}")
+    return "\n".join(lines)

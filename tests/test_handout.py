@@ -1,0 +1,133 @@
+"""The students' edition of the notes (``symroof notes --audience students``): no internal
+references, short claims, readable numbers with units; and the options a lecturer sets.
+
+The scans below read the LaTeX with their own patterns, not the ones the handout filters
+with. Where pdflatex is missing the compile test skips, except under CI (``CI`` set), where
+it fails, as the teacher's notes tests do.
+"""
+
+import os
+import re
+import shutil
+
+import pytest
+
+from symroof.surfaces.handout import for_students, short_claim, unit_of
+from symroof.surfaces.notes import build_notes, find_scripts
+
+HAS_PDFLATEX = shutil.which("pdflatex") is not None
+needs_pdflatex = pytest.mark.skipif(not HAS_PDFLATEX and not os.environ.get("CI"),
+                                    reason="pdflatex is not on the PATH (CI installs it)")
+
+#: what a student must never meet: the seed lectures, errata, commits, revisions, files
+INTERNAL = {"seed": r"\bseed\b", "erratum": r"(?i)errat", "revision": r"\brevision",
+            "commit hash": r"\b(?=\w*\d)(?=\w*[a-f])[0-9a-f]{7}\b", "file": r"\.(?:py|md)\b",
+            "course code": r"CS349", "commit": r"\bcommit"}
+
+
+@pytest.fixture(scope="module")
+def handout(derivations, cached_run_script, tmp_path_factory):
+    if not find_scripts():
+        pytest.skip("no derivation scripts in this tree yet")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("symroof.surfaces.notes.run_script", cached_run_script)
+        notes = build_notes(tmp_path_factory.mktemp("handout"), pdf=False,
+                            audience="students", title="Scaling, week 3",
+                            author="A. Lecturer", date="Spring 2027")
+    return notes, notes.tex.read_text(encoding="utf-8")
+
+
+def test_prose_loses_its_internal_references():
+    text = ("The ridge is 240 (seed 000). The revision at 04d8de5 says 241. It holds "
+            "for $B > 240$. Erratum: the book writes 241.")
+    assert for_students(text) == "The ridge is 240. It holds for $B > 240$."
+    # maths is never cut, even when it holds a full stop or a bracket
+    assert for_students("Take $f(x) = 1. (a)$ as given (the seed's).") == \
+        "Take $f(x) = 1. (a)$ as given."
+    assert short_claim("about 298 with 1e15 (298.5, as printed)") == "about 298 with 1e15"
+    assert (unit_of(r"T_\text{math}"), unit_of(r"t_\text{MLP}"), unit_of("T(1)")) == \
+        ("s", "s", "s")
+    assert (unit_of(r"T / \text{days}"), unit_of(r"T^*_\text{prefill}"), unit_of("B^*")) == \
+        ("", "", "")
+
+
+def test_handout_has_no_internal_reference(handout):
+    _, tex = handout
+    body = tex[tex.index(r"\begin{document}"):]
+    found = {name: re.findall(r".{0,40}" + pattern + r".{0,40}", body)[:3]
+             for name, pattern in INTERNAL.items() if re.search(pattern, body)}
+    assert not found, found
+    # the lecturer's title page, and no teacher's apparatus
+    assert r"\title{Scaling, week 3}" in tex and r"\author{A. Lecturer}" in tex
+    assert r"\date{Spring 2027}" in tex and r"\emph{Source:" not in tex
+    assert r"\item[\checkmark]" not in tex  # no decimal beside an exact value either:
+    assert not [row for row in _rows(tex) if r"\approx" in row[1]]
+
+
+def _align_bodies(tex: str) -> str:
+    return "\n".join(re.findall(r"\\begin\{align\*\}(.*?)\\end\{align\*\}", tex, re.S))
+
+
+def _rows(tex: str) -> list[tuple[str, str]]:
+    """(left side, last value) of every row of every align* block."""
+    rows = []
+    blocks = re.findall(r"\\begin\{align\*\}(.*?)\\end\{align\*\}", tex, re.S)
+    for row in (r for block in blocks for r in re.split(r" \\\\\n", block)):
+        row = re.sub(r"\\intertext\{.*\}\n", "", row).strip()
+        if "&=" in row:
+            parts = row.split("&=")
+            rows.append((parts[0].strip(), parts[-1].split("&&")[0].strip()))
+    return rows
+
+
+NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?: \\times 10\^\{-?\d+\})?")
+
+
+def test_handout_numbers_are_short_and_carry_units(handout):
+    _, tex = handout
+    fractions = [(a, b) for a, b in re.findall(r"\\frac\{(\d+)\}\{(\d+)\}", tex)
+                 if len(a) + len(b) > 6]
+    assert not fractions, fractions
+    times = 0
+    for lhs, value in _rows(tex):
+        m = NUMBER.fullmatch(value.split(r"\,")[0])
+        if m is None:
+            continue
+        mantissa = m.group().split(" ")[0].lstrip("-")
+        if "." in mantissa:  # a decimal: 3 significant figures
+            assert len(mantissa.replace(".", "").lstrip("0")) <= 3, (lhs, value)
+        if re.match(r"[Tt](_|\()", lhs) and "/" not in lhs:  # a time: its unit is shown
+            times += 1
+            assert re.search(r"\\mathrm\{[a-z]?s\}", value), (lhs, value)
+    assert times >= 3  # the scan saw the notes' times
+    # a value the statement gives in a unit, "attention core (ms)", is shown in that unit
+    stated = []
+    blocks = re.findall(r"\\begin\{align\*\}(.*?)\\end\{align\*\}", tex, re.S)
+    for row in (r for block in blocks for r in re.split(r" \\\\\n", block)):
+        said = re.search(r"\\intertext\{.*\((ms|s)\)\}\n", row)
+        if said and "&=" in row:
+            stated.append((said.group(1), row.split("&=")[-1].split("&&")[0].strip()))
+    assert len(stated) >= 5 and all(v.endswith(rf"\mathrm{{{u}}}") for u, v in stated), stated
+
+
+@needs_pdflatex
+def test_handout_compiles(derivations, cached_run_script, tmp_path):
+    # chapter 1 keeps the test short; the whole handout's LaTeX is scanned above
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("symroof.surfaces.notes.run_script", cached_run_script)
+        notes = build_notes(tmp_path, pdf=True, audience="students", chapters=[1])
+    assert notes.pdf is not None and notes.pdf.stat().st_size > 0, notes.pdf_note
+
+
+def test_chapters_select_scripts(cli, tmp_path, derivations, cached_run_script, monkeypatch):
+    monkeypatch.setattr("symroof.surfaces.notes.run_script", cached_run_script)
+    r = cli(["notes", "--out", str(tmp_path), "--no-pdf", "--audience", "students",
+             "--chapters", "1"])
+    assert r.returncode == 0, r.stderr
+    tex = (tmp_path / "notes.tex").read_text(encoding="utf-8")
+    assert tex.count(r"\section{") == 1 and r"\section{Rooflines" in tex
+    assert r"\date{\today}" in tex and r"\author{}" in tex
+    bad = cli(["notes", "--out", str(tmp_path), "--no-pdf", "--chapters", "9"])
+    assert bad.returncode == 2 and "--chapters 9: no chapter 9; the chapters are 1 (rooflines)" \
+        in bad.stderr
+    assert "--chapters 'one'" in cli(["notes", "--chapters", "one"]).stderr
