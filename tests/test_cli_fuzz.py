@@ -4,8 +4,9 @@ end in exit 0 with output on stdout, or exit 2 with exactly one line on stderr: 
 traceback, never exit 1 (``check``'s "counted != symbolic" is the only exit 1, and it cannot
 happen on these configurations).
 
-``main(argv)`` runs in-process, so a few dozen examples take seconds. ``notes`` and
-``measure`` are left out: they write files and time this machine.
+``main(argv)`` runs in-process, so a few dozen examples take seconds. ``notes``,
+``problems`` and ``measure`` are left out: they write files (and run pdflatex) or time this
+machine.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ POOLS["--f"] = POOLS["--d"]
 CHECK = {"--model": (["tiny"], ["gpt-9", "no/such/config.json"]),
          "--batch": (["1", "2"], ["0", "x"]), "--new-tokens": (["1", "3"], ["0", "x"])}
 GENERIC = (["1"], ["0", "-1", "x", ""])
-SKIP = ("notes", "measure")
+SKIP = ("notes", "measure", "problems")
 
 
 def _commands() -> dict[str, list[argparse.Action]]:
