@@ -373,7 +373,8 @@ ring_at_2 = two_d.step(r"the ring's $X < D/(2 \alpha)$ solved for $D$ at $X = 2$
                        r"D^*_\text{ring}",
                        sr.crossover(x_reduce, 2, D))
 old = sr.time(sr.sharded_matmul(B, D, F, shards=2), v5e)  # derivation 01's model
-v5e_pair = sr.shard_matmul(sr.mesh("tpu-v5e", {"X": 2}), "X[B, D_X] @ W[D_X, F] -> [B, F]")
+v5e_pair = sr.shard_matmul(sr.mesh("tpu-v5e", {"X": 2}, custom=True),
+                            "X[B, D_X] @ W[D_X, F] -> [B, F]")
 two_d.claim(r"$T_\text{math} = BDF/C$, $T_\text{comms} = 2BF/W_1$, so $D^* = 2C/W_1$: it "
             "depends on $D$, not $B$",
             pair.t_math == B * D * F / C and pair.t_comms == 2 * B * F / W_1

@@ -376,7 +376,7 @@ ici_d.claim(r"the compute-bound limit over two axes is $2F/\alpha$ = 26 on a v5e
             round(float(alpha)) == 2189 and round(float(2 * 28672 / alpha)) == 26
             and 16 < 2 * 28672 / alpha < 32)
 # latency-bound collectives (ch. 7, Appendix C): the per-shard test
-line8 = sr.mesh("tpu-v5e", {"Y": 8})
+line8 = sr.mesh("tpu-v5e", {"Y": 8}, custom=True)  # a 1-D line of 8: hypothetical
 ag8 = sr.all_gather(line8, V_b, "Y")
 v_star = ici_d.step("an AllGather over 8 v5e chips is latency-bound below (bytes)",
                     r"V^*_8", sr.crossover(ag8.t_lat, ag8.t_bw, V_b))

@@ -42,6 +42,8 @@ from .hardware import (
     collective,
     mesh,
     reduce_scatter,
+    ridge,
+    send,
     symbolic_chip,
 )
 from .models import (
@@ -83,6 +85,7 @@ from .parallel import (
     MinSlice,
     SearchResult,
     ServePlan,
+    ShardedArray,
     ShardedMatmul,
     TrainingRun,
     TrainPlan,
@@ -97,6 +100,7 @@ from .parallel import (
     prefill,
     serve,
     serve_params,
+    shard_array,
     shard_matmul,
     smallest_slice,
     strategy_search,
@@ -121,6 +125,8 @@ __all__ = [
     # many chips
     "Mesh", "mesh", "Collective", "collective", "all_gather", "reduce_scatter", "all_reduce",
     "all_to_all", "ShardedMatmul", "shard_matmul",
+    # chip internals, point-to-point sends, sharded arrays
+    "ridge", "send", "shard_array", "ShardedArray",
     # serving on a mesh
     "serve", "ServePlan", "smallest_slice", "latency_throughput", "cost_per_million_tokens",
     # analysis

@@ -24,7 +24,10 @@ import sympy as sp
 
 from .cost import Cost, as_dimension, as_exact, as_symbol, check_symbols
 from .hardware import as_chip, dtype_bytes
+from .hardware.chip import DTYPE_BYTES, STORAGE_BYTES
 from .hardware.collectives import Collective
+from .hardware.internals import ridge as ridge_of
+from .hardware.internals import roof as roof_of
 from .hardware.mesh import Mesh
 from .ops import matmul
 from .render import fmt_si, latex
@@ -47,30 +50,40 @@ class TimeBound:
     dtype: str
     #: what the cost is on a mesh ("per chip of tpu-v5e 2x4", "spread evenly over 8 chips")
     scope: str = ""
+    #: host transfers over the chip's PCIe (host) link: host_bytes / pcie_bw
+    t_host: Any = sp.Integer(0)
+    #: the roof the compute and memory terms are read against (``internals.ROOFS``)
+    roof: str = "hbm"
+
+    def _terms(self) -> dict[str, sp.Expr]:
+        terms = {"compute": self.t_math, "memory": self.t_mem, "network": self.t_net}
+        if self.t_host != 0:
+            terms["host"] = self.t_host
+        return terms
 
     @property
     def lower(self) -> sp.Expr:
-        """max(t_math, t_mem, t_net): the time with perfect overlap."""
-        return sp.Max(self.t_math, self.t_mem, self.t_net)
+        """max(t_math, t_mem, t_net, t_host): the time with perfect overlap."""
+        return sp.Max(*self._terms().values())
 
     @property
     def upper(self) -> sp.Expr:
-        """t_math + t_mem + t_net: the time with no overlap at all."""
-        return self.t_math + self.t_mem + self.t_net
+        """t_math + t_mem + t_net + t_host: the time with no overlap at all."""
+        return sp.Add(*self._terms().values())
 
     @property
     def bound(self) -> str:
-        """'compute', 'memory' or 'network' (the largest term); 'undetermined' while the
-        terms are symbolic and cannot be ordered."""
-        terms = {"compute": self.t_math, "memory": self.t_mem, "network": self.t_net}
+        """'compute', 'memory', 'network' or 'host' (the largest term); 'undetermined'
+        while the terms are symbolic and cannot be ordered."""
+        terms = self._terms()
         if all(t.is_number for t in terms.values()):
             return max(terms, key=lambda k: float(terms[k]))
         return "undetermined"
 
     def subs(self, *args: Any, **kwargs: Any) -> TimeBound:
         """Substitute dimension values into the cost and recompute."""
-        return replace(time(self.cost.subs(*args, **kwargs), self.chip, self.dtype),
-                       scope=self.scope)
+        return replace(time(self.cost.subs(*args, **kwargs), self.chip, self.dtype,
+                            roof=self.roof), scope=self.scope)
 
     def __float__(self) -> float:
         if not self.lower.is_number:
@@ -85,6 +98,8 @@ class TimeBound:
         rows = [rf"t_\text{{math}} &= {p(self.t_math)}", rf"t_\text{{mem}} &= {p(self.t_mem)}"]
         if self.t_net != 0:
             rows.append(rf"t_\text{{net}} &= {p(self.t_net)}")
+        if self.t_host != 0:
+            rows.append(rf"t_\text{{host}} &= {p(self.t_host)}")
         rows.append(rf"t_\text{{lower}} &= {p(self.lower)}")
         rows.append(rf"t_\text{{upper}} &= {p(self.upper)}")
         return r"\begin{aligned} " + r" \\ ".join(rows) + r" \end{aligned}"
@@ -96,6 +111,7 @@ class TimeBound:
         if not self.lower.is_number:
             return f"t_math = {self.t_math}, t_mem = {self.t_mem}, t_net = {self.t_net}"
         net = f", t_net {fmt_si(self.t_net, 's')}" if self.t_net != 0 else ""
+        net += f", t_host {fmt_si(self.t_host, 's')}" if self.t_host != 0 else ""
         scope = f", {self.scope}" if self.scope else ""
         return (f"t_math {fmt_si(self.t_math, 's')}, t_mem {fmt_si(self.t_mem, 's')}{net}: "
                 f"{fmt_si(self.lower, 's')} .. {fmt_si(self.upper, 's')} ({self.bound}-bound)"
@@ -103,12 +119,17 @@ class TimeBound:
 
 
 def time(cost: Cost, chip: Any, dtype: str = "bf16", *, useful: bool = False,
-         per_chip: bool | None = None) -> TimeBound:
+         per_chip: bool | None = None, roof: str = "hbm") -> TimeBound:
     """Roofline time bounds of ``cost`` on ``chip`` at ``dtype``'s peak: the one time rule
     (t_math = FLOPs / C, t_mem = bytes / W, t_net from the collectives; lower bound their
     max, upper bound their sum).
 
     ``useful=True`` counts useful FLOPs only (a kernel that skips masked blocks).
+    ``roof`` picks the level the FLOPs and bytes are read against (``hardware.internals.
+    ROOFS``): "hbm" (the default), an on-chip memory ("vmem", "l2"), the vector unit
+    ("vpu"), or the host link ("pcie": every byte comes over PCIe). A cost's
+    ``host_bytes`` always cross the host link: t_host = host_bytes / pcie_bw.
+
 
     >>> import symroof as sr
     >>> t = sr.time(sr.Cost(flops=10**12), sr.chip("h100"))
@@ -116,6 +137,9 @@ def time(cost: Cost, chip: Any, dtype: str = "bf16", *, useful: bool = False,
     1.01
     >>> t.bound
     'compute'
+    >>> v6e = sr.chip("tpu-v6e")
+    >>> print(sr.time(sr.Cost(host_bytes=32 * 10**9), v6e))     # 32 GB from host DRAM
+    t_math 0 s, t_mem 0 s, t_host 1 s: 1 s .. 1 s (host-bound)
 
     On a mesh a cost is either one chip's share (the rows of ``sr.serve``, ``sr.train_plan``,
     a collective), timed with one chip's figures, or the whole model's, which has to be
@@ -144,8 +168,12 @@ def time(cost: Cost, chip: Any, dtype: str = "bf16", *, useful: bool = False,
         t_net = cost.net_time
     else:
         t_net = cost.net_bytes / hw.link_bw if cost.net_bytes != 0 else sp.Integer(0)
-    return TimeBound(t_math=flops / hw.peak(dtype), t_mem=cost.bytes / hw.hbm_bw,
-                     t_net=t_net, cost=cost, chip=hw, dtype=dtype, scope=scope)
+    compute, bandwidth = roof_of(hw, roof, dtype)
+    t_host = cost.host_bytes / roof_of(hw, "pcie", dtype)[1] if cost.host_bytes != 0 \
+        else sp.Integer(0)
+    return TimeBound(t_math=flops / compute, t_mem=cost.bytes / bandwidth,
+                     t_net=t_net, cost=cost, chip=hw, dtype=dtype, scope=scope,
+                     t_host=t_host, roof=roof)
 
 
 def _on_mesh(cost: Cost, mesh: Mesh, per_chip: bool | None) -> tuple[Cost, str]:
@@ -365,26 +393,43 @@ def _which_wins(lhs: sp.Expr, rhs: sp.Expr, var: sp.Symbol) -> str:
     return ""
 
 
+def _operand_width(dtype: str) -> Any:
+    """Bytes per operand element of a matmul "in" ``dtype``: the compute dtypes' widths, and
+    the 4-bit formats (a peak such as B200's fp4) at half a byte (``STORAGE_BYTES``)."""
+    key = dtype.strip().lower() if isinstance(dtype, str) else dtype
+    if key in STORAGE_BYTES and key not in DTYPE_BYTES:
+        return STORAGE_BYTES[key]
+    try:
+        return dtype_bytes(dtype)
+    except ValueError:
+        known = ", ".join(dict.fromkeys([*DTYPE_BYTES, *STORAGE_BYTES]))
+        raise ValueError(f"unknown dtype {dtype!r}; known dtypes: {known}") from None
+
+
 def critical_batch(chip: Any, *, dtype: str = "bf16", x_bytes: Any = None,
                    w_bytes: Any = None, out_bytes: Any = None, D: Any = None,
-                   F: Any = None) -> sp.Expr:
+                   F: Any = None, roof: str = "hbm") -> sp.Expr:
     """The batch above which X[B,D] @ W[D,F] is compute-bound on ``chip``.
 
     Without D and F: the B << D, F regime, where intensity ~ 2B / w_bytes, so
     B* = (C / W) * w_bytes / 2. With D and F: the exact root of intensity(B) = C / W
     (infinity if the matmul never becomes compute-bound). Byte widths left out are the
-    dtype's (int8: 1, bf16: 2); out_bytes defaults to x_bytes.
+    dtype's (int8: 1, bf16: 2; fp4: 1/2); out_bytes defaults to x_bytes. ``roof`` reads W
+    off another level (``hardware.internals.ROOFS``): "vmem" (weights in VMEM), "pcie"
+    (operands streamed from host memory), "vpu" (the vector unit's peak).
 
     >>> import symroof as sr
     >>> round(float(sr.critical_batch(sr.chip("h100"))), 1)
     295.2
+    >>> round(float(sr.critical_batch(sr.chip("tpu-v5e"), dtype="int8", roof="vmem")), 1)
+    10.9
     """
     chip = as_chip(chip)
-    width = dtype_bytes(dtype)
+    width = _operand_width(dtype)
     x_bytes = width if x_bytes is None else x_bytes
     w_bytes = width if w_bytes is None else w_bytes
     out_bytes = x_bytes if out_bytes is None else out_bytes
-    ridge = chip.critical_intensity(dtype)
+    ridge = ridge_of(chip, roof, dtype)
     if D is None and F is None:
         mm = matmul(_B, _D, _F, x_bytes=x_bytes, w_bytes=w_bytes, out_bytes=out_bytes)
         return crossover(leading(mm.intensity, small=_B), ridge, _B)

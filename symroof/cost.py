@@ -30,7 +30,7 @@ __all__ = ["Cost", "as_dimension", "as_exact", "as_symbol", "check_symbols"]
 
 #: The fields of a Cost, in print order.
 FIELDS = ("flops", "useful_flops", "weight_bytes", "act_bytes", "kv_bytes", "net_bytes",
-          "net_time")
+          "net_time", "host_bytes")
 _DIMENSION_SYMBOLS = {sym for sym, _ in DIMENSIONS.values()}
 
 
@@ -160,6 +160,8 @@ class Cost:
     ``kv_bytes``; ``net_bytes`` are bytes sent between chips. ``net_time`` (seconds) is set
     by collectives on a mesh, whose time depends on the links and rings they use; where it
     is 0, ``time()`` takes ``net_bytes`` over the chip's link bandwidth instead.
+    ``host_bytes`` cross the host link (PCIe: a load from host DRAM, an offload), timed at
+    the chip record's ``pcie_bw``; memory bytes (``bytes``) leave them out.
 
     >>> from symroof.symbols import N
     >>> c = Cost(flops=2*N - 1, act_bytes=4*N + 2)
@@ -176,6 +178,7 @@ class Cost:
     kv_bytes: Any = 0
     net_bytes: Any = 0
     net_time: Any = 0
+    host_bytes: Any = 0
 
     def __post_init__(self) -> None:
         for name in FIELDS:  # (subclasses such as Collective add fields of their own)
@@ -272,7 +275,8 @@ class Cost:
         if self.useful_flops != self.flops:
             rows.append((r"\text{useful FLOPs}", self.useful_flops, "FLOP"))
         for label, name in (("weight", "weight_bytes"), ("activation", "act_bytes"),
-                            ("KV", "kv_bytes"), ("network", "net_bytes")):
+                            ("KV", "kv_bytes"), ("network", "net_bytes"),
+                            ("host", "host_bytes")):
             if getattr(self, name) != 0:
                 rows.append((rf"\text{{{label} bytes}}", getattr(self, name), "B"))
         if self.net_time != 0:

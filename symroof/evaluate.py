@@ -34,7 +34,7 @@ from .cost import FIELDS, Cost
 __all__ = ["evaluate", "free_symbols", "cache_info"]
 
 _MODULES = [{"Max": np.maximum, "Min": np.minimum}, "numpy"]  # elementwise, never amax
-_TIME_FIELDS = ("t_math", "t_mem", "t_net")
+_TIME_FIELDS = ("t_math", "t_mem", "t_net", "t_host")
 _Builder = Callable[[Iterator[Any]], Any]
 
 
@@ -76,7 +76,8 @@ def _build_cost(it: Iterator[Any]) -> dict[str, Any]:
 
 def _build_time(it: Iterator[Any]) -> dict[str, Any]:
     row = {name: next(it) for name in _TIME_FIELDS}
-    terms = [row["t_math"], row["t_mem"]] + ([] if _is_zero(row["t_net"]) else [row["t_net"]])
+    terms = [row["t_math"], row["t_mem"]] + [row[k] for k in ("t_net", "t_host")
+                                              if not _is_zero(row[k])]
     row["lower"] = functools.reduce(np.maximum, terms)
     row["upper"] = functools.reduce(np.add, terms)
     return row

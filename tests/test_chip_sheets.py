@@ -13,7 +13,6 @@ from fractions import Fraction
 import pytest
 
 import symroof as sr
-from symroof.hardware import Level
 from symroof.surfaces.cli import main
 
 T, G, P = 10**12, 10**9, 10**15
@@ -47,6 +46,9 @@ SHEETS = {
     # superchip (2 GPUs): 16 TB/s, 372 GB, NVLink 3.6 TB/s
     "gb200": ({"bf16": 2500 * T, "fp16": 2500 * T, "fp8": 5000 * T, "int8": 5000 * T,
                "fp4": 10_000 * T, "fp32": 80 * T}, 8000 * G, 186 * G, 50 * G),
+    # TPU v2: Cloud TPU page (2018) '180 teraflops, 64 GB' per 4-chip device; Norrie et al.,
+    # IEEE Micro 2021: 'HBM: 700 GB/s' a chip, four ICI links of '500 Gb/s'
+    "tpu-v2": ({"bf16": 45 * T}, 700 * G, 16 * G, 500 * G // 8),
     # How to Scale Your Model, ch. 2 TPU table (v3 per chip: both TensorCores)
     "tpu-v3": ({"bf16": 140 * T, "int8": 140 * T}, 900 * G, 32 * G, 100 * G),
     "tpu-v4p": ({"bf16": 275 * T, "int8": 275 * T}, 1200 * G, 32 * G, 45 * G),
@@ -77,6 +79,7 @@ GPU_NETS = {
 #: TPU tori: rank, pod, host (chips), wraparound rule, PCIe and DCN one way per chip
 #: (book ch. 2 'TPU Networking' and 'TPU Specs'; hop latency 1 us, ch. 3)
 TPU_NETS = {
+    "tpu-v2": (2, (16, 16), (2, 2), "full", 16 * G, Fraction(25 * G, 4)),
     "tpu-v3": (2, (32, 32), (2, 2), "full", 16 * G, Fraction(25 * G, 4)),
     "tpu-v4p": (3, (16, 16, 16), (2, 2, 1), "cube", 16 * G, Fraction(25 * G, 4)),
     "tpu-v5e": (2, (16, 16), (4, 2), "full", 16 * G, Fraction(3125 * G, 1000)),
@@ -102,7 +105,8 @@ def test_gpu_networks_match_their_sources(name):
     net = sr.chip(name).network
     ports, levels, sharp, pcie = GPU_NETS[name]
     assert net.nvlink_ports == ports and net.sharp is sharp and net.pcie_bw == pcie
-    assert net.levels == tuple(Level(*lv) for lv in levels)
+    got = [(lv.name, lv.degree, lv.gpus_per_child, lv.bw_per_gpu) for lv in net.levels]
+    assert got[:len(levels)] == [tuple(lv) for lv in levels]
     assert net.hop_latency == NCCL_STEP
     if name != "h800":  # the book's H800 W_GPU (300 GB/s) is not its 8 links (200 GB/s)
         assert net.levels[0].bw_per_gpu == ports * SHEETS[name][3]  # W_GPU = ports x link

@@ -141,7 +141,7 @@ CASES = {
     "err-mesh-shape": SERVE.replace("4x4", "4x4y4"),
     "err-mesh-pod": SERVE.replace("4x4", "32x8"),
     "err-mesh-colon": SERVE.replace("tpu-v5e:4x4", "tpu-v5e"),
-    "err-mesh-gpus": SERVE.replace("tpu-v5e:4x4", "h100:4096"),
+    "err-mesh-gpus": SERVE.replace("tpu-v5e:4x4", "h100:131072"),
     "err-mesh-prefill": MESH_REPORT.replace("decode", "prefill"),
     "err-mesh-and-chip": f"{MESH_REPORT} --chip h100",
     "err-no-chip": MESH_REPORT.replace(" --mesh tpu-v5e:4x4", ""),
@@ -286,7 +286,7 @@ def test_error_messages_name_the_input(runs):
     ("err-mesh-pod", ["--mesh 'tpu-v5e:32x8': a 32x8 slice does not fit one tpu-v5e pod "
                       "(16x16); put the extra axes across pods with --dcn AXES"]),
     ("err-mesh-colon", ["--mesh 'tpu-v5e': write CHIP:SHAPE, e.g. tpu-v5p:16x16x16"]),
-    ("err-mesh-gpus", ["a mesh of 4096 GPUs is larger than the largest h100 system"]),
+    ("err-mesh-gpus", ["a mesh of 131072 GPUs is larger than the largest h100 system"]),
     ("err-mesh-prefill", ["a prefill step on a mesh is not modelled: use --phase decode"]),
     ("err-mesh-and-chip", ["report takes --chip CHIP (one chip) or --mesh CHIP:SHAPE"]),
     ("err-no-chip", ["report takes --chip CHIP (one chip) or --mesh CHIP:SHAPE"]),
@@ -339,7 +339,7 @@ def test_chips_show_figures_and_sources(runs):
 def test_chips_show_networks(runs):
     text = runs["chips-text"].stdout
     rows = {line.split()[0]: line for line in text.split("\n\n")[0].splitlines()[1:]}
-    assert rows["h100"].endswith("switched 8x32x4, W_GPU 450 G, W_node 400 G")
+    assert rows["h100"].endswith("switched 8x32x4x64, W_GPU 450 G, W_node 400 G")
     assert rows["gb200"].endswith("switched 72x8, W_GPU 900 G, W_node 3.6 T")
     assert re.search(r" - +switched 16, W_GPU 150 G$", rows["v100"])  # "-": no bf16 ridge
     assert rows["tpu-v5p"].endswith("torus 16x20x28 (host 2x2x1)")
@@ -350,8 +350,13 @@ def test_chips_show_networks(runs):
     assert (v5p["kind"], v5p["pod"], v5p["pod_chips"], v5p["wrap_rule"]) == \
         ("torus", [16, 20, 28], 8960, "cube")
     assert v5p["hop_latency"] == 1e-6 and v5p["dcn_bw"] == 6_250_000_000
-    assert [lv["degree"] for lv in h100["levels"]] == [8, 32, 4] and h100["max_gpus"] == 1024
+    assert [lv["degree"] for lv in h100["levels"]] == [8, 32, 4, 64]
+    assert h100["max_gpus"] == 65536 and [lv["sharp"] for lv in h100["levels"]] == [True] * 4
     assert h100["node_egress"] == 400 * 10**9 and h100["sharp"] is True
+    assert h100["node_bisection"] == 8 * 450 * 10**9  # book ch. 12 Quiz 2 Q2: 3.6 TB/s
+    assert v5p["slices"][:4] == [[1, 2, 2], [2, 2, 2], [2, 2, 4], [2, 4, 4]]
+    assert data["tpu-v5e"]["network"]["slices"] == [[1, 1], [2, 2], [2, 4], [4, 4], [4, 8],
+                                                     [8, 8], [8, 16], [16, 16]]
     assert data["v100"]["network"]["node_egress"] is None
 
 

@@ -135,7 +135,7 @@ def test_h100_across_nodes_hierarchical():
     (lambda: sr.all_gather(sr.mesh("tpu-v5e", "4x4"), 10**6, "Z"), "'Z' is not in this mesh"),
     (lambda: sr.mesh("tpu-v5e", "32x8"), "does not fit one tpu-v5e pod"),
     (lambda: sr.mesh("tpu-v5p", "4x4x4x4"), "3-D torus"),
-    (lambda: sr.mesh("h100", {"X": 2048}), "larger than the largest h100 system"),
+    (lambda: sr.mesh("h100", {"X": 16384, "Y": 8}), "larger than the largest h100 system"),
     (lambda: sr.mesh("tpu-v5e", "4by4"), "does not parse"),
     (lambda: sr.mesh("tpu-v5e", {"X": 0}), "positive integer size"),
     (lambda: sr.all_gather(sr.mesh("tpu-v5e", "4x4"), -5, "X"), "positive number of bytes"),

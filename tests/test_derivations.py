@@ -153,6 +153,17 @@ KEY_NUMBERS = {
         "275600416/1154296875  ~ 0.23876",   # $ per million tokens, compute floor
         "06_latency_throughput.png",
     ],
+    "08_hardware.py": [
+        "C_units / (FLOP/s) = 196608000000000",  # 4 MXUs x 1.5 GHz x 32768: v5e's 1.97e14
+        "f_TC / GHz = 123625/67584  ~ 1.82921",  # the H100 tensor-core clock the sheet implies
+        "B^*_VMEM = 4925/451  ~ 10.9202",        # from VMEM an int8 matmul needs B > 11
+        "I^*_VPU = 5/2  ~ 2.5",                  # v5p's VPU 'around 3'
+        "B^*_PCIe = 184000/3  ~ 61333.3",        # a PCIe-bound matmul on v6e: B > 61,000
+        "T_host / ms = 200/3  ~ 66.6667",        # 1 GB a PCIe link of 1.5e10 B/s
+        "W_bisection / (TB/s) = 18/5  ~ 3.6",    # an H100 node's bisection bandwidth
+        "T_A2A\\, W_node / V_b = 63/4096",        # V (M - 1) / (M^2 W_node), M = 64 nodes
+        "bytes_total / KiB = 512",               # ch. 3 pop quiz: 512 KiB over the mesh
+    ],
     "09_questions.py": [
         "N_max(16M) = 320000/17  ~ 18823.5",  # FSDP on v5p: 16e6 / 850 chips
         "P_max = M/10",                       # the largest model, HBM / 10 bytes

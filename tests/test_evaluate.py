@@ -92,7 +92,7 @@ def test_step_time_evaluates_both_views():
 def test_sweep_step_time_grid():
     batch, context = np.arange(1, 1001)[:, None], np.arange(1, 1001)[None, :]
     grid = sweep_step_time(LLAMA, H100, batch=batch, context=context)
-    assert set(grid) == {"t_math", "t_mem", "t_net", "lower", "upper"}
+    assert set(grid) == {"t_math", "t_mem", "t_net", "t_host", "lower", "upper"}
     assert all(v.shape == (1000, 1000) for v in grid.values())
     for b, s in [(1, 1), (64, 999), (1000, 1000)]:
         ref = sr.step_time(LLAMA, H100, b, 1, s - 1).whole

@@ -102,7 +102,7 @@ def test_critical_batch_json():
     d = cli_json("critical-batch --chip b200 --dtype fp8 --x-bytes 2")
     c = sr.chip("b200")
     value = sr.critical_batch(c, dtype="fp8", x_bytes=2, w_bytes=1, out_bytes=2)
-    assert set(d) == {"chip", "dtype", "x_bytes", "w_bytes", "out_bytes", "D", "F",
+    assert set(d) == {"chip", "dtype", "x_bytes", "w_bytes", "out_bytes", "D", "F", "roof",
                       "critical_batch", "critical_batch_exact", "ridge", "ridge_exact",
                       "formula"}
     assert (d["x_bytes"], d["w_bytes"], d["out_bytes"]) == (2, 1, 2)

@@ -162,7 +162,7 @@ def test_a_mesh_axis_of_one_chip_has_no_layout_condition():
     # traffic (this used to fail in crossover); the ICI condition is the book's TPU form
     plan = sr.serve("llama-3.1-8b", sr.mesh("h100", {"N": 1, "G": 8}), batch=8, context=4096)
     assert plan.conditions == {}
-    on_tpu = sr.serve("llama-3.1-8b", sr.mesh("tpu-v5e", {"X": 1, "Y": 8}), batch=8,
+    on_tpu = sr.serve("llama-3.1-8b", sr.mesh("tpu-v5e", {"X": 1, "Y": 8}, custom=True), batch=8,
                       context=4096)
     assert list(on_tpu.conditions) == ["ici"]
 

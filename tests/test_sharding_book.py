@@ -86,7 +86,8 @@ def test_no_wraparound_costs_2_x_minus_1_over_x():
 
 def test_two_chip_example_of_chapter_1():
     # ch. 1: compute-bound iff D/2 > C/W_1, D > 8755 on a v5e (1.97e14 over 4.5e10 one way)
-    mm = sr.shard_matmul(sr.mesh("tpu-v5e", {"X": 2}), "X[B, D_X] @ W[D_X, F] -> [B, F]")
+    pair = sr.mesh("tpu-v5e", {"X": 2}, custom=True)  # ch. 1's two chips: not a v5e slice
+    mm = sr.shard_matmul(pair, "X[B, D_X] @ W[D_X, F] -> [B, F]")
     d_star = sr.crossover(mm.t_math, mm.steps[0].collective.t_bw, D)
     assert float(d_star) == pytest.approx(2 * 1.97e14 / W1_V5E, rel=1e-12)
     assert math.floor(d_star) == 8755

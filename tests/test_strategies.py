@@ -210,7 +210,7 @@ def test_zero_levels_shard_what_they_say(strategy, sharded):
 
 
 def test_tp_shards_params_and_activations_over_y():
-    p = plan("tp", mesh=sr.mesh("tpu-v5p", {"Y": 4}), model=L70, batch=2**20)
+    p = plan("tp", mesh=sr.mesh("tpu-v5p", {"Y": 4}, custom=True), model=L70, batch=2**20)
     whole = train_memory(L70, 256, 4096, "full")
     assert all(p.memory[k] == v / 4 for k, v in whole.items())
 

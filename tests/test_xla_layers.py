@@ -41,7 +41,7 @@ def coll(kind: str, axes: tuple, elements_in: int, elements_out: int) -> dict:
 
 
 def plans() -> dict:
-    v5e = lambda shape: sr.mesh("tpu-v5e", shape)  # noqa: E731
+    v5e = lambda shape: sr.mesh("tpu-v5e", shape, custom=True)  # noqa: E731  (any CPU mesh)
     step, train, f32 = sr.Step(B, context=S), sr.TrainStep(b, T), {"weights": "fp32"}
     return {
         "1d X4": sr.serve(SERVE, v5e({"X": 4}), step, **f32),
@@ -200,7 +200,7 @@ def test_layouts_the_oracle_cannot_compile_are_refused():
     with pytest.raises(ValueError, match="G = 4 KV heads need leading axes"):
         serve_case_of(wide)
     moe = sr.serve(SERVE.replace(moe=sr.MoE(E=4, k=2, F=256), name="toy-moe"),
-                   sr.mesh("tpu-v5e", {"X": 4}), sr.Step(B, context=S))
+                   sr.mesh("tpu-v5e", {"X": 4}, custom=True), sr.Step(B, context=S))
     with pytest.raises(ValueError, match="dense gated"):
         serve_case_of(moe)
 

@@ -55,7 +55,8 @@ def plan(draw):
         n *= size
     I, J, K = (draw(st.sampled_from([1, 2, 4])) * 8 * n for _ in range(3))
     width = draw(st.sampled_from([2, 4]))  # bf16 or f32 operands, product and partial sums
-    return sr.shard_matmul(sr.mesh("tpu-v5e", "x".join(map(str, shape.values()))), text,
+    mesh = sr.mesh("tpu-v5e", "x".join(map(str, shape.values())), custom=True)  # any shape
+    return sr.shard_matmul(mesh, text,
                            I=I, J=J, K=K, x_bytes=width, w_bytes=width)
 
 
@@ -73,7 +74,7 @@ def test_every_plan_agrees_with_xla(plans):
 
 @pytest.fixture(scope="module")
 def book_plans():
-    m1, m2 = sr.mesh("tpu-v5e", "4x1"), sr.mesh("tpu-v5e", "4x2")
+    m1, m2 = sr.mesh("tpu-v5e", "4x1", custom=True), sr.mesh("tpu-v5e", "4x2")
     return [sr.shard_matmul(m1, "A[I, J_X] @ B[J_X, K] -> [I, K]", I=64, J=128, K=256),
             sr.shard_matmul(m1, "A[I, J_X] @ B[J_X, K] -> [I, K_X]", I=64, J=128, K=256),
             sr.shard_matmul(m2, "A[I_X, J] @ B[J, K_Y] -> [I_X, K_Y]", I=64, J=128, K=256)]

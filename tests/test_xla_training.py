@@ -23,7 +23,9 @@ def need_jax() -> None:
 
 
 def plans():
-    x8, y8, xy = (sr.mesh("tpu-v5e", s) for s in ({"X": 8}, {"Y": 8}, "4x2"))
+    # 1-D lines of 8 are not v5e slices: hypotheticals, as the oracle's CPU mesh is
+    x8, y8 = (sr.mesh("tpu-v5e", s, custom=True) for s in ({"X": 8}, {"Y": 8}))
+    xy = sr.mesh("tpu-v5e", "4x2")
     return {
         "dp": sr.train_plan(TOY, x8, "dp", batch_tokens=B, seq=SEQ),
         "fsdp": sr.train_plan(TOY, x8, "fsdp", batch_tokens=B, seq=SEQ),
@@ -79,10 +81,11 @@ def test_planted_wrong_layer_predictions_are_caught(reports):
 def test_pipelines_and_zero12_are_refused_with_a_reason():
     from symroof.xla.check import layer_case_of
 
-    z1 = sr.train_plan(TOY, sr.mesh("tpu-v5e", {"X": 8}), "zero1", batch_tokens=B, seq=SEQ)
+    line8 = sr.mesh("tpu-v5e", {"X": 8}, custom=True)
+    z1 = sr.train_plan(TOY, line8, "zero1", batch_tokens=B, seq=SEQ)
     with pytest.raises(ValueError, match="ZeRO-1/2 gather the updated weights"):
         layer_case_of(z1)
     moe = TOY.replace(moe=sr.MoE(E=8, k=2, F=512), name="toy-moe")
-    ep = sr.train_plan(moe, sr.mesh("tpu-v5e", {"X": 8}), "ep", batch_tokens=B, seq=SEQ)
+    ep = sr.train_plan(moe, line8, "ep", batch_tokens=B, seq=SEQ)
     with pytest.raises(ValueError, match="no experts to split"):
         layer_case_of(ep)

@@ -17,10 +17,13 @@ from .collectives import (
     all_to_all,
     collective,
     reduce_scatter,
+    send,
 )
+from .internals import ridge, roof
 from .mesh import Axis, Mesh, mesh
 from .topology import Level, Switched, Torus
 
 __all__ = ["Chip", "chip", "as_chip", "symbolic_chip", "CHIPS", "DTYPE_BYTES", "dtype_bytes",
            "Torus", "Switched", "Level", "Mesh", "Axis", "mesh", "Collective", "collective",
-           "all_gather", "reduce_scatter", "all_reduce", "all_to_all", "KINDS"]
+           "all_gather", "reduce_scatter", "all_reduce", "all_to_all", "KINDS", "send",
+           "roof", "ridge"]

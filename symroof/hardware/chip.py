@@ -16,6 +16,7 @@ C/W
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -76,6 +77,7 @@ class Chip:
     link_bw: int | sp.Expr
     sources: Mapping[str, str] = field(default_factory=dict)
     network: Torus | Switched | None = None
+    internals: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -95,7 +97,13 @@ class Chip:
         if self.network is not None and not isinstance(self.network, (Torus, Switched)):
             raise ValueError(f"{tag}: network must be a Torus, a Switched or None, "
                              f"got {self.network!r}")
+        if not isinstance(self.internals, Mapping):
+            raise ValueError(f"{tag}: internals must be a mapping, got {self.internals!r}")
+        inside = {str(k): _exact(v, f"{tag}: internals[{k!r}]")
+                  for k, v in self.internals.items()}
+        object.__setattr__(self, "internals", MappingProxyType(inside))
         keys = [f"peaks.{dtype}" for dtype in peaks] + list(_FIGURES) + _network_keys(self)
+        keys += [f"internals.{k}" for k in inside]
         if not isinstance(self.sources, Mapping):
             raise ValueError(f"{tag}: sources must be a mapping, got {self.sources!r}")
         stray = sorted(set(self.sources) - set(keys))
@@ -152,7 +160,7 @@ class Chip:
         >>> chip("h100").replace(peaks={"bf16": 1979e12 / 2}).peaks["fp8"]
         1979000000000000
         """
-        allowed = ("name", "peaks") + _FIGURES
+        allowed = ("name", "peaks", "pcie_bw") + _FIGURES
         unknown = sorted(set(changes) - set(allowed))
         if unknown:
             raise ValueError(f"replace() got unknown field(s) {unknown}; fields are {allowed}")
@@ -171,8 +179,15 @@ class Chip:
             if name in changes:
                 figures[name] = changes[name]
                 sources[name] = source
+        network = self.network
+        if "pcie_bw" in changes:  # the host link lives on the network record
+            if network is None:
+                raise ValueError(f"replace(pcie_bw=...): chip {self.name!r} has no network "
+                                 "record to carry a host link")
+            network = dataclasses.replace(network, pcie_bw=changes["pcie_bw"])
+            sources["network.pcie_bw"] = source
         return Chip(changes.get("name", self.name), peaks, sources=sources,
-                    network=self.network, **figures)
+                    network=network, internals=self.internals, **figures)
 
 
 def _network_keys(c: Chip) -> list[str]:
@@ -184,7 +199,7 @@ def _network_keys(c: Chip) -> list[str]:
     return []
 
 
-_TORUS = ("rank", "pod", "host", "wrap_rule", "hop_latency", "pcie_bw", "dcn_bw")
+_TORUS = ("rank", "pod", "host", "wrap_rule", "hop_latency", "pcie_bw", "dcn_bw", "slices")
 _SWITCHED = ("nvlink_ports", "levels", "sharp", "hop_latency", "pcie_bw")
 
 
@@ -207,7 +222,11 @@ def _from_record(record: dict) -> Chip:
     figures = {name: record[name][0] for name in _FIGURES}
     sources.update({name: record[name][1] for name in _FIGURES})
     network = _network(record.get("network"), sources)
-    return Chip(record["name"], peaks, sources=sources, network=network, **figures)
+    internals = {key: value for key, (value, _) in record.get("internals", {}).items()}
+    sources.update({f"internals.{key}": src
+                    for key, (_, src) in record.get("internals", {}).items()})
+    return Chip(record["name"], peaks, sources=sources, network=network,
+                internals=internals, **figures)
 
 
 #: The presets, by lower-case name. Sources: see each record's ``sources``.

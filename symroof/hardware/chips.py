@@ -24,8 +24,9 @@ Choices that apply to every record:
   byte would ripple into the CLI's byte widths and JSON), so ``critical_batch(dtype="fp4")``
   fails naming the known dtypes; ``chip.peak("fp4")`` and its ridge work.
 * ``network``: a TPU's torus (``_torus``) or a GPU's switched levels (``_switched``), from
-  the node up; a level is (name, degree, GPUs per child, one GPU's one-way bandwidth into it)
-  and appears only where a source gives its size.
+  the node up; a level is (name, degree, GPUs per child, one GPU's one-way bandwidth into it,
+  and whether its switches reduce in the network: SHARP) and appears only where a source gives
+  its size.
 
 This module imports nothing but ``fractions``; :mod:`symroof.hardware` turns the dicts into
 ``Chip`` records.
@@ -76,10 +77,34 @@ _NVLS = ("NVLink SHARP (in-network reduction in the NVSwitch) arrived with third
          "https://jax-ml.github.io/scaling-book/gpus/)")
 
 
-def _torus(rank, pod, host, wrap_rule, pcie_bw, dcn_bw, pcie_src, dcn_src,
+#: the slice shapes each TPU generation sells (chips; sides ascending), from Google Cloud's
+#: pages of TPU types and topologies
+_SLICES_2D = ((1, 1), (2, 2), (2, 4), (4, 4), (4, 8), (8, 8), (8, 16), (16, 16))
+_SLICES_V3 = ((2, 2), (4, 4), (4, 8), (8, 8), (8, 16), (16, 16), (16, 32), (32, 32))
+_SLICES_V2 = ((2, 2), (4, 4), (8, 8), (8, 16), (16, 16))
+_SLICES_CUBE = ((1, 2, 2), (2, 2, 2), (2, 2, 4), (2, 4, 4))  # below one cube; whole cubes on
+_V2_CLOUD = ("Google Cloud TPU product page as of 2018 ('Cloud TPU v2: 180 teraflops, 64 GB "
+             "High Bandwidth Memory'), https://cloud.google.com/tpu/")
+_V2_MICRO = ("N. Norrie et al., 'The Design Process for Google's Training Chips: TPUv2 and "
+             "TPUv3', IEEE Micro 41(2), 2021, https://ieeexplore.ieee.org/document/9351692")
+_SLICES_SRC = {
+    "tpu-v2": _GCP + "v2: v2-8, v2-32, v2-128, v2-256, v2-512 = 2x2, 4x4, 8x8, 8x16, 16x16 "
+              "chips ('up to 256 chips (512 TensorCores)' a pod)",
+    "tpu-v3": _GCP + "v3: v3-8 to v3-2048 = 2x2, 4x4, 4x8, 8x8, 8x16, 16x16, 16x32, 32x32 "
+              "chips (2 TensorCores a chip)",
+    "tpu-v5e": _GCP + "v5e: v5litepod-1 to -256 = 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16",
+    "tpu-v6e": _GCP + "v6e: v6e-1 to -256 = 1x1, 2x2, 2x4, 4x4, 4x8, 8x8, 8x16, 16x16",
+    "cube": ("topologies 2x2x1, 2x2x2, 2x2x4, 2x4x4, then any of whole 4x4x4 cubes (4x4x4, "
+             "4x4x8, ...) inside the pod; How to Scale Your Model ch. 2: slices below a cube "
+             "(2x2x1, 2x2x2, 2x2x4) have no wraparound"),
+}
+
+
+def _torus(rank, pod, host, wrap_rule, pcie_bw, dcn_bw, slices, pcie_src, dcn_src,
            host_src="") -> dict:
     """A TPU's ``network`` entry: every field paired with its source."""
     return {"torus": {
+        "slices": slices,
         "rank": (rank, _BOOK_NET + f": {rank}D torus"),
         "pod": (pod, _BOOK_NET + ": pod size"),
         "host": (host, _BOOK_NET + ": host size" + host_src),
@@ -104,16 +129,69 @@ def _switched(ports, levels, levels_src, sharp, sharp_src, pcie_bw, pcie_src) ->
     }}
 
 
-#: The DGX H100 node and 1024-GPU SuperPod of the book (H200 sits in the same node).
-_DGX_H100_LEVELS = (("node", 8, 1, 18 * 25 * G), ("leaf", 32, 8, 400 * G // 8),
-                    ("spine", 4, 256, 400 * G // 8))
+#: The DGX H100 node and 1024-GPU SuperPod of the book (H200 sits in the same node), and the
+#: core level above SuperPods. A level is (name, degree, GPUs per child, one GPU's one-way
+#: B/s into it, SHARP in its switches).
+_DGX_H100_LEVELS = (("node", 8, 1, 18 * 25 * G), ("leaf", 32, 8, 400 * G // 8, True),
+                    ("spine", 4, 256, 400 * G // 8, True),
+                    ("core", 64, 1024, 400 * G // 8, True))
+_CORE_SRC = ("; core: " + _BOOK_NODE + " Quiz 3 Q2: beyond 2048 GPUs 'we need to add another "
+             "level ... NVIDIA calls these core switches' (4096 GPUs: 128 spine and 64 core "
+             "switches), full bisection kept, so 50 GB/s per GPU; its degree: a three-tier fat "
+             "tree of k-port switches has k^3/4 end ports (Al-Fares, Loukissas, Vahdat, 'A "
+             "Scalable, Commodity Data Center Network Architecture', SIGCOMM 2008, "
+             "https://doi.org/10.1145/1402958.1402967), k = 64 (the book's 64-port NDR IB "
+             "switches): 65,536 GPUs = 64 SuperPods of 1024")
+_IB_SHARP = ("; SHARP at leaf, spine and core: " + _BOOK_NODE + " 'NVIDIA sells SHARP-enabled "
+             "IB switches' (the DGX SuperPOD's 64-port NDR Quantum-2 switches run SHARPv3, "
+             "https://www.nvidia.com/en-us/networking/quantum2/)")
 _DGX_H100_SRC = (_BOOK_NODE + ": node of 8 GPUs, W_GPU = 18 x 25 GB/s = 450 GB/s; a scalable "
                  "unit of 32 nodes under the leaf switches; 4 SUs under the spine (1024 GPUs = "
                  "8 x 32 x 4); node egress 8 x 400 Gb/s ConnectX-7 = 400 GB/s, 50 GB/s per GPU "
-                 "at leaf and spine (full bisection)")
+                 "at leaf and spine (full bisection)" + _CORE_SRC + _IB_SHARP)
 _HOPPER_NET = _switched(
     (18, _BOOK_NODE + ": 18 NVLink-4 ports per Hopper GPU"), _DGX_H100_LEVELS, _DGX_H100_SRC,
     True, _NVLS, 128 * G // 2, _H100 + ": 'PCIe Gen5: 128GB/s' (both directions)")
+
+
+# -- inside the chips (``symroof.hardware.internals`` names the figures) -----------------------
+_BOOK_TC = ("How to Scale Your Model, ch. 2 'How TPUs Work' and Appendix C (TPU internals), "
+            "https://jax-ml.github.io/scaling-book/tpus/")
+_BOOK_SM = ("How to Scale Your Model, ch. 12 'What Is a GPU?', 'Memory' and 'Summary of GPU "
+            "specs', https://jax-ml.github.io/scaling-book/gpus/")
+_MXU = (2 * 8 * 128 * 128 // 8, _BOOK_TC + ": one bf16[8,128] @ bf16[128,128] matmul every 8 "
+        "cycles = 2 x 8 x 128 x 128 / 8 FLOPs a cycle per 128x128 MXU")
+_VOLTA = ("NVIDIA Tesla V100 architecture whitepaper, "
+          "https://images.nvidia.com/content/volta-architecture/pdf/volta-architecture-"
+          "whitepaper.pdf")
+_AMPERE = ("NVIDIA A100 Tensor Core GPU architecture whitepaper, "
+           "https://images.nvidia.com/aem-dam/en-zz/Solutions/data-center/"
+           "nvidia-ampere-architecture-whitepaper.pdf")
+
+
+def _hopper_internals(name: str) -> dict:
+    """An H100 or H200 SXM (the same GH100): SMs, tensor cores, SMEM, L2, registers."""
+    return {
+        "cores": (132, _BOOK_SM + f": {name} '132' SMs"),
+        "units_per_core": (4, _BOOK_SM + ": 4 subpartitions a SM, each with one Tensor Core"),
+        "clock": (198 * G // 100, _BOOK_SM + f": {name} clock '1.59GHz/1.98GHz' (base/boost): "
+                  "the boost, at which 132 x 128 x 2 FLOPs x 1.98e9 = the sheet's 67e12 fp32. "
+                  "The tensor-core clock is not published: the sheet's 989.4e12 implies "
+                  "1.83 GHz, the book's footnote uses 1.76 GHz"),
+        "unit_flops.bf16": (1024, _BOOK_SM + ": 'each H100 TC can do ... ~ 1024 bf16 "
+                            "FLOPs/cycle' (an estimate; NVIDIA publishes no TC details)"),
+        "vector_alus": (132 * 4 * 32, _BOOK_SM + " Quiz 1 Q1: 132 x 4 x 32 = 16896 fp32 CUDA "
+                        "cores"),
+        "smem_bytes": (256 * 10**3, _BOOK_SM + ": SMEM '256kB' per SM"),
+        "registers_bytes": (4 * 16384 * 4, _BOOK_SM + ": 16,384 32-bit registers per "
+                            "subpartition, 4 x 16384 x 4 = 256 KiB per SM"),
+        "l2_bytes": (50 * 10**6, _BOOK_SM + ": L2 '50MB' per chip"),
+        "l2_bw": (55 * T // 10, _BOOK_SM + ": L2 bandwidth not published, 'measured to be about "
+                  "5.5TB/s' (https://chipsandcheese.com/p/nvidias-h100-funny-l2-and-tons-of-"
+                  "bandwidth)"),
+        "nvswitch_bw": (4 * 64 * 25 * G, _BOOK_NODE + " Quiz 2 Q1: the node's 4 NVSwitches of 64 "
+                        "NVLink-4 ports, 4 x 64 x 25e9 = 6.4 TB/s one way"),
+    }
 
 
 RECORDS: list[dict] = [
@@ -135,6 +213,7 @@ RECORDS: list[dict] = [
         link_bw=(900 * G // 2 // 18, _H100 + ": 'NVLink 900GB/s' (bidirectional, per GPU) "
                  "over 18 links; " + _BOOK_GPU + ": 25GB/s per link each way"),
         network=_HOPPER_NET,
+        internals=_hopper_internals("H100")
     ),
     dict(
         name="h200",
@@ -156,6 +235,7 @@ RECORDS: list[dict] = [
              + ": 'NVLink 900GB/s'"), _DGX_H100_LEVELS,
             _DGX_H100_SRC + ". The DGX H200 has the same node: " + _BASEPOD,
             True, _NVLS, 128 * G // 2, _H200 + ": 'PCIe Gen5: 128GB/s' (both directions)"),
+        internals=_hopper_internals("H200")
     ),
     dict(
         name="h800",
@@ -225,6 +305,15 @@ RECORDS: list[dict] = [
             "transfer-network-architecture-for-nvidia-dgx-a100-server-cluster)",
             False, _NVLS + "; the A100's second-generation NVSwitch has none",
             64 * G // 2, _A100 + ": 'PCIe Gen4: 64GB/s' (both directions)"),
+        internals={
+            "cores": (108, _BOOK_SM + ": A100 '108' SMs"),
+            "units_per_core": (4, _BOOK_SM + ": 4 Tensor Cores a SM (one per subpartition)"),
+            "clock": (141 * G // 100, _BOOK_SM + ": A100 clock '1.10GHz/1.41GHz': the boost"),
+            "unit_flops.bf16": (512, _BOOK_SM + ": 'An A100 can do 512' bf16 FLOPs/TC/cycle"),
+            "vector_alus": (108 * 64, _AMPERE + ": 64 FP32 CUDA cores per SM, 6912 a GPU"),
+            "smem_bytes": (192 * 10**3, _BOOK_SM + ": SMEM '192kB' per SM"),
+            "l2_bytes": (40 * 10**6, _BOOK_SM + ": L2 '40MB'"),
+        }
     ),
     dict(
         name="v100",
@@ -253,6 +342,19 @@ RECORDS: list[dict] = [
             False, _NVLS + "; first-generation NVSwitch (DGX-2) has none",
             32 * G // 2, _V100 + ": the PCIe card's 'Interconnect Bandwidth 32GB/sec' "
             "(Gen3 x16, both directions); the SXM2 part has the same Gen3 x16 host link"),
+        internals={
+            "cores": (80, _BOOK_SM + ": V100 '80' SMs; " + _VOLTA + ": 80 SMs, 640 Tensor Cores"),
+            "units_per_core": (8, _VOLTA + ": 640 Tensor Cores / 80 SMs = 8 a SM (the book "
+                               "counts 4 of 256 FLOPs: the same 1024 a SM per cycle)"),
+            "clock": (153 * G // 100, _VOLTA + ": V100 SXM2 GPU Boost Clock 1530 MHz. The book's "
+                      "'1.25GHz/1.38GHz' is the PCIe card's, at which its 125e12 does not "
+                      "follow"),
+            "unit_flops.fp16": (2 * 64, _VOLTA + ": each Tensor Core does 64 FP16 FMA a clock "
+                                "(128 FLOPs)"),
+            "vector_alus": (80 * 64, _VOLTA + ": 64 FP32 cores per SM, 5120 a GPU"),
+            "smem_bytes": (96 * 10**3, _BOOK_SM + ": SMEM '96kB' per SM"),
+            "l2_bytes": (6 * 10**6, _BOOK_SM + ": L2 '6MB'"),
+        }
     ),
     dict(
         name="b200",
@@ -278,18 +380,32 @@ RECORDS: list[dict] = [
                  + _BOOK_GPU + ")"),
         network=_switched(
             (18, _BOOK_NODE + ": NVLink 5.0, 18 ports of 50 GB/s per Blackwell GPU"),
-            (("node", 8, 1, 18 * 50 * G), ("leaf", 32, 8, 400 * G // 8),
-             ("spine", 4, 256, 400 * G // 8)),
+            (("node", 8, 1, 18 * 50 * G), ("leaf", 32, 8, 400 * G // 8, True),
+             ("spine", 4, 256, 400 * G // 8, True), ("core", 64, 1024, 400 * G // 8, True)),
             _BOOK_NODE + ": B200 node of 8 GPUs, W_GPU = 18 x 50 GB/s = 900 GB/s, node egress "
             "400 GB/s (8 x 400 Gb/s, " + _BASEPOD + "); leaf and spine: NVIDIA DGX SuperPOD "
             "RA (DGX B200), SUs of 32 DGX B200, 4 SUs = 128 nodes = 1024 GPUs under 32 leaf "
             "and 16 spine switches, https://docs.nvidia.com/dgx-superpod/"
             "reference-architecture-scalable-infrastructure-b200/latest/"
-            "dgx-superpod-architecture.html",
+            "dgx-superpod-architecture.html" + _CORE_SRC + _IB_SHARP,
             True, _NVLS + "; fourth-generation NVSwitch (Blackwell) keeps it",
             128 * G // 2, _DGX_B200 + ": dual 5th-gen Xeon hosts, PCIe Gen5 x16 = 128GB/s "
             "both directions. Uncertain: the sheets list no B200 host link; the GPU supports "
             "Gen6"),
+        internals={
+            "cores": (148, _BOOK_SM + ": B200 '148' SMs"),
+            "units_per_core": (4, _BOOK_SM + ": 4 Tensor Cores a SM"),
+            "clock": (186 * G // 100, _BOOK_SM + ": the clock is '?' in the book's table; its "
+                      "footnote estimates 2250e12 / (148 x 4 x 1.86e9) ~ 2048. Uncertain: "
+                      "Quiz 1 Q6 reads 2.1 GHz off the 80e12 fp32 figure"),
+            "unit_flops.bf16": (2048, _BOOK_SM + ": 'it seems likely it's about 2048 "
+                                "FLOPs/TC/cycle' (an estimate)"),
+            "vector_alus": (148 * 4 * 32, _BOOK_SM + " Quiz 1 Q1: 'a total of 18944' CUDA "
+                            "cores"),
+            "smem_bytes": (256 * 10**3, _BOOK_SM + ": SMEM '256kB' per SM"),
+            "tmem_bytes": (256 * 10**3, _BOOK_SM + ": 'Blackwell adds 256kB of TMEM per SM'"),
+            "l2_bytes": (126 * 10**6, _BOOK_SM + ": L2 '126MB'"),
+        }
     ),
     dict(
         name="gb200",
@@ -330,6 +446,32 @@ RECORDS: list[dict] = [
             "reading; 2x if each GPU has its own 900GB/s)"),
     ),
     dict(
+        name="tpu-v2",
+        # Two TensorCores of one 128x128 MXU each, 8 GB of HBM each (JAX sees 2 devices); as
+        # for v3 this record is the whole chip.
+        peaks={
+            "bf16": (180 * T // 4, _V2_CLOUD + ": a Cloud TPU v2 device of 4 chips, '180 "
+                     "teraflops'"),
+        },
+        hbm_bw=(700 * G, _V2_MICRO + ": 'HBM: 700 GB/s' per chip"),
+        hbm_bytes=(64 * G // 4, _V2_CLOUD + ": '64 GB High Bandwidth Memory' per 4-chip device, "
+                   "read as 16e9 B a chip"),
+        link_bw=(500 * G // 8, _V2_MICRO + ": four ICI links of '500 Gb/s' a chip, read as one "
+                 "direction. Uncertain: the paper's tables round (496 Gb/s)"),
+        network=_torus(2, (16, 16), (2, 2), "full", 16 * G, 25 * G // 4,
+                       (_SLICES_V2, _SLICES_SRC["tpu-v2"]),
+                       _V2_MICRO + ": 'PCIe: 16 GB/s' per chip",
+                       _BOOK_NET + ": DCN about 6.25e9 B/s per TPU (no v2 figure)",
+                       host_src=": a v2-8 host has 4 chips (8 TensorCores), " + _SLICES_SRC[
+                           "tpu-v2"]),
+        internals={
+            "cores": (2, _BOOK_TPU + ": v3 and older have 2 TensorCores a chip"),
+            "units_per_core": (1, _BOOK_TC + ": 'Some TPUs (since TPU v3) have multiple MXUs': "
+                               "v2 has one a TensorCore"),
+            "unit_flops.bf16": _MXU,
+        },
+    ),
+    dict(
         name="tpu-v3",
         # A v3 chip has 2 TensorCores with separate HBM, which JAX sees as 2 devices. This
         # record is the whole chip (both cores), as the book's tables are: one core is half
@@ -345,11 +487,17 @@ RECORDS: list[dict] = [
                    "GiB' (16 GiB per TensorCore, separate memories)"),
         link_bw=(100 * G, _BOOK_TPU + ": ICI 1e11 B/s per link one-way (2e11 bidi), 4 links"),
         network=_torus(2, (32, 32), (2, 2), "full", 16 * G, 25 * G // 4,
+                       (_SLICES_V3, _SLICES_SRC["tpu-v3"]),
                        _BOOK_NET + ": PCIe about 1.6e10 B/s per TPU (no v3 figure)",
                        _BOOK_NET + ": DCN about 6.25e9 B/s per TPU (no v3 figure)",
                        host_src=". The book's table prints 4x2, which counts the 8 "
                        "TensorCores (devices) of a v3 host; a host has 4 chips (v3-8 = 4 chips "
                        "x 2 cores, " + _GCP + "v3), so in chips it is 2x2"),
+        internals={
+            "cores": (2, _BOOK_TPU + ": v3 and older have 2 TensorCores a chip"),
+            "units_per_core": (2, _BOOK_TC + ": '2 for TPU v3' MXUs a TensorCore"),
+            "unit_flops.bf16": _MXU,
+        }
     ),
     dict(
         name="tpu-v4p",
@@ -364,9 +512,19 @@ RECORDS: list[dict] = [
                    "(34.4e9 B)"),
         link_bw=(45 * G, _BOOK_TPU + ": ICI 4.5e10 B/s per link one-way (9e10 bidi), 6 links"),
         network=_torus(3, (16, 16, 16), (2, 2, 1), "cube", 16 * G,
-                       25 * G // 4, _BOOK_NET + ": PCIe 'TPU v4 16 GB/s each way'",
+                       25 * G // 4, (_SLICES_CUBE, _GCP + "v4: " + _SLICES_SRC["cube"]),
+                       _BOOK_NET + ": PCIe 'TPU v4 16 GB/s each way'",
                        _BOOK_NET + ": DCN about 6.25e9 B/s per TPU (a v5p/v4 host: "
                        "200 Gb/s for 4 chips)"),
+        internals={
+            "cores": (2, _BOOK_TC + ": v4 chips have 2 TensorCores (a megacore)"),
+            "units_per_core": (4, _BOOK_TC + ": '4 for TPU v4/5' MXUs a TensorCore"),
+            "unit_flops.bf16": _MXU,
+            "vector_alus": (2 * 8 * 128 * 2, _BOOK_TC + " App. C: each (lane, sublane) pair "
+                            "on v4 has 2 ALUs, '2048 floating point adders' a core, 2 cores"),
+            "vregs_bytes": (2 * 32 * 8 * 128 * 4, _BOOK_TC + " App. C: 'TPU v4 has 32 VREGs "
+                            "of size (8, 128)' of 32-bit words a core, 2 cores"),
+        }
     ),
     dict(
         name="tpu-v5e",
@@ -382,8 +540,22 @@ RECORDS: list[dict] = [
                  "way, 4 links. " + _GCP + "v5e: 400 GBps bidi per chip over 4 ports = 5e10 "
                  "each way (an older book version also said 5e10)"),
         network=_torus(2, (16, 16), (4, 2), "full", 16 * G, 3125 * G // 1000,
+                       (_SLICES_2D, _SLICES_SRC["tpu-v5e"]),
                        _BOOK_NET + ": PCIe about 1.6e10 B/s per TPU",
                        _BOOK_NET + ": DCN egress 3.125e9 B/s per v5e chip"),
+        internals={
+            "cores": (1, _BOOK_TC + ": v5e has 'only 1 core per chip'"),
+            "units_per_core": (4, _BOOK_TC + ": '4 for TPU v4/5' MXUs a TensorCore"),
+            "clock": (15 * G // 10, _BOOK_TC + ": 'about 5e13 bf16 FLOPs/s per MXU at 1.5GHz on "
+                      "TPU v5e'"),
+            "unit_flops.bf16": _MXU,
+            "unit_flops.int8": (2 * _MXU[0], _BOOK_TC + ": 'int8 ... roughly 2x' bf16 FLOPs "
+                                "(the v5e table: 3.94e14 against 1.97e14)"),
+            "vmem_bytes": (128 * 2**20, _BOOK_TC + ": VMEM '128 MiB on TPU v5e'"),
+            "vmem_bw": (22 * 820 * G, _BOOK_TC + ": 'VMEM bandwidth is around 22x higher than "
+                        "HBM bandwidth' (ch. 2 problem 4 writes 1.78e13 = 22 x 8.1e11); 22 x "
+                        "this record's 8.2e11"),
+        }
     ),
     dict(
         name="tpu-v5p",
@@ -399,9 +571,25 @@ RECORDS: list[dict] = [
                  + _GCP + "v5p: 1200 GBps bidi per chip = 1e11 each way per link; the book "
                  "notes the difference"),
         network=_torus(3, (16, 20, 28), (2, 2, 1), "cube", 16 * G, 25 * G // 4,
+                       (_SLICES_CUBE, _GCP + "v5p: " + _SLICES_SRC["cube"]),
                        _BOOK_NET + ": PCIe about 1.6e10 B/s per TPU",
                        _BOOK_NET + ": DCN about 6.25e9 B/s per TPU (ch. 5: a v5p host "
                        "has 200 Gb/s = 25e9 B/s for its 4 chips)"),
+        internals={
+            "cores": (2, _BOOK_TC + ": 'each TPU has two TensorCores' (v5p)"),
+            "units_per_core": (4, _BOOK_TC + ": '4 for TPU v4/5' MXUs a TensorCore"),
+            "unit_flops.bf16": _MXU,
+            "vector_alus": (2 * 4 * 8 * 128, _BOOK_SM + " Quiz 1 Q1: v5p '2 * 4 * 8 * 128 = "
+                            "8192 ALUs'"),
+            "vector_peak": (7 * T, "How to Scale Your Model, ch. 1 footnote, https://jax-ml."
+                            "github.io/scaling-book/roofline/: 'The TPU v5p VPU can do roughly "
+                            "7e12 FLOPs / second'"),
+            "vmem_bytes": (128 * 10**6, _BOOK_SM + ": the GPU/TPU table: VMEM '128MB' (v5p)"),
+            "vregs_bytes": (256 * 10**3, _BOOK_SM + ": the GPU/TPU table: Vector Registers "
+                            "'256kB' (v5p)"),
+            "host_dram": (448 * G, "Google Cloud TPU docs, https://cloud.google.com/tpu/docs/"
+                          "v5p-training: 'RAM (GB) (4-chip VM) 448', one host of 4 chips"),
+        }
     ),
     dict(
         name="tpu-v6e",
@@ -416,7 +604,14 @@ RECORDS: list[dict] = [
         link_bw=(90 * G, _BOOK_TPU + ": ICI 9e10 B/s per link one-way (1.8e11 bidi), 4 links. "
                  + _GCP + "v6e: 800 GBps bidi per chip over 4 ports = 1e11 each way"),
         network=_torus(2, (16, 16), (4, 2), "full", 32 * G, 125 * G // 10,
+                       (_SLICES_2D, _SLICES_SRC["tpu-v6e"]),
                        _BOOK_NET + ": PCIe 3.2e10 B/s per v6e chip",
                        _BOOK_NET + ": DCN egress 12.5e9 B/s per v6e chip"),
+        internals={
+            "cores": (1, _BOOK_TPU + ": v5e and v6e have 1 TensorCore a chip"),
+            "unit_flops.bf16": (4 * _MXU[0], _BOOK_TC + ": 'Trillium (TPU v6e) has a 256x256 "
+                                "systolic array, which means it can perform 4x more FLOPs / "
+                                "cycle'"),
+        }
     ),
 ]

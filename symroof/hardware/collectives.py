@@ -19,9 +19,13 @@ Times (book ch. 3 and ch. 12; W_1 = one link one way, X = the axis size):
   X-1; the time is max(T_min * hops, bandwidth term) (book ch. 3, "latency-bound").
 - GPU (NVSwitch node, fat tree above): per engaged level i with d_i children holding
   m_i members each, AllGather = max_i V (d_i - 1) / (d_i m_i w_i); AllToAll (n members,
-  V/n^2 to each) = max_i V (d_i - 1) m_i / (n^2 w_i); AllReduce twice the AllGather, or
-  with in-network reduction (``sharp=True``) max_i V / (m_i w_i). Latency: T_hop per ring
-  step (a flat ring of n - 1 steps; NCCL's trees cut this to about log n at scale).
+  V/n^2 to each) = max(node term, max_i sum_{j >= i} V (d_j - 1) m_j / (n^2 w_i)): a GPU's
+  network card carries every piece that leaves its node, whatever level it is bound for, so
+  over M nodes it is the book's V (M - 1) / (M^2 W_node); AllReduce twice the AllGather, or
+  with in-network reduction (``sharp=True``) max_i V / (m_i w_i) on the levels whose
+  switches have SHARP (the records say which, level by level), 2x the ring elsewhere.
+  Latency: T_hop per ring step (a flat ring of n - 1 steps; NCCL's trees cut this to about
+  log n at scale).
 - DCN axes (slices): a ring of slices, each chip over its own DCN share: (X-1)/X V / W_dcn.
 
 >>> import symroof as sr
@@ -44,9 +48,10 @@ import sympy as sp
 
 from ..cost import Cost, as_exact
 from .mesh import Mesh
+from .topology import Switched
 
 __all__ = ["Collective", "all_gather", "reduce_scatter", "all_reduce", "all_to_all",
-           "collective", "bytes_sent", "KINDS"]
+           "send", "collective", "bytes_sent", "KINDS"]
 
 #: the collective kinds, in the spelling of XLA's HLO (what the oracle reads back)
 KINDS = ("all-gather", "reduce-scatter", "all-reduce", "all-to-all")
@@ -95,7 +100,8 @@ class Collective(Cost):
         whole = self.V / as_exact(bytes_per_element, "bytes_per_element")
         shard = whole / self.group
         return {"all-gather": (shard, whole), "reduce-scatter": (whole, shard),
-                "all-reduce": (whole, whole), "all-to-all": (shard, shard)}[self.kind]
+                "all-reduce": (whole, whole), "all-to-all": (shard, shard),
+                "collective-permute": (whole, whole)}[self.kind]
 
     def __repr__(self) -> str:
         return (f"Collective({self.kind} over {'/'.join(self.axes)}, V={self.V}, "
@@ -175,11 +181,19 @@ def _switched(kind: str, mesh: Mesh, names: tuple, V: sp.Expr, n: int, sharp: bo
     if not levels:
         return sp.Integer(0), sp.Integer(0)
     if kind == "all-to-all":
-        # each member sends V/n^2 to every other member; what crosses level i from one
-        # child is its m members' pieces for the (d - 1) m members under the other children
-        terms = [V * (lv.degree - 1) * lv.members / (n**2 * lv.bw_per_gpu) for lv in levels]
-    elif sharp:  # in-network reduction: each byte goes up once and comes back reduced
-        terms = [V / lv.bw for lv in levels]
+        # each member sends V/n^2 to every other member: (d_i - 1) m_i pieces cross level i.
+        # A GPU's link into level i carries every piece bound for level i *or above* (a
+        # piece for another SU leaves through the NIC as well as one for the next node), so
+        # the terms of the levels above add onto it, not max: the book's node-egress bound
+        # V (M - 1) / (M^2 W_node) over M nodes. The node level rides NVLink on its own.
+        node = mesh.chip.network.levels[0].name
+        sent = [V * (lv.degree - 1) * lv.members / n**2 for lv in levels]
+        terms = [sum(sent[i:i + 1] if lv.name == node else sent[i:]) / lv.bw_per_gpu
+                 for i, lv in enumerate(levels)]
+    elif sharp:  # in-network reduction where a level's switches have it (each byte goes up
+        # once and comes back reduced, V / W); a level without SHARP rings twice
+        terms = [V / lv.bw if lv.sharp else 2 * V * (lv.degree - 1) / (lv.degree * lv.bw)
+                 for lv in levels]
     else:
         terms = [V * (lv.degree - 1) / (lv.degree * lv.bw) for lv in levels]
     steps = 1 if sharp else n - 1
@@ -220,13 +234,104 @@ def all_reduce(mesh: Mesh, V: Any, axes: Any, *, sharp: bool = False) -> Collect
     return collective("all-reduce", mesh, V, axes, sharp=sharp)
 
 
-def all_to_all(mesh: Mesh, V: Any, axes: Any) -> Collective:
+def all_to_all(mesh: Mesh, V: Any, axes: Any, *, top_k: Any = None) -> Collective:
     """AllToAll over ``axes``: ``[I_X, J] -> [I, J_X]``; V = the group's whole array.
+
+    ``top_k=k``: the ragged AllToAll of a mixture of experts, where each token goes to at most
+    k of the N members: min(k/N, 1) of the dense one's bytes and time (book ch. 12,
+    "Intra-node collectives": about min(k/N, 1) B / (W N)).
 
     >>> import symroof as sr
     >>> m = sr.mesh("tpu-v5e", "16x16")
     >>> sr.all_to_all(m, 10**6, "X").t_bw * 4 == sr.all_gather(m, 10**6, "X").t_bw
     True
+    >>> node = sr.mesh("h100", {"X": 8})
+    >>> sr.all_to_all(node, 10**6, "X", top_k=4).t_bw / sr.all_to_all(node, 10**6, "X").t_bw
+    1/2
     """
-    return collective("all-to-all", mesh, V, axes)
+    dense = collective("all-to-all", mesh, V, axes)
+    if top_k is None:
+        return dense
+    k = as_exact(top_k, "top_k")
+    if k.is_positive is not True:
+        raise ValueError(f"top_k must be a positive number of destinations, got {top_k!r}")
+    share = sp.Min(k / dense.group, 1)
+    return _make("all-to-all", mesh, dense.axes, V, dense.group, dense.net_bytes * share,
+                 dense.t_bw * share, dense.t_lat)
+
+
+def send(mesh: Mesh, V: Any, src: Any, dst: Any) -> Collective:
+    """A point-to-point send of ``V`` bytes from device ``src`` to ``dst`` (each a tuple of
+    coordinates in the mesh's axis order, or a dict by axis name).
+
+    On a TPU torus the message is cut through the ICI hops between them: its first byte
+    arrives after ``hops x T_min`` and the rest streams behind it over the ports it can
+    leave by, one link ``W_1`` each: one for every axis it moves along, two on a ring axis
+    it crosses by half (both ways are as short). Time = hops T_min + V / (ports W_1). On a
+    GPU system: one step over the level the two GPUs first share (NVLink's W_GPU inside a
+    node, the network card's share across nodes). XLA calls it a collective-permute.
+
+    >>> import symroof as sr
+    >>> m = sr.mesh("tpu-v5e", "16x16")
+    >>> s = sr.send(m, 45 * 10**3, (0, 0), (0, 3))    # 3 hops along Y, one port
+    >>> s.t_lat, s.t_bw, s.net_time
+    (3/1000000, 1/1000000, 1/250000)
+    >>> sr.send(m, 9 * 10**6, (0, 0), (8, 0)).t_bw       # half way round X: both ways
+    1/10000
+    """
+    if not isinstance(mesh, Mesh):
+        raise TypeError(f"send() takes a Mesh (sr.mesh(chip, '4x4')), got {mesh!r}")
+    V = as_exact(V, "V")
+    if V.is_positive is not True:
+        raise ValueError(f"V must be a positive number of bytes, got {V}")
+    a, b = _coordinates(mesh, src, "src"), _coordinates(mesh, dst, "dst")
+    if a == b:
+        raise ValueError(f"send(): src and dst are the same device {a}")
+    if isinstance(mesh.chip.network, Switched):
+        ids = [_device_id(mesh, c) for c in (a, b)]
+        level = next(lv for lv in mesh.chip.network.levels
+                     if ids[0] // lv.gpus == ids[1] // lv.gpus)
+        t_bw, t_lat = V / level.bw_per_gpu, mesh[mesh.names[0]].hop_latency
+        if level is mesh.chip.network.levels[0]:
+            t_bw = V / mesh[mesh.names[-1]].link_bw  # every NVLink port of the GPU
+    else:
+        hops, ports, lat = 0, 0, sp.Integer(0)
+        for axis, i, j in zip(mesh.axes, a, b):
+            d = abs(i - j)
+            if d == 0:
+                continue
+            ring = axis.wrap and axis.kind == "ici"
+            hops += min(d, axis.size - d) if ring else d
+            ports += 2 if ring and 2 * d == axis.size else 1
+            lat = axis.hop_latency
+        bw = min((mesh[n].link_bw for n, i, j in zip(mesh.names, a, b) if i != j),
+                 key=lambda w: float(w) if w.is_number else 0)
+        t_bw, t_lat = V / (ports * bw), hops * lat
+    return Collective(net_bytes=V, net_time=t_lat + t_bw, kind="collective-permute",
+                      axes=mesh.names, V=V, group=2, t_bw=t_bw, t_lat=t_lat, mesh=mesh)
+
+
+def _coordinates(mesh: Mesh, where: Any, what: str) -> tuple[int, ...]:
+    """A device's coordinates, one per mesh axis, checked against the axis sizes."""
+    if isinstance(where, dict):
+        unknown = sorted(set(where) - set(mesh.names))
+        if unknown:
+            raise ValueError(f"send(): {what} names axis {unknown[0]!r}, not in the mesh "
+                             f"(axes {', '.join(mesh.names)})")
+        where = tuple(where.get(n, 0) for n in mesh.names)
+    coords = tuple(where) if isinstance(where, (tuple, list)) else None
+    if coords is None or len(coords) != len(mesh.axes) or not all(
+            isinstance(c, int) and 0 <= c < ax.size for c, ax in zip(coords, mesh.axes)):
+        shape = "x".join(str(ax.size) for ax in mesh.axes)
+        raise ValueError(f"send(): {what} must be one coordinate per axis "
+                         f"({', '.join(mesh.names)}) inside the {shape} mesh, got {where!r}")
+    return coords
+
+
+def _device_id(mesh: Mesh, coords: tuple[int, ...]) -> int:
+    """Row-major device number (the last axis fastest, as ``Mesh.levels`` places them)."""
+    out = 0
+    for axis, c in zip(mesh.axes, coords):
+        out = out * axis.size + c
+    return out
 

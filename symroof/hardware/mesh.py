@@ -50,6 +50,7 @@ class LevelUse:
     degree: int
     members: int
     bw_per_gpu: sp.Expr
+    sharp: bool = False
 
     @property
     def bw(self) -> sp.Expr:
@@ -105,6 +106,22 @@ class Mesh:
 
     chip: Chip
     axes: tuple[Axis, ...]
+    custom: bool = False
+
+    @property
+    def title(self) -> str:
+        """The mesh in a title: chip and shape, and ``custom`` where it is a hypothetical
+        (a shape the chip's topology does not offer, or wraparound set by hand).
+
+        >>> import symroof as sr
+        >>> sr.mesh("tpu-v5e", "4x4").title, sr.mesh("tpu-v5e", "3x5", custom=True).title
+        ('tpu-v5e 4x4', 'tpu-v5e 3x5 (custom)')
+        """
+        shape = "x".join(str(a.size) for a in self.axes)
+        return f"{self.chip.name} {shape}" + (" (custom)" if self.custom else "")
+
+    def __str__(self) -> str:
+        return self.title
 
     def __getitem__(self, name: str) -> Axis:
         for axis in self.axes:
@@ -129,6 +146,21 @@ class Mesh:
     def n_chips(self) -> Any:
         return sp.Mul(*(a.size for a in self.axes)) if self.symbolic else math.prod(
             a.size for a in self.axes)
+
+    @property
+    def hosts(self) -> Any:
+        """Hosts the mesh's chips hang off: chips / chips per host (a TPU's ``Torus.host``;
+        the book's 'hosts = chips / host size'). A slice below one host has one.
+
+        >>> import symroof as sr
+        >>> sr.mesh("tpu-v5e", "16x16").hosts, sr.mesh("tpu-v5p", "16x20x28").hosts
+        (32, 2240)
+        """
+        net = self.chip.network
+        if not isinstance(net, Torus):
+            raise ValueError(f"mesh.hosts is for TPU slices; {self.chip.name} has no torus "
+                             "record with a host size")
+        return max(1, self.n_chips // math.prod(net.host))
 
     @property
     def symbolic(self) -> bool:
@@ -186,19 +218,20 @@ class Mesh:
         names = self.axis_names(axes)
         members = _group_of_device_0(self, names)
         out = []
-        for level in net.levels:
+        for i, level in enumerate(net.levels):
             child = [m // level.gpus_per_child for m in members]
             parent = [m // level.gpus for m in members]
             per_parent = len(set(zip(parent, child))) // len(set(parent))
             per_child = len(members) // len(set(zip(parent, child)))
             if per_parent > 1:
-                out.append(LevelUse(level.name, per_parent, per_child, level.bw_per_gpu))
+                out.append(LevelUse(level.name, per_parent, per_child, level.bw_per_gpu,
+                                    net.sharp_at(i)))
         return tuple(out)
 
     def __repr__(self) -> str:
         axes = ", ".join(f"{a.name}={a.size}{'' if a.wrap else ' (no wrap)'} {a.kind}"
                          for a in self.axes)
-        return f"Mesh({self.chip.name}: {axes})"
+        return f"Mesh({self.chip.name}: {axes}{', custom' if self.custom else ''})"
 
 
 def _group_of_device_0(m: Mesh, names: tuple[str, ...]) -> list[int]:
@@ -245,22 +278,34 @@ def _parse_shape(shape: Any) -> dict[str, Any]:
 
 def mesh(chip: Chip | str, axes: Mapping[str, Any] | str, *,
          wrap: bool | Mapping[str, bool] | None = None, dcn: Sequence[str] = (),
-         hop_latency: Any = None) -> Mesh:
+         hop_latency: Any = None, custom: bool = False) -> Mesh:
     """A mesh of ``chip`` with named ``axes``; see the module docstring.
 
-    ``wrap`` overrides the wraparound rule (one bool for every ICI axis, or per axis);
-    ``dcn`` names the axes that join slices over the data-center network; ``hop_latency``
-    overrides the per-hop floor (seconds, a symbol, or 0 to leave latency out as the book's
-    chapter 1 does).
+    The shape must be a machine that exists: on a TPU a slice shape its generation offers
+    (``Torus.offers``), inside one pod (axes in ``dcn=`` join slices); on a GPU system part
+    of one node or whole nodes, each axis tiling them. Anything else is refused naming the
+    nearest shapes that can be had, unless ``custom=True`` (a hypothetical on purpose; every
+    title then says "custom"). ``wrap`` overrides the wraparound rule (one bool for every
+    ICI axis, or per axis), which makes the mesh custom too; ``dcn`` names the axes that
+    join slices over the data-center network; ``hop_latency`` overrides the per-hop floor
+    (seconds, a symbol, or 0 to leave latency out as the book's chapter 1 does).
 
     >>> import symroof as sr
     >>> sr.mesh("h100", {"N": 16, "G": 8})["G"].kind
     'nvlink'
-    >>> sr.mesh("tpu-v5e", "32x8")
+    >>> sr.mesh("tpu-v5e", "3x5")
     Traceback (most recent call last):
     ...
-    ValueError: a 32x8 slice does not fit one tpu-v5e pod (16x16); put the extra axes ...
+    ValueError: tpu-v5e offers no 3x5 slice; the nearest it offers: 4x4, 2x4, 4x8 ...
+    >>> sr.mesh("h100", {"X": 9})
+    Traceback (most recent call last):
+    ...
+    ValueError: a mesh of 9 h100 GPUs is not whole 8-GPU nodes ...
+    >>> print(sr.mesh("tpu-v5e", "4x4", wrap=True))
+    tpu-v5e 4x4 (custom)
     """
+    if not isinstance(custom, bool):
+        raise ValueError(f"custom must be True or False, got {custom!r}")
     chip = as_chip(chip)
     shape = _parse_shape(axes)
     dcn = (dcn,) if isinstance(dcn, str) else tuple(dcn)
@@ -277,9 +322,60 @@ def mesh(chip: Chip | str, axes: Mapping[str, Any] | str, *,
         latency = None if hop_latency is None else sp.Integer(0)  # 0: no latency floor
     else:
         latency = exact_figure(hop_latency, "hop_latency")
+    custom = custom or wrap is not None
     if isinstance(net, Switched):
-        return Mesh(chip, _gpu_axes(chip, net, shape, dcn, latency))
-    return Mesh(chip, _torus_axes(chip, net, shape, dcn, wrap, latency))
+        if not custom:
+            _check_nodes(chip, net, shape)
+        return Mesh(chip, _gpu_axes(chip, net, shape, dcn, latency), custom)
+    if isinstance(net, Torus) and not custom:
+        _check_slice(chip, net, shape, dcn)
+    return Mesh(chip, _torus_axes(chip, net, shape, dcn, wrap, latency), custom)
+
+
+#: the end of a refusal in Python (the CLI, which has no custom=, leaves it out)
+CUSTOM_HINT = "(or custom=True for a hypothetical on purpose)"
+
+
+def _check_slice(chip: Chip, net: Torus, shape: dict, dcn: tuple) -> None:
+    """Refuse an ICI slice the generation does not sell, naming the nearest it does."""
+    sizes = tuple(n for name, n in shape.items() if name not in dcn)
+    if not all(isinstance(n, int) for n in sizes) or len(sizes) > net.rank:
+        return  # _torus_axes says what is wrong with these
+    if not net.fits(sizes) or net.offers(sizes):
+        return
+    text = "x".join(map(str, sizes))
+    near = ", ".join("x".join(map(str, sh)) for sh in net.nearest(sizes))
+    raise ValueError(f"{chip.name} offers no {text} slice; the nearest it offers: {near} "
+                     f"{CUSTOM_HINT}")
+
+
+def _check_nodes(chip: Chip, net: Switched, shape: dict) -> None:
+    """Refuse a GPU mesh that is not part of one node or whole nodes with axes tiling them."""
+    sizes = list(shape.values())
+    if not all(isinstance(n, int) for n in sizes):
+        return
+    node, total = net.node_size, math.prod(sizes)
+    if total <= node:
+        return  # part of one node: any count of its GPUs can be had
+    if total % node:
+        lower, upper = total // node * node, (total // node + 1) * node
+        near = " or ".join(str(n) for n in (lower, upper) if n)
+        raise ValueError(f"a mesh of {total} {chip.name} GPUs is not whole {node}-GPU nodes "
+                         f"(an NVLink node has {node}); the nearest that are: {near} GPUs "
+                         f"{CUSTOM_HINT}")
+    inner = 1
+    for name, size in reversed(shape.items()):
+        inner *= size
+        if inner > node and inner % node == 0 or node % inner == 0:
+            continue
+        below = inner // size
+        ok = [n for n in range(1, 2 * size + node)
+              if node % (n * below) == 0 or (n * below) % node == 0]
+        choices = ", ".join(str(n) for n in sorted(ok, key=lambda n: abs(n - size))[:3])
+        raise ValueError(f"{chip.name} mesh axis {name} = {size} does not tile {node}-GPU "
+                         f"nodes: the axes from {name} inward hold {inner} GPUs, which neither "
+                         f"divide a node nor fill whole nodes; sizes of {name} that do: "
+                         f"{choices} {CUSTOM_HINT}")
 
 
 def _torus_axes(chip: Chip, net: Torus | None, shape: dict, dcn: tuple, wrap: Any,

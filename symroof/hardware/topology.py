@@ -15,6 +15,7 @@ per-axis figure is ``2 * link_bw`` (both neighbours on a torus axis).
 
 from __future__ import annotations
 
+import itertools
 import math
 import numbers
 from collections.abc import Sequence
@@ -78,6 +79,8 @@ class Torus:
     the chips per host; ``wrap_rule`` says which slices get wraparound links ("cube" or
     "full", see ``WRAP_RULES``). ``hop_latency`` is the per-hop floor T_min; ``pcie_bw``
     host<->chip and ``dcn_bw`` each chip's share of the data-center network, both one way.
+    ``slices``: the slice shapes the generation sells (sides ascending); on a "cube"
+    generation the shapes below one cube, whole-cube shapes being offered by the rule.
     """
 
     rank: int
@@ -88,9 +91,12 @@ class Torus:
     pcie_bw: sp.Expr
     dcn_bw: sp.Expr
     links_per_axis: int = 2
+    slices: tuple[tuple[int, ...], ...] = ()
     kind: str = field(default="torus", init=False)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "slices", tuple(tuple(sorted(_shape(sh, "Torus.slices")))
+                                                 for sh in self.slices))
         object.__setattr__(self, "pod", _shape(self.pod, "Torus.pod"))
         object.__setattr__(self, "host", _shape(self.host, "Torus.host"))
         if len(self.pod) != self.rank:
@@ -113,6 +119,51 @@ class Torus:
         padded = sorted(shape + (1,) * (self.rank - len(shape)))
         return all(n <= p for n, p in zip(padded, sorted(self.pod)))
 
+    def offers(self, shape: Sequence[int]) -> bool:
+        """Whether the generation sells a slice of this shape (axes in any order): one of
+        ``slices`` (the shapes on record), or on a "cube" generation any shape of whole
+        4x4x4 cubes inside the pod. A record without ``slices`` offers whatever fits."""
+        shape = tuple(shape)
+        if not self.slices:
+            return self.fits(shape)
+        if len(shape) != self.rank:
+            return False
+        if tuple(sorted(shape)) in self.slices:
+            return True
+        return (self.wrap_rule == "cube" and all(n % 4 == 0 for n in shape)
+                and self.fits(shape))
+
+    def offered(self) -> list[tuple[int, ...]]:
+        """Every slice shape this generation offers, smallest first (sides ascending).
+
+        >>> Torus(rank=2, pod=(16, 16), host=(4, 2), wrap_rule="full", hop_latency=1e-6,
+        ...       pcie_bw=1.6e10, dcn_bw=3.125e9, slices=((1, 1), (2, 2), (2, 4))).offered()
+        [(1, 1), (2, 2), (2, 4)]
+        """
+        shapes = set(self.slices)
+        if self.wrap_rule == "cube" and self.slices:
+            sides = [range(4, p + 1, 4) for p in sorted(self.pod)]
+            shapes |= {tuple(sorted(sh)) for sh in itertools.product(*sides) if self.fits(sh)}
+        return sorted(shapes, key=lambda sh: (math.prod(sh), sh))
+
+    def nearest(self, shape: Sequence[int], count: int = 3) -> list[tuple[int, ...]]:
+        """The offered slices closest to ``shape`` in chip count (then in shape), for an
+        error that says what can be had.
+
+        >>> v5e = Torus(rank=2, pod=(16, 16), host=(4, 2), wrap_rule="full",
+        ...             hop_latency=1e-6, pcie_bw=1.6e10, dcn_bw=3.125e9,
+        ...             slices=((1, 1), (2, 2), (2, 4), (4, 4), (4, 8)))
+        >>> v5e.nearest((3, 5))
+        [(4, 4), (2, 4), (4, 8)]
+        """
+        n = math.prod(shape)
+        want = sorted(shape) + [1] * (self.rank - len(shape))
+
+        def distance(sh: tuple[int, ...]) -> tuple:
+            return (abs(math.log(math.prod(sh) / n)),
+                    sum(abs(math.log(a / b)) for a, b in zip(sorted(sh), sorted(want))))
+        return sorted(self.offered(), key=distance)[:count]
+
     def wraps(self, shape: Sequence[int]) -> tuple[bool, ...]:
         """Which axes of a slice of this shape have wraparound links, by ``wrap_rule``.
 
@@ -133,14 +184,20 @@ class Torus:
 class Level:
     """One level of a GPU system: ``degree`` children, each holding ``gpus_per_child`` GPUs,
     joined by switches; ``bw_per_gpu`` is one GPU's share of the bandwidth into this level,
-    one way (the node level: W_GPU, the NVLink egress; leaf and spine: the NIC share)."""
+    one way (the node level: W_GPU, the NVLink egress; leaf and spine: the NIC share).
+    ``sharp``: this level's switches reduce in the network (InfiniBand SHARP on a scale-out
+    level; the node level's NVLink SHARP is ``Switched.sharp``)."""
 
     name: str
     degree: int
     gpus_per_child: int
     bw_per_gpu: sp.Expr
+    sharp: bool = False
 
     def __post_init__(self) -> None:
+        if not isinstance(self.sharp, bool):
+            raise ValueError(f"Level {self.name!r}: sharp must be True or False, "
+                             f"got {self.sharp!r}")
         for name in ("degree", "gpus_per_child"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
@@ -196,6 +253,20 @@ class Switched:
     def max_gpus(self) -> int:
         """GPUs under the top switch level: the largest system of this record."""
         return self.levels[-1].gpus
+
+    def sharp_at(self, level: int) -> bool:
+        """Whether the switches of ``levels[level]`` reduce in the network (SHARP per level:
+        the node's NVLink SHARP is ``sharp``, each scale-out level says for itself)."""
+        return self.sharp if level == 0 else self.levels[level].sharp
+
+    @property
+    def node_bisection(self) -> sp.Expr:
+        """The node's bisection bandwidth counted both ways, the book's (and NVIDIA's)
+        figure: half the GPUs send W_GPU each to the other half, in both directions, so
+        ``node_size * W_GPU`` (3.6 TB/s on an 8 x H100 node). It is also all the node's GPUs
+        can push through their NVSwitches, whose own capacity is larger (an H100 node's 4 x 64
+        ports x 25e9 = 6.4 TB/s: ``chip.internals["nvswitch_bw"]``)."""
+        return self.node_size * self.levels[0].bw_per_gpu
 
     @property
     def node_egress(self) -> sp.Expr:

@@ -16,7 +16,7 @@ from .runs import MinSlice, TrainingRun, mfu, min_training_slice, training_run
 from .search import SearchResult, nearby, strategy_search
 from .serving import ServePlan, serve
 from .serving_book import ParamModel, PrefillPlan, ici_condition, prefill, serve_params
-from .sharding import ArraySpec, parse_array, parse_matmul
+from .sharding import ArraySpec, ShardedArray, parse_array, parse_matmul, shard_array
 from .sizing import (
     cost_per_million_tokens,
     flops_per_dollar,
@@ -40,4 +40,5 @@ __all__ = ["shard_matmul", "ShardedMatmul", "Step", "STRATEGIES", "ArraySpec", "
            # serving in the book's units
            "serve_params", "ParamModel", "prefill", "PrefillPlan", "ici_condition",
            "mfu", "flops_per_dollar",
+           "shard_array", "ShardedArray",
            "nearby"]

@@ -222,8 +222,7 @@ class ServePlan:
 
     def __str__(self) -> str:
         mem = self.memory
-        shape = "x".join(str(a.size) for a in self.mesh.axes)
-        head = (f"{self.model.name} on {self.mesh.chip.name} {shape} ({self.n} chips), batch "
+        head = (f"{self.model.name} on {self.mesh.title} ({self.n} chips), batch "
                 f"{self.batch}, context {self.context}, weights {self.weights}, KV {self.kv}"
                 + (f", 2-D (D over {','.join(self.d_axes)})" if self.layout == "2d" else "")
                 + ":")

@@ -16,10 +16,12 @@ ArraySpec(name='', dims=('B', 'F'), axes=(('X',), ()))
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["ArraySpec", "parse_array", "parse_matmul"]
+__all__ = ["ArraySpec", "parse_array", "parse_matmul", "ShardedArray", "shard_array"]
 
 _ARRAY = re.compile(r"^\s*([A-Za-z]\w*)?\s*\[(.*)\]\s*$")
 _DIM = re.compile(r"^([A-Za-z][A-Za-z0-9]*?)(?:_(?:\{([\w\s,]+)\}|([A-Za-z]+)))?$")
@@ -133,3 +135,106 @@ def parse_matmul(text: str) -> tuple[ArraySpec, ArraySpec, ArraySpec]:
     if a.dims[0] == b.dims[1]:
         raise ValueError(f"{text!r}: the two free dimensions need different names")
     return a, b, c
+
+
+# -- a sharded array on a mesh: per-device shape, bytes, replication ---------------------------
+_TYPED = re.compile(r"^\s*([A-Za-z][A-Za-z0-9]*)\s*\[([\d\s,]*)\]\s*$")
+
+
+@dataclass(frozen=True)
+class ShardedArray:
+    """An array of ``dtype`` and ``shape`` laid out as ``spec`` over a mesh: what each device
+    holds (``device_shape``, ``device_bytes``), how many devices hold the same shard
+    (``replicas``: the product of the mesh axes the spec leaves out) and the bytes summed
+    over the mesh (``total_bytes`` = devices x device bytes)."""
+
+    dtype: str
+    shape: tuple[int, ...]
+    spec: ArraySpec
+    mesh: Any
+
+    @property
+    def device_shape(self) -> tuple[int, ...]:
+        return tuple(n // self.mesh.size(ax) if ax else n
+                     for n, ax in zip(self.shape, self.spec.axes))
+
+    @property
+    def width(self) -> Any:
+        from ..hardware.chip import STORAGE_BYTES
+        return STORAGE_BYTES[self.dtype]
+
+    @property
+    def device_bytes(self) -> Any:
+        return math.prod(self.device_shape) * self.width
+
+    @property
+    def replicas(self) -> int:
+        used = set(self.spec.mesh_axes)
+        return math.prod(a.size for a in self.mesh.axes if a.name not in used)
+
+    @property
+    def total_bytes(self) -> Any:
+        return self.mesh.n_chips * self.device_bytes
+
+    def __str__(self) -> str:
+        def typed(shape: tuple[int, ...]) -> str:
+            return f"{self.dtype}[{', '.join(map(str, shape))}]"
+        mesh = ", ".join(f"{a.name}={a.size}" for a in self.mesh.axes)
+        copies = "" if self.replicas == 1 else f", {self.replicas} copies of each shard"
+        return (f"{typed(self.shape)} as {self.spec} over {mesh}: {typed(self.device_shape)} "
+                f"a device, {binary_bytes(self.device_bytes)}{copies}; "
+                f"{binary_bytes(self.total_bytes)} over the mesh's {self.mesh.n_chips} devices")
+
+
+def binary_bytes(n: Any) -> str:
+    """Bytes in binary units, as the book writes array sizes (``1 MiB``, ``1.5 GiB``).
+
+    >>> binary_bytes(2**20), binary_bytes(3 * 2**29), binary_bytes(1000)
+    ('1 MiB', '1.5 GiB', '1000 B')
+    """
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{value:.4g} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def shard_array(array: str, spec: str, mesh: Any) -> ShardedArray:
+    """The array ``array`` ("fp32[1024, 4096]") laid out as ``spec`` ("I_XY, J", the book's
+    notation, one dimension per size) over ``mesh``.
+
+    >>> import symroof as sr
+    >>> a = sr.shard_array("fp32[1024, 4096]", "I_XY, J", sr.mesh(sr.symbolic_chip(),
+    ...                                                           {"X": 8, "Y": 2}))
+    >>> a.device_shape, a.device_bytes, a.replicas
+    ((64, 4096), 1048576, 1)
+    >>> print(a)    # doctest: +NORMALIZE_WHITESPACE
+    fp32[1024, 4096] as A[I_XY, J] over X=8, Y=2: fp32[64, 4096] a device, 1 MiB;
+    16 MiB over the mesh's 16 devices
+    """
+    from ..hardware.chip import STORAGE_BYTES
+    from ..hardware.mesh import Mesh
+
+    m = _TYPED.match(array) if isinstance(array, str) else None
+    if not m or not m.group(2).strip():
+        raise ValueError(f"cannot read array {array!r}: write DTYPE[SIZES], e.g. "
+                         "'fp32[1024, 4096]'")
+    dtype = m.group(1).lower()
+    if dtype not in STORAGE_BYTES:
+        raise ValueError(f"array {array!r}: unknown dtype {m.group(1)!r}; known: "
+                         f"{', '.join(STORAGE_BYTES)}")
+    shape = tuple(int(n) for n in m.group(2).split(","))
+    if not isinstance(mesh, Mesh):
+        raise TypeError(f"shard_array() takes a Mesh (sr.mesh(chip, '4x4')), got {mesh!r}")
+    text = spec if isinstance(spec, str) and "[" in spec else f"A[{spec}]"
+    parsed = parse_array(text)
+    if len(parsed.dims) != len(shape):
+        raise ValueError(f"spec {spec!r} names {len(parsed.dims)} dimensions, the array "
+                         f"{array!r} has {len(shape)}")
+    for dim, n, axes in zip(parsed.dims, shape, parsed.axes):
+        ways = mesh.size(axes) if axes else 1
+        if n % ways:
+            raise ValueError(f"dimension {dim} = {n} of {array!r} does not split evenly "
+                             f"{ways} ways over {''.join(axes)}")
+    return ShardedArray(dtype, shape, parsed, mesh)

@@ -31,11 +31,11 @@ __all__ = ["smallest_slice", "slices", "latency_throughput", "kv_evictions",
 
 def slices(chip: Any) -> list[str]:
     """The slice sizes of ``chip``, smallest first: on a TPU the squarest power-of-two shape
-    of each size inside the pod; on GPUs 1, 2, 4 GPUs, then whole nodes doubling up to the
-    largest system.
+    of each size inside the pod that the generation sells; on GPUs 1, 2, 4 GPUs, then whole
+    nodes doubling up to the largest system.
 
     >>> slices("tpu-v5e")
-    ['1x1', '1x2', '2x2', '2x4', '4x4', '4x8', '8x8', '8x16', '16x16']
+    ['1x1', '2x2', '2x4', '4x4', '4x8', '8x8', '8x16', '16x16']
     """
     chip = as_chip(chip)
     net = chip.network
@@ -49,10 +49,11 @@ def slices(chip: Any) -> list[str]:
     if net is None:
         raise ValueError(f"{chip.name} has no network record: give the slice yourself")
     # the squarest power-of-two shape of each size that fits the pod (the book sizes slices
-    # as 2^ceil(log2(bytes / HBM)) chips: v5e 1x1, 1x2, 2x2, 2x4, 4x4, ..., 16x16)
+    # as 2^ceil(log2(bytes / HBM)) chips: v5e 1x1, 2x2, 2x4, 4x4, ..., 16x16; no 1x2 is sold)
     out, shape = [], [1] * net.rank
     while True:
-        out.append("x".join(map(str, sorted(shape))))
+        if net.offers(shape):  # only the slices the generation sells (sr.mesh refuses others)
+            out.append("x".join(map(str, sorted(shape))))
         grow = [i for i in sorted(range(net.rank), key=lambda i: shape[i])
                 if 2 * shape[i] <= sorted(net.pod)[sorted(range(net.rank),
                                                           key=lambda j: shape[j]).index(i)]]

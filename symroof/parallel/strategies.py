@@ -182,8 +182,7 @@ class TrainPlan:
 
     def __str__(self) -> str:
         axes = "; ".join(f"{r}: {','.join(self.axes[r])}" for r in ROLES if self.axes[r])
-        shape = "x".join(str(a.size) for a in self.mesh.axes)
-        head = [f"{self.model.name} on {self.mesh.chip.name} {shape} ({self.n_chips} chips): "
+        head = [f"{self.model.name} on {self.mesh.title} ({self.n_chips} chips): "
                 f"{self.strategy} ({axes})",
                 f"  batch {_num(self.batch_tokens)} tokens, seq {self.seq}, remat "
                 f"{self.remat}" + (f", {self.microbatches} microbatches, bubble "

@@ -66,8 +66,7 @@ def _save(fig: Any, path: Any) -> Any:
 
 
 def _mesh_label(m: Mesh, names: tuple[str, ...]) -> str:
-    shape = "x".join(str(a.size) for a in m.axes)
-    return f"{m.chip.name} {shape}, {'/'.join(names)}"
+    return f"{m.title}, {'/'.join(names)}"
 
 
 def _entries(meshes_and_axes: Any) -> list[tuple[str, Mesh, tuple[str, ...]]]:

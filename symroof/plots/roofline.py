@@ -86,26 +86,32 @@ def unclash(fig: Any, label: Any, boxes: list, sign: int = 1, step: float = 6,
 
 def roofline_plot(chips: Any, points: Mapping[str, Any] | None = None, *, dtype: str = "bf16",
                   network: bool = False, against: Any = None, path: str | None = None,
-                  title: str | None = None):
+                  title: str | None = None, roof: str = "hbm"):
     """Log-log roofline: attainable TFLOP/s against arithmetic intensity.
 
     ``chips`` is a chip or a sequence of chips, each drawn in one colour: its HBM roof (and,
     if ``network``, its per-link network roof, dashed), its ridge marked and labelled, its
     peak and ridge in the legend. ``points`` maps labels to Costs (or intensities); each sits
     on the HBM roof of one chip, ``against`` (a chip or its name; default the first), and the
-    legend says which.
+    legend says which. ``roof`` draws another level instead of HBM (``hardware.internals.
+    ROOFS``: "vmem", "l2", "vpu", "pcie"), as ``sr.time(..., roof=)`` reads it.
 
     >>> import symroof as sr
     >>> fig = roofline_plot([sr.chip("h100"), sr.chip("tpu-v5e")], {"B=64": 64.0},
     ...                     against="tpu-v5e")
     >>> [t.get_text() for t in fig.legends[0].get_texts()][-1]
     'ops, on the tpu-v5e roof'
+    >>> fig = roofline_plot(sr.chip("tpu-v5e"), dtype="int8", roof="vmem")
+    >>> fig.legends[0].get_texts()[0].get_text()
+    'tpu-v5e VMEM roof: peak 394 TFLOP/s, ridge 22 FLOP/B'
     """
     plt = _pyplot()
     from ..hardware import as_chip
+    from ..hardware.internals import roof as roof_of
 
     chips = [as_chip(c) for c in
              (chips if isinstance(chips, Sequence) and not isinstance(chips, str) else [chips])]
+    levels = [roof_of(c, roof, dtype) for c in chips]  # (peak, bandwidth) of the roof drawn
     for c in chips:
         if not c.critical_intensity(dtype).is_number:
             raise ValueError(f"roofline_plot needs chips with numbers; {c.name} is symbolic")
@@ -116,16 +122,16 @@ def roofline_plot(chips: Any, points: Mapping[str, Any] | None = None, *, dtype:
         raise ValueError(f"against={against!r} is not one of the chips plotted: {names}")
     points = dict(points or {})
     intensities = [_intensity(v) for v in points.values()]
-    ridges = [float(c.critical_intensity(dtype)) for c in chips]
+    ridges = [float(peak / bw) for peak, bw in levels]
     lo = min([0.1, *intensities, *ridges]) / 2
     hi = max([1e4, *intensities, *ridges]) * 2
     x = np.logspace(np.log10(lo), np.log10(hi), 400)
     fig, ax = plt.subplots(figsize=(7.5, 5.2 + 0.2 * len(chips) * (1 + network)),
                            layout="constrained")
-    for i, (c, ridge) in enumerate(zip(chips, ridges)):
-        colour, peak = f"C{i}", float(c.peak(dtype))
-        ax.plot(x, np.minimum(peak, x * float(c.hbm_bw)), color=colour, lw=1.6,
-                label=f"{c.name} HBM roof: peak {_tick(peak / 1e12)} TFLOP/s, "
+    for i, (c, ridge, (top, feed)) in enumerate(zip(chips, ridges, levels)):
+        colour, peak = f"C{i}", float(top)
+        ax.plot(x, np.minimum(peak, x * float(feed)), color=colour, lw=1.6,
+                label=f"{c.name} {roof.upper()} roof: peak {_tick(peak / 1e12)} TFLOP/s, "
                       f"ridge {ridge:,.0f} FLOP/B")
         if network:
             ax.plot(x, np.minimum(peak, x * float(c.link_bw)), color=colour, lw=1, ls="--",
@@ -134,7 +140,7 @@ def roofline_plot(chips: Any, points: Mapping[str, Any] | None = None, *, dtype:
         ax.plot([ridge], [peak], "D", color=colour, ms=4)
         ax.annotate(f"{ridge:,.0f}", (ridge, peak), textcoords="offset points", xytext=(0, 4),
                     ha="center", va="bottom", fontsize=7, color=colour)
-    peak_ref, bw_ref = float(chips[ref].peak(dtype)), float(chips[ref].hbm_bw)
+    peak_ref, bw_ref = (float(v) for v in levels[ref])
     boxes: list = []
     for n, ((label, _), i) in enumerate(zip(points.items(), intensities)):
         y = min(peak_ref, i * bw_ref)

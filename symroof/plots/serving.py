@@ -32,8 +32,7 @@ def latency_throughput_plot(model: Any, meshes: Sequence[Any], *, context: int =
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     for i, mesh in enumerate(meshes):
         colour = f"C{i}"
-        shape = "x".join(str(a.size) for a in mesh.axes)
-        label = f"{mesh.chip.name} {shape} ({mesh.n_chips} chips)"
+        label = f"{mesh.title} ({mesh.n_chips} chips)"
         cap = int(latency_throughput(model, mesh, context=context, batches=[1], weights=weights,
                                      kv=kv)["max_batch"])
         top = np.asarray(batches if batches is not None else 2 ** np.arange(0, 13), float)

@@ -130,7 +130,7 @@ def _replicas(p: dict[str, Any], d: Derivation) -> dict[str, tuple[Any, str]]:
                    r"\text{shard} / \text{copy}", 1 / split, at=sizes)
     ratio = d.step("all chips together, over one copy", r"\text{total} / \text{copy}",
                    X * Y * Z / split, at=sizes)
-    m = mesh("tpu-v5p", {"X": p["X"], "Y": p["Y"], "Z": p["Z"]})
+    m = mesh("tpu-v5p", {"X": p["X"], "Y": p["Y"], "Z": p["Z"]}, custom=True)  # the book's mesh
     d.claim("the replication factor: chips over the chips one copy is spread across",
             ratio == chips * share and ratio * sp.prod(
                 m[a].size for a in spec.mesh_axes) == m.n_chips)

@@ -57,7 +57,7 @@ def _draw_params(rng: random.Random) -> dict[str, Any]:
 
 def _sharded_flops(p: dict[str, Any], d: Derivation) -> dict[str, tuple[Any, str]]:
     sizes = {X: p["X"], Y: p["Y"], Z: p["Z"]}
-    m = mesh("tpu-v5p", {"X": p["X"], "Y": p["Y"], "Z": p["Z"]})
+    m = mesh("tpu-v5p", {"X": p["X"], "Y": p["Y"], "Z": p["Z"]}, custom=True)  # the book's mesh
     plan = shard_matmul(m, "A[B_X, D_Y] @ W[D_Y, F] -> [B_X, F]")
     per_chip = d.step(r"each chip multiplies its $[B/X, D/Y]$ block by $[D/Y, F]$",
                       r"\text{FLOPs}_\text{chip}", 2 * B * D * F / (X * Y), at=sizes)

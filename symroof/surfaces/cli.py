@@ -23,6 +23,8 @@ from .. import __version__
 from ..analysis import critical_batch
 from ..hardware import CHIPS, dtype_bytes
 from ..hardware.chip_file import ChipWarning
+from ..hardware.internals import ROOFS
+from ..hardware.internals import roof as roof_of
 from ..models import MODELS
 from ..models.check import check
 from ..ops import matmul
@@ -134,17 +136,19 @@ def cmd_critical_batch(args: argparse.Namespace) -> int:
     if (args.d is None) != (args.f is None):
         raise ValueError("--d and --f go together (the exact root; neither: B << D, F)")
     c, dtype = chip_of(args), _dtype(args)
-    ridge = c.critical_intensity(dtype)
+    compute, feed = roof_of(c, args.roof, dtype)  # the level's peak and bandwidth
+    ridge = compute / feed
     xb = args.x_bytes or dtype_bytes(dtype)
     wb, ob = args.w_bytes or dtype_bytes(dtype), args.out_bytes or xb
     value = critical_batch(c, dtype=dtype, x_bytes=xb, w_bytes=wb, out_bytes=ob,
-                           D=args.d, F=args.f)
+                           D=args.d, F=args.f, roof=args.roof)
     formula = ("B* = (C/W) * w_bytes / 2   (regime B << D, F, where intensity ~ 2B / w_bytes)"
                if args.d is None else "exact root in B of intensity = C/W, intensity = "
                + str(matmul(B, args.d, args.f, x_bytes=xb, w_bytes=wb, out_bytes=ob).intensity))
     if args.format == "json":
         return _emit(args, {"chip": c.name, "dtype": dtype, "x_bytes": num(xb),
                             "w_bytes": num(wb), "out_bytes": num(ob), "D": args.d, "F": args.f,
+                            "roof": args.roof,
                             "critical_batch": num(value), "critical_batch_exact": str(value),
                             "ridge": float(ridge), "ridge_exact": str(ridge),
                             "formula": formula}, [[]])
@@ -153,9 +157,9 @@ def cmd_critical_batch(args: argparse.Namespace) -> int:
         f"{float(2 * args.d * args.f / (xb * args.d + ob * args.f)):.4g} < C/W)")
     head = (f"critical batch of X[B,D] @ W[D,F] on {c.name} at the {dtype} peak "
             f"(x_bytes={xb}, w_bytes={wb}, out_bytes={ob})"
-            + (f", D={args.d}, F={args.f}" if args.d else ""))
-    print(critical_batch_text(args.format, head, shown, formula,
-                              roofs(c.peak(dtype), c.hbm_bw, ridge)))
+            + (f", D={args.d}, F={args.f}" if args.d else "")
+            + (f", against its {args.roof.upper()} roof" if args.roof != "hbm" else ""))
+    print(critical_batch_text(args.format, head, shown, formula, roofs(compute, feed, ridge)))
     return 0
 
 
@@ -229,6 +233,8 @@ def build_parser(with_measure: bool = False) -> argparse.ArgumentParser:
                            "the dtype's, 1 for int8 and fp8, 2 for bf16)"))
     c.add_argument("--d", type=SIZE, help="with --f: the exact root for these widths")
     c.add_argument("--f", type=SIZE, help="with --d (default: the B << D, F regime)")
+    c.add_argument("--roof", choices=list(ROOFS), default="hbm", help="the level W is read "
+                   "off: " + "; ".join(f"{k}: {v}" for k, v in ROOFS.items()))
     for add in (add_report, add_train, add_serve, add_solve, add_problems):
         add(command)
     c = command("check", cmd_check, "run the counted NumPy model and compare every op's "

@@ -26,6 +26,7 @@ from typing import Any
 import sympy as sp
 
 from ..hardware import CHIPS, Chip, chip, mesh
+from ..hardware.mesh import CUSTOM_HINT
 from ..models import model
 from ..parallel.serving import WIDTHS
 
@@ -156,7 +157,7 @@ def mesh_of(text: str, args: argparse.Namespace | None = None) -> Any:
         return mesh(c, shape.strip(), dcn=dcn)
     except ValueError as err:
         raise ValueError(f"--mesh {text!r}: " + str(err).replace("dcn=(...)", "--dcn AXES")
-                         .replace("dcn= is", "--dcn is")
+                         .replace("dcn= is", "--dcn is").replace(" " + CUSTOM_HINT, "")
                          .replace(" or a dict {'X': 4, ...}", "")) from None
 
 

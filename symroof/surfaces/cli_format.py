@@ -92,11 +92,12 @@ def network_data(net: Any) -> dict[str, Any] | None:
         return {"kind": "torus", "rank": net.rank, "pod": list(net.pod),
                 "pod_chips": net.pod_chips, "host": list(net.host), "wrap_rule": net.wrap_rule,
                 "hop_latency": num(net.hop_latency), "pcie_bw": num(net.pcie_bw),
-                "dcn_bw": num(net.dcn_bw)}
+                "dcn_bw": num(net.dcn_bw), "slices": [list(sh) for sh in net.offered()]}
     levels = [{"name": lv.name, "degree": lv.degree, "gpus_per_child": lv.gpus_per_child,
-               "bw_per_gpu": num(lv.bw_per_gpu)} for lv in net.levels]
+               "bw_per_gpu": num(lv.bw_per_gpu), "sharp": net.sharp_at(i)}
+              for i, lv in enumerate(net.levels)]
     return {"kind": "switched", "nvlink_ports": net.nvlink_ports, "levels": levels,
             "node_size": net.node_size, "max_gpus": net.max_gpus,
             "node_egress": num(net.node_egress) if len(net.levels) > 1 else None,
-            "sharp": net.sharp, "hop_latency": num(net.hop_latency),
-            "pcie_bw": num(net.pcie_bw)}
+            "sharp": net.sharp, "node_bisection": num(net.node_bisection),
+            "hop_latency": num(net.hop_latency), "pcie_bw": num(net.pcie_bw)}

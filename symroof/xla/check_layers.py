@@ -28,7 +28,7 @@ attention come back as ``OracleReport.unexpected`` (what ``plan.layer`` would ne
 
 >>> import symroof as sr
 >>> toy = sr.Transformer(D=128, F=256, L=2, H=8, G=8, d_h=16, V=256, name="toy")
->>> plan = sr.serve(toy, sr.mesh("tpu-v5e", {"X": 4}), sr.Step(8, context=64))
+>>> plan = sr.serve(toy, sr.mesh("tpu-v5e", {"X": 4}, custom=True), sr.Step(8, context=64))
 >>> [(p["kind"], p["axes"], p["elements_in"]) for p in serve_predicted(plan)]
 [('all-reduce', ('X',), 1024), ('all-reduce', ('X',), 1024)]
 >>> serve_case_of(plan).spec("k_cache")
