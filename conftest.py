@@ -1,8 +1,17 @@
 """Pytest hooks for the whole run (tests, docstring examples, the README)."""
 
+import atexit
+import os
+import shutil
 import sys
+import tempfile
 
 import pytest
+
+# compiled tables are kept on disk (symroof.models.compiled.cache_dir): the suite keeps them
+# in a folder of its own, not in the user's cache, and starts with none
+os.environ["SYMROOF_CACHE"] = tempfile.mkdtemp(prefix="symroof-test-cache-")
+atexit.register(shutil.rmtree, os.environ["SYMROOF_CACHE"], ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

@@ -26,13 +26,14 @@ except ModuleNotFoundError:  # run from a checkout without installing
 
 import symroof as sr  # noqa: E402
 from symroof.evaluate import evaluate  # noqa: E402
+from symroof.hardware import Chip  # noqa: E402
 from symroof.models.sweep import sweep_step_time  # noqa: E402
 from symroof.symbols import B, S  # noqa: E402
 
 SIZES = {"small": (30, 3, 3), "full": (1000, 300, 15)}  # side of the grid, subs sample, reps
 
 
-def _hand(model: sr.Transformer, chip: sr.Chip):
+def _hand(model: sr.Transformer, chip: Chip):
     """The decode step's whole-model bounds, typed in by hand from docs/accounting.md."""
     P = int(model.matmul_params)
     attn = 4 * int(model.L * model.H * model.d_h)  # FLOPs per (token, context position)

@@ -25,6 +25,8 @@ except ModuleNotFoundError:  # run from a checkout without installing
 
 import symroof as sr  # noqa: E402
 from symroof.evaluate import evaluate  # noqa: E402
+from symroof.models import group  # noqa: E402
+from symroof.models.inference import op_times  # noqa: E402
 from symroof.symbols import B, S, T  # noqa: E402
 
 SIZES = {"small": 1, "full": 5}  # repetitions (best of)
@@ -32,12 +34,12 @@ SIZES = {"small": 1, "full": 5}  # repetitions (best of)
 
 def _symbolic():
     rows = sr.Transformer().ops(B, T, S - T)
-    return rows, sr.op_times(sr.group(rows), sr.symbolic_chip())
+    return rows, op_times(group(rows), sr.symbolic_chip())
 
 
 def _numeric():
     rows = sr.model("llama-3.1-8b").ops(8, 1, 2047)
-    return rows, sr.op_times(sr.group(rows), sr.chip("h100"))
+    return rows, op_times(group(rows), sr.chip("h100"))
 
 
 def _best(fn, reps: int, cold: bool = False) -> tuple[float, object]:

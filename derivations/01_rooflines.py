@@ -23,7 +23,6 @@ from pathlib import Path
 import sympy as sp
 
 import symroof as sr
-import symroof.plots  # noqa: F401  (matplotlib loads only for the one figure)
 from symroof.derivation import Derivation, print_notes
 from symroof.symbols import B, C, D, F, N, W, W_net
 
@@ -114,8 +113,12 @@ mm_d.claim("a bf16 matmul on a TPU v5e is compute-bound for $B > 240$",
 # Each chip does half the FLOPs, then the partial sums Z[B,F] (2BF bytes) cross the link.
 net_d = Derivation(r"Network roofline: $X[B,D] \cdot W[D,F]$ sharded over 2 chips along $D$",
                    source=BOOK)
-sharded_sym = sr.time(sr.sharded_matmul(B, D, F, shards=2), chip_sym)
-sharded = sr.time(sr.sharded_matmul(B, D, F, shards=2), v5e)
+# In the book's notation (chapter 3) this is X[B, D_X] @ W[D_X, F] on a line of two chips;
+# chapter 1 leaves the link's latency out.
+two_chips = {"X": 2}
+sharded_sym, sharded = (
+    sr.shard_matmul(sr.mesh(c, two_chips, wrap=False, hop_latency=0),
+                    "X[B, D_X] @ W[D_X, F] -> [B, F]").time for c in (chip_sym, v5e))
 t_math = net_d.step("each chip multiplies its half at its peak $C$ (1.97e14 FLOP/s on a v5e)",
                     r"T_\text{math}", sharded_sym.t_math, at=figures(v5e))
 t_net = net_d.step(r"the $2BF$ bytes of partial sums cross the link at $W_\text{net}$ "

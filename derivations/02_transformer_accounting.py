@@ -26,8 +26,10 @@ import sympy as sp
 
 import symroof as sr
 from symroof.derivation import Derivation, print_notes
+from symroof.models import OP_GROUPS
 from symroof.models.table import roofline_table
 from symroof.numeric import TINY, count_params, init_params
+from symroof.ops import einsum_flops
 from symroof.symbols import B, C, D, F, G, H, S, T, W, d_h
 
 SEED = "seed 003: CS349E lecture 2, 03_transformer_accounting.py"
@@ -37,7 +39,7 @@ tiny, sym = sr.model("tiny"), sr.Transformer()  # a small model that runs; every
 
 # Row keys of a Llama model's matmuls (weights x activations; the groups also name other
 # families' rows) and of the naive attention core.
-MATMULS = [k for k in sr.OP_GROUPS["attention projections"] + sr.OP_GROUPS["MLP"] + ["lm_head"]
+MATMULS = [k for k in OP_GROUPS["attention projections"] + OP_GROUPS["MLP"] + ["lm_head"]
            if k in sym.ops(B, T)]
 QK_AV = ["attn/scores", "attn/av"]
 
@@ -179,7 +181,7 @@ rows8 = llama8.ops(1, 2048, 0)  # naive: the full T x S score matrix is executed
 per_op = {}
 for op, row, spec in EINSUMS:
     shapes = [tuple(LETTERS[c] for c in term) for term in spec.split("->")[0].split(",")]
-    flops = sr.einsum_flops(spec, *shapes)
+    flops = einsum_flops(spec, *shapes)
     per_op[op] = flops.subs(NUMBERS)
     label = op.replace("^", "").replace("_", r"\_")
     d3.step(f"{op}: {spec}", rf"\text{{FLOPs}}_\text{{{label}}}", flops,
@@ -345,7 +347,7 @@ d5.claim("H100 ridge: 295 FLOP/B",
 OUT = Path(os.environ.get("SYMROOF_OUT", "out"))
 OUT.mkdir(parents=True, exist_ok=True)
 ops_png = OUT / "02_ops_roofline.png"
-sr.plots.ops_roofline_plot(llama8, h100, context=2048, prefill_batch=1, decode_batch=64,
+sr.plot.ops_roofline_plot(llama8, h100, context=2048, prefill_batch=1, decode_batch=64,
                            path=ops_png)
 
 NOTES = [d1, d2, pre, dec, d3, d4, d5, *tables.values(),

@@ -24,7 +24,7 @@ from pathlib import Path
 import sympy as sp
 
 import symroof as sr
-from symroof.derivation import print_notes
+from symroof.derivation import Derivation, print_notes
 from symroof.symbols import B, C, H, L, M, S, W, d_h
 
 SOURCE = "seed 003, demo 4; How to Scale Your Model, part 7 (inference)"
@@ -42,7 +42,7 @@ LLAMA_H100 = {P_mm: m.matmul_params, P: m.params, b_w: m.w_bytes, KV: m.kv_bytes
 AT_2048 = {**LLAMA_H100, S: 2048}
 
 # --- one decode step as one roofline, symbolic in B and S --------------------------------
-d = sr.Derivation("Decode throughput: the KV cache sets the ceiling", source=SOURCE)
+d = Derivation("Decode throughput: the KV cache sets the ceiling", source=SOURCE)
 f_tok = 2 * P_mm + 4 * L * H * d_h * S  # useful FLOPs of one token at context S
 t_math = d.step("math time of a step: $B$ tokens of $2 P_\\text{mm} + 4 L H d_h S$ useful FLOPs "
                 "at the bf16 peak $C$", r"t_\text{math}", B * f_tok / C)
@@ -110,9 +110,9 @@ d.claim(r"for $B = 64$ the KV read passes the weights at about 1.8K tokens, 16 t
         and float(star / kv64) > 15)
 
 tp_png = OUT / "03_throughput.png"
-sr.plots.throughput_plot(m, h100, context=2048, path=tp_png)
+sr.plot.throughput_plot(m, h100, context=2048, path=tp_png)
 share_png = OUT / "03_attention_share.png"
-sr.plots.attention_share_plot(["llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b"],
+sr.plot.attention_share_plot(["llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b"],
                               path=share_png)
 
 NOTES = [d,

@@ -30,9 +30,8 @@ from pathlib import Path
 import sympy as sp
 
 import symroof as sr
-import symroof.plots  # noqa: F401  (matplotlib loads only for the figures)
 from symroof.derivation import Derivation, print_notes
-from symroof.symbols import B, D, F, V_b, X, Y
+from symroof.symbols import B, D, F, V_b, X, Y, dimension
 
 CH2 = "How to Scale Your Model, ch. 2: https://jax-ml.github.io/scaling-book/tpus/"
 CH3 = "How to Scale Your Model, ch. 3: https://jax-ml.github.io/scaling-book/sharding/"
@@ -137,8 +136,7 @@ cases_d.claim("each case needs the book's collectives: none; AllGather (or AllRe
               all([s.collective.kind for s in plans[c].steps] == k for c, _, _, k in CASES))
 cases_d.claim(r"an AllGather and a ReduceScatter cost $V_b / W_\text{ici}$, an AllReduce "
               r"$2 V_b / W_\text{ici}$ (case 2: $V_b = 2IJ$ gathered or $2IK$ reduced)",
-              plans[CASES[1][0]].t_comms == 2 * sp.Symbol("I", positive=True, integer=True)
-              * sp.Symbol("J", positive=True, integer=True) / W_ici)
+              plans[CASES[1][0]].t_comms == 2 * dimension("I") * dimension("J") / W_ici)
 cases_d.claim("case 1 splits the FLOPs over $X$ and $Y$; case 2 gathered repeats them on "
               "every chip of $X$; case 3 splits them over $X$",
               plans[CASES[0][0]].compute.flops * X * Y == plans[CASES[1][0]].compute.flops
@@ -372,15 +370,16 @@ d_v5e = two_d.step(r"TPU v5e: 2 $\times$ 1.97e14 / 4.5e10", r"D^*_\text{v5e}", d
 ring_at_2 = two_d.step(r"the ring's $X < D/(2 \alpha)$ solved for $D$ at $X = 2$",
                        r"D^*_\text{ring}",
                        sr.crossover(x_reduce, 2, D))
-old = sr.time(sr.sharded_matmul(B, D, F, shards=2), v5e)  # derivation 01's model
+old = sr.shard_matmul(sr.mesh(v5e, {"X": 2}, wrap=False, hop_latency=0),  # derivation 01's:
+                     "X[B, D_X] @ W[D_X, F] -> [B, F]").time                 # no latency
 v5e_pair = sr.shard_matmul(sr.mesh("tpu-v5e", {"X": 2}, custom=True),
-                            "X[B, D_X] @ W[D_X, F] -> [B, F]")
+                           "X[B, D_X] @ W[D_X, F] -> [B, F]")
 two_d.claim(r"$T_\text{math} = BDF/C$, $T_\text{comms} = 2BF/W_1$, so $D^* = 2C/W_1$: it "
             "depends on $D$, not $B$",
             pair.t_math == B * D * F / C and pair.t_comms == 2 * B * F / W_1
             and d_pair == 2 * C / W_1)
 two_d.claim("v5e: $D^*$ = 78800/9 = 8755.6, the number of derivation 01 "
-            "(``sr.sharded_matmul``)",
+            "(no latency)",
             d_v5e == sp.Rational(78800, 9) and d_v5e == sr.crossover(old.t_math, old.t_net, D))
 two_d.claim("the $X$-chip ring formula gives the same threshold at $X = 2$ (a ring of two is a "
             "line of two)", sp.cancel(ring_at_2 - d_pair) == 0)
@@ -392,14 +391,14 @@ two_d.claim("on the v5e record the bandwidth terms agree; the AllReduce's 2 us l
 
 # --- Figures ------------------------------------------------------------------------------
 coll_png = OUT / "04_collectives.png"
-sr.plots.collective_plot({
+sr.plot.collective_plot({
     "v5e 16x16, X (ring of 16)": (sr.mesh("tpu-v5e", "16x16"), "X"),
     "v5e 8x4, Y (line of 4)": (v5e_8x4, "Y"),
     "v5p 4x4x4, XYZ": (v5p_cube, "XYZ"),
     "8xH100 node": (node, "X"),
     "32 H100 nodes (a scalable unit)": (su, "NG")}, path=coll_png)
 mm_png = OUT / "04_sharded_matmuls.png"
-sr.plots.sharded_matmul_plot(v5p_cube, {
+sr.plot.sharded_matmul_plot(v5p_cube, {
     "gather W first": (TEXT, "gather"), "reduce after": (TEXT, "reduce"),
     "FSDP, X[B_X, D] @ W[D_X, F]": "X[B_X, D] @ W[D_X, F] -> [B_X, F]"},
     sizes={"D": 8192, "F": 32768}, path=mm_png)

@@ -36,6 +36,7 @@ import sympy as sp
 
 import symroof as sr
 from symroof.derivation import Derivation, print_notes
+from symroof.models import REMAT_POLICIES, saved_activations
 from symroof.models.training import ATTENTION_MATMUL_KEYS, MATMUL_KEYS
 from symroof.models.training_memory import remat_recompute
 from symroof.symbols import B, C, D, F, G, H, L, N, S, V, V_b, X, Y, Z, d_h
@@ -49,7 +50,7 @@ OUT = Path(os.environ.get("SYMROOF_OUT", "out"))
 OUT.mkdir(parents=True, exist_ok=True)
 
 BOOK = {"grad_bytes": 0}  # the book's 10 bytes a parameter: bf16 weights, fp32 Adam moments
-POLICIES = tuple(sr.REMAT_POLICIES)  # none, selective, matmul_outputs, full
+POLICIES = tuple(REMAT_POLICIES)  # none, selective, matmul_outputs, full
 ONCE = ("final_input", "final_norm", "lm_head", "loss")  # kept once, not per layer
 MHA = {G: H, F: 4 * D, d_h: D / H}  # the book's ch. 4 shape: multi-head, F = 4D, D = H d_h
 W_ici = sp.Symbol("W_ici", positive=True)  # the book's bidirectional per-axis ICI figure
@@ -170,7 +171,7 @@ layer_keys = [k[4:] for k in rows if k.startswith("fwd/")
               and k[4:] not in ("embed", "final_norm", "lm_head", "loss")]
 kept, extra, extra_mm = {}, {}, {}
 for r in POLICIES:
-    sa = sr.saved_activations(sym, B, S, r)
+    sa = saved_activations(sym, B, S, r)
     kept[r] = sum(sa.values())
     keys = remat_recompute(r)
     keys = layer_keys if keys is None else keys
@@ -179,7 +180,7 @@ for r in POLICIES:
                       if f"fwd/{k}" in FWD + ["fwd/attn/scores", "fwd/attn/av"])
     per_layer = sum(v for k, v in sa.items() if k not in ONCE) / (sym.act_bytes * n * L)
     note = " (bf16 numbers a token and layer; multi-head, $F = 4D$)" if r == "none" else ""
-    policy = sr.REMAT_POLICIES[r].replace("S x S", r"$S \times S$")
+    policy = REMAT_POLICIES[r].replace("S x S", r"$S \times S$")
     remat_d.step(f"{r.replace('_', ' ')}: {policy}{note}",
                  rf"M_\text{{{r.replace('_', ' ')}}} / (2 B S L)", sp.cancel(per_layer.subs(MHA)))
     if r != "none":
@@ -209,7 +210,7 @@ remat_d.claim("keeping the matmul outputs recomputes the two attention matmuls, 
 remat_d.claim("it keeps $13D$ a token and layer, not the book's 'closer to 7': the book counts "
               "each of the 7 matmul outputs as $D$ wide, but gate and up are $F = 4D$ wide (and "
               "the down projection's output is the next layer's kept input)",
-              sp.cancel((sum(v for k, v in sr.saved_activations(sym, B, S, "matmul_outputs")
+              sp.cancel((sum(v for k, v in saved_activations(sym, B, S, "matmul_outputs")
                                .items() if k not in ONCE) / (2 * n * L)).subs(MHA)) == 13 * D)
 # LLaMA-3-70B at 4M tokens: kept bytes and the step's FLOPs, policy by policy
 at70 = {**dims70, B: 1024, S: 4096}
@@ -720,7 +721,7 @@ PARTS = {  # label: the kept tensors (saved_activations keys) it groups
     "MLP: gate, up, SwiGLU": ("mlp/gate", "mlp/up", "mlp/swiglu"),
     "once: final norm, logits": ONCE,
 }
-kept_pod = {r: sr.saved_activations(llama70, 1024, 4096, r) for r in POLICIES}
+kept_pod = {r: saved_activations(llama70, 1024, 4096, r) for r in POLICIES}
 state_pod = 10 * llama70.params / pod.n_chips / GB  # weights and Adam, sharded like the rest
 parts_pod = {label: [sum(kept_pod[r].get(k, 0) for k in keys) / pod.n_chips / GB
                      for r in POLICIES] for label, keys in PARTS.items()}

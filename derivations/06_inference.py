@@ -30,7 +30,6 @@ from pathlib import Path
 import sympy as sp
 
 import symroof as sr
-import symroof.plots  # noqa: F401  (matplotlib loads only for the figure)
 from symroof.derivation import Derivation, print_notes
 from symroof.parallel.serving import WIDTHS
 from symroof.parallel.sizing import (
@@ -515,7 +514,7 @@ cost_d.claim("a million tokens cost $29 at batch 1, $1.5 at 32, $0.85 at the 8K 
 # --- Figure ----------------------------------------------------------------------------------
 lt_png = OUT / "06_latency_throughput.png"
 caps8 = [caps["int8", "2x4"], caps["int8", "4x4"]]  # 42 and 138
-sr.plots.latency_throughput_plot(
+sr.plot.latency_throughput_plot(
     llama70, [v5e_slice(s) for s in ("2x4", "4x4")], context=CTX, weights="int8", kv="int8",
     batches=sorted({2**i for i in range(10)} | {c + d for c in caps8 for d in (0, 1)}),
     path=lt_png, title="LLaMA-3-70B decode on TPU v5e, 8192 tokens, int8 weights and KV")

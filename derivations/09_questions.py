@@ -23,7 +23,8 @@ import sympy as sp
 
 import symroof as sr
 from symroof.derivation import Derivation, print_notes
-from symroof.parallel import ici_condition
+from symroof.models import saved_activations
+from symroof.parallel import ici_condition, latency_throughput
 from symroof.parallel.serving import WIDTHS
 from symroof.symbols import B, C, D, F, L, M, X, Y, Z
 
@@ -156,7 +157,7 @@ y8 = units_d.step("LLaMA-3-70B ($F = 28672$) at $B = 64$", r"Y_\text{ICI}",
                                          context=8192))["ici"].threshold)
 sym_plan = sr.serve(llama70, v5e_4x4, batch=B, context=8192)
 y_sym = units_d.step("at any batch", r"Y_\text{ICI}", ici_condition(sym_plan)["ici"].threshold)
-curve = sr.latency_throughput(llama70, v5e_4x4, context=8192, batches=[1, 138],
+curve = latency_throughput(llama70, v5e_4x4, context=8192, batches=[1, 138],
                               weights="int8", kv="int8", form="book")
 units_d.step("LLaMA-3-70B int8 on a v5e 4x4 at 8192 tokens, the general form at $B = 1$ and at "
              "the HBM cap 138", r"T / \text{ms}",
@@ -180,11 +181,11 @@ units_d.claim("ch. 8: 'from 5.5ms with low batch size to 20 ms with very large b
 ckpt_d = Derivation("Checkpoints after the three big matmuls, as kept tensors",
                     source=CH5 + " (problems 2 and 3)")
 THREE = ("layer_input", "mlp/gate", "mlp/up")  # the down projection's output is the next input
-kept = sr.saved_activations(sr.Transformer(), B, 1, THREE)
+kept = saved_activations(sr.Transformer(), B, 1, THREE)
 per_layer = ckpt_d.step(r"kept per token batch $B$: the layer input and the gate and up "
                         "projections, every layer", r"M_\text{ckpt}",
                         sp.factor(sum(kept[k] for k in THREE)))
-at13 = [sum(sr.saved_activations(llama13, n, 1, THREE)[k] for k in THREE) / TB
+at13 = [sum(saved_activations(llama13, n, 1, THREE)[k] for k in THREE) / TB
         for n in (16 * 10**6, 3 * 10**6)]
 ckpt_d.step("LLaMA-2-13B at 16e6 and 3e6 tokens", r"M_\text{ckpt} / \text{TB}",
             sp.ImmutableMatrix([[sp.Float(float(v), 3) for v in at13]]))

@@ -33,6 +33,7 @@ This file is written by `examples/make_tour.py` (edit that, then run it)."""),
 from IPython.display import Markdown, display
 
 import symroof as sr
+from symroof.derivation import Derivation
 from symroof.symbols import B, D, F, N, X"""),
 
     ("md", """\
@@ -63,7 +64,7 @@ t"""),
     ("md", "A derivation is a list of steps, each licensed by an assumption; it renders as "
            "Markdown."),
     ("py", """\
-d = sr.Derivation("Matmul intensity", source="How to Scale Your Model, ch. 1")
+d = Derivation("Matmul intensity", source="How to Scale Your Model, ch. 1")
 i = d.step("Intensity of X[B,D] @ W[D,F] in bf16", r"\\text{AI}", mm.intensity)
 d.step("B much smaller than D and F", r"\\text{AI}", sr.leading(i, small=B), because="B << D, F")
 d"""),
@@ -74,7 +75,8 @@ sr.plot.roofline_plot([v5e, h100], points);"""),
     ("md", """\
 ## 2. Whole models
 
-Presets (`sr.MODELS`) or any Llama-style Hugging Face `config.json` through `sr.model(path)`.
+Presets (`symroof.models.MODELS`) or any Llama-style Hugging Face `config.json` through
+`sr.model(path)`.
 `ctx_star` is the context at which decode attention FLOPs equal the matmul FLOPs, for the
 preset and solved for any Transformer."""),
     ("py", """\

@@ -25,128 +25,61 @@ B
 240.24
 """
 
-from . import plots
-from .analysis import TimeBound, critical_batch, crossover, leading, limit, time
-from .cost import Cost
-from .derivation import Derivation
-from .evaluate import evaluate
-from .hardware import (
-    CHIPS,
-    Chip,
-    Collective,
-    Mesh,
-    all_gather,
-    all_reduce,
-    all_to_all,
-    chip,
-    collective,
-    mesh,
-    reduce_scatter,
-    ridge,
-    send,
-    symbolic_chip,
-)
-from .models import (
-    MLA,
-    MODELS,
-    OP_GROUPS,
-    REMAT_POLICIES,
-    MoE,
-    Transformer,
-    from_hf_config,
-    group,
-    model,
-    saved_activations,
-    train_memory,
-    train_ops,
-)
-from .models.check import CheckReport, check
-from .models.check_training import check_training
-from .models.inference import StepTime, ctx_star, kv_crossover, op_times, step_time
-from .models.sweep import sweep_step_time
-from .models.table import RooflineTable, roofline_table
-from .ops import (
-    add,
-    batched_matmul,
-    dot,
-    einsum,
-    einsum_flops,
-    elementwise,
-    matmul,
-    matvec,
-    rmsnorm,
-    rope,
-    sharded_matmul,
-    softmax,
-    swiglu,
-)
-from .parallel import (
-    Condition,
-    MinSlice,
-    SearchResult,
-    ServePlan,
-    ShardedArray,
-    ShardedMatmul,
-    TrainingRun,
-    TrainPlan,
-    cost_per_million_tokens,
-    flops_per_dollar,
-    latency_throughput,
-    max_params,
-    mfu,
-    min_chips,
-    min_training_slice,
-    nearby,
-    prefill,
-    serve,
-    serve_params,
-    shard_array,
-    shard_matmul,
-    smallest_slice,
-    strategy_search,
-    train_plan,
-    training_run,
-)
-from .render import Readable, document, latex, readable
-from .workload import Step, TrainStep
+from .lazy import attach
 
-#: ``sr.plot`` is the same package as ``sr.plots`` (one plotting package since the mesh work;
-#: the old name stays so that code written against it keeps running).
-plot = plots
-
-__all__ = [
-    # the workload: one step of inference, one step of training
-    "Step", "TrainStep",
-    # costs and ops
-    "Cost", "dot", "matvec", "matmul", "batched_matmul", "sharded_matmul", "elementwise",
-    "add", "rmsnorm", "softmax", "swiglu", "rope", "einsum_flops", "einsum",
-    # hardware
-    "Chip", "chip", "symbolic_chip", "CHIPS",
-    # many chips
-    "Mesh", "mesh", "Collective", "collective", "all_gather", "reduce_scatter", "all_reduce",
-    "all_to_all", "ShardedMatmul", "shard_matmul",
-    # chip internals, point-to-point sends, sharded arrays
-    "ridge", "send", "shard_array", "ShardedArray",
-    # serving on a mesh
-    "serve", "ServePlan", "smallest_slice", "latency_throughput", "cost_per_million_tokens",
-    # analysis
-    "TimeBound", "time", "limit", "leading", "crossover", "critical_batch",
-    "evaluate", "sweep_step_time",
-    # transformers
-    "Transformer", "MoE", "MLA", "OP_GROUPS", "group", "model", "MODELS", "from_hf_config",
-    "ctx_star", "kv_crossover", "step_time", "StepTime", "op_times",
-    "check", "CheckReport",
-    # training
-    "train_ops", "train_memory", "saved_activations", "REMAT_POLICIES", "check_training",
-    # training on a mesh: strategies, conditions, whole runs, search
-    "train_plan", "TrainPlan", "Condition", "training_run", "TrainingRun",
-    "min_training_slice", "MinSlice", "strategy_search", "SearchResult",
-    # inverse questions
-    "max_params", "min_chips", "serve_params", "prefill", "mfu", "flops_per_dollar",
-    "nearby",  # what would work where a batch gets no split
-    # tables, documents, plots
-    "roofline_table", "RooflineTable", "Derivation", "latex", "document", "plot", "plots",
-    # readable numbers, handouts, problem sets
-    "readable", "Readable",
-]
 __version__ = "0.1.0"
+
+#: every top-level name -> the module that defines it; a module loads when its name is first
+#: read (PEP 562), so ``import symroof`` costs only what is used
+_NAMES = {
+    # the workload: one step of inference, one step of training
+    **dict.fromkeys(("Step", "TrainStep"), ".workload"),
+    # costs and ops
+    "Cost": ".cost", **dict.fromkeys(("dot", "matvec", "matmul", "batched_matmul", "einsum"),
+                                     ".ops"),
+    # chips, meshes, collectives
+    **dict.fromkeys(("chip", "symbolic_chip", "mesh", "all_gather", "reduce_scatter",
+                     "all_reduce", "all_to_all", "send", "ridge"), ".hardware"),
+    # analysis
+    **dict.fromkeys(("time", "limit", "leading", "crossover", "critical_batch"), ".analysis"),
+    "evaluate": ".evaluate", **dict.fromkeys(("latex", "readable", "Readable"), ".render"),
+    # transformers: presets, step times, tables, the exact check against the NumPy twin
+    "Transformer": ".models.transformer", "model": ".models.presets",
+    **dict.fromkeys(("ctx_star", "kv_crossover", "step_time"), ".models.inference"),
+    "sweep_step_time": ".models.sweep", "roofline_table": ".models.table",
+    "check": ".models.check",
+    # training: rows, memory, the exact check; plans on a mesh, whole runs, the search
+    "train_ops": ".models.training", "train_memory": ".models.training_memory",
+    "check_training": ".models.check_training", "train_plan": ".parallel.strategies",
+    **dict.fromkeys(("training_run", "min_training_slice"), ".parallel.runs"),
+    "strategy_search": ".parallel.search",
+    "nearby": ".parallel.search",  # what would work where a batch gets no split
+    # many chips: sharded matmuls in the book's notation, serving plans
+    "shard_matmul": ".parallel.matmul", "serve": ".parallel.serving",
+    "shard_array": ".parallel.sharding",
+    "smallest_slice": ".parallel.sizing",
+    # inverse questions: the largest model, the fewest chips; serving in the book's units
+    **dict.fromkeys(("max_params", "min_chips"), ".parallel.inverse"),
+    **dict.fromkeys(("serve_params", "prefill"), ".parallel.serving_book"),
+    "mfu": ".parallel.runs", "flops_per_dollar": ".parallel.sizing",
+}
+#: public names of the subpackages that are not top-level names (``from symroof.X import``)
+_MOVED = {
+    **dict.fromkeys(("elementwise", "add", "rmsnorm", "softmax", "swiglu", "rope",
+                     "einsum_flops"), "symroof.ops"),
+    **dict.fromkeys(("Chip", "CHIPS", "Mesh", "Collective", "collective"), "symroof.hardware"),
+    "TimeBound": "symroof.analysis", "Derivation": "symroof.derivation",
+    "document": "symroof.render",
+    **dict.fromkeys(("MoE", "MLA", "OP_GROUPS", "group", "MODELS", "from_hf_config",
+                     "saved_activations", "REMAT_POLICIES"), "symroof.models"),
+    **dict.fromkeys(("StepTime", "op_times"), "symroof.models.inference"),
+    "CheckReport": "symroof.models.check", "RooflineTable": "symroof.models.table",
+    **dict.fromkeys(("ShardedMatmul", "ServePlan", "latency_throughput",
+                     "cost_per_million_tokens", "TrainPlan", "Condition", "TrainingRun",
+                     "MinSlice", "SearchResult", "ShardedArray"), "symroof.parallel"),
+}
+#: ``sr.plot`` is the plotting package (``symroof.plots``: one package, one name at the top)
+_MODULES = {"plot": ".plots"}
+
+__getattr__, __dir__ = attach(__name__, _NAMES, moved=_MOVED, modules=_MODULES)
+__all__ = [*_NAMES, *_MODULES]

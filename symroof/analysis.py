@@ -292,7 +292,8 @@ def crossover(lhs: Any, rhs: Any, var: sp.Symbol, *, select: str = "positive") -
 
     >>> import symroof as sr
     >>> from symroof.symbols import B, D, F
-    >>> t = sr.time(sr.sharded_matmul(B, D, F, shards=2), sr.chip("tpu-v5e"))
+    >>> two = sr.mesh(sr.chip("tpu-v5e"), {"X": 2}, wrap=False, hop_latency=0)
+    >>> t = sr.shard_matmul(two, "X[B, D_X] @ W[D_X, F] -> [B, F]").time
     >>> t.t_math, t.t_net          # the book's 2-chip example: BDF/C and 2BF/W_net
     (B*D*F/197000000000000, B*F/22500000000)
     >>> d_star = sr.crossover(t.t_math, t.t_net, D)

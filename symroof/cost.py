@@ -24,7 +24,7 @@ from typing import Any
 
 import sympy as sp
 
-from .symbols import DIMENSIONS, lookup
+from .symbols import DIMENSIONS, as_exact, lookup  # noqa: F401  (as_exact: its home is symbols)
 
 __all__ = ["Cost", "as_dimension", "as_exact", "as_symbol", "check_symbols"]
 
@@ -32,36 +32,6 @@ __all__ = ["Cost", "as_dimension", "as_exact", "as_symbol", "check_symbols"]
 FIELDS = ("flops", "useful_flops", "weight_bytes", "act_bytes", "kv_bytes", "net_bytes",
           "net_time", "host_bytes")
 _DIMENSION_SYMBOLS = {sym for sym, _ in DIMENSIONS.values()}
-
-
-def as_exact(value: Any, name: str = "value") -> sp.Expr:
-    """Turn a user number into an exact SymPy number: ints stay ints, ``8.1e11`` becomes
-    ``810000000000`` and ``0.5`` becomes ``1/2`` (through its shortest decimal repr, so no
-    binary float noise enters a formula).
-
-    >>> as_exact(8.1e11), as_exact(0.1)
-    (810000000000, 1/10)
-    """
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be a number or expression, got {value!r}")
-    if isinstance(value, sp.Basic):
-        return value
-    if isinstance(value, numbers.Integral):
-        return sp.Integer(int(value))
-    if isinstance(value, numbers.Real):
-        return sp.Rational(repr(float(value)))
-    if isinstance(value, str):
-        try:
-            return sp.Rational(value)
-        except (TypeError, ValueError):
-            pass
-        try:
-            return lookup(value)
-        except ValueError:
-            raise ValueError(f"{name} must be a number or a symbol of the table, "
-                             f"got {value!r}") from None
-    raise TypeError(f"{name} must be a number or expression, got {value!r} "
-                    f"({type(value).__name__})")
 
 
 def check_symbols(expr: Any) -> Any:

@@ -24,7 +24,7 @@ import sympy as sp
 from .cost import Cost, as_dimension, as_exact
 
 __all__ = [
-    "dot", "matvec", "matmul", "batched_matmul", "sharded_matmul", "elementwise", "add",
+    "dot", "matvec", "matmul", "batched_matmul", "elementwise", "add",
     "rmsnorm", "softmax", "swiglu", "rope", "einsum_flops", "einsum",
 ]
 
@@ -96,32 +96,6 @@ def batched_matmul(b: Any, d: Any, f: Any, *, x_bytes: Any = 2, w_bytes: Any = 2
                   _width(out_bytes, "out_bytes"))
     return Cost(flops=_macs(b * f, d, exact), weight_bytes=b * d * f * wb,
                 act_bytes=b * d * xb + b * f * ob)
-
-
-def sharded_matmul(b: Any, d: Any, f: Any, *, shards: Any = 2, x_bytes: Any = 2,
-                   w_bytes: Any = 2, out_bytes: Any = 2) -> Cost:
-    """Per-chip cost of X[b,d] @ W[d,f] with d split over ``shards`` chips.
-
-    Each chip multiplies its [b, d/n] x [d/n, f] slice, then the partial sums Z[b,f] are
-    all-reduced over a ring: each chip sends 2(n-1)/n x bf elements (the book's 2-chip
-    example: 2BF bytes in bf16). This is ``sr.shard_matmul(mesh, "X[B, D_X] @ W[D_X, F] ->
-    [B, F]")`` on a line of ``shards`` chips, without a mesh: the bytes come from the same
-    collective formula (:func:`symroof.hardware.collectives.bytes_sent`).
-
-    >>> from symroof.symbols import B, D, F
-    >>> c = sharded_matmul(B, D, F)
-    >>> c.flops, c.net_bytes
-    (B*D*F, 2*B*F)
-    """
-    from .hardware.collectives import bytes_sent
-
-    n = as_dimension(shards, "shards")
-    local = matmul(b, as_dimension(d, "d") / n, f, x_bytes=x_bytes, w_bytes=w_bytes,
-                   out_bytes=out_bytes)
-    b, f = as_dimension(b, "b"), as_dimension(f, "f")
-    sent = bytes_sent("all-reduce", b * f * _width(out_bytes, "out_bytes"), n)
-    return Cost(flops=local.flops, weight_bytes=local.weight_bytes,
-                act_bytes=local.act_bytes, net_bytes=sent)
 
 
 def elementwise(n: Any, *, flops_per_element: Any = 1, inputs: int = 1, x_bytes: Any = 2,

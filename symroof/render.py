@@ -26,7 +26,7 @@ from sympy.printing.latex import LatexPrinter
 from sympy.printing.precedence import PRECEDENCE
 from sympy.printing.str import StrPrinter
 
-from .cost import as_exact
+from .symbols import as_exact
 
 __all__ = ["latex", "readable", "Readable", "number", "document", "fmt_si", "fmt_num"]
 

@@ -46,10 +46,14 @@ d_h
 
 from __future__ import annotations
 
+import numbers
+from typing import Any
+
 import sympy as sp
 
 __all__ = ["B", "T", "S", "D", "F", "L", "H", "G", "d_h", "V", "N", "X", "Y", "Z", "V_b",
-           "C", "W", "W_net", "M", "DIMENSIONS", "ROOFS", "lookup"]
+           "C", "W", "W_net", "M", "DIMENSIONS", "ROOFS", "lookup", "dimension", "quantity",
+           "PLAN", "PLAN_ROLES", "as_exact"]
 
 
 def _dim(name: str) -> sp.Symbol:
@@ -118,3 +122,71 @@ def lookup(name: str) -> sp.Symbol:
     except (KeyError, TypeError):
         known = ", ".join([*DIMENSIONS, *ROOFS])
         raise ValueError(f"unknown symbol {name!r}; the symbol table has: {known}") from None
+
+
+def dimension(name: str) -> sp.Symbol:
+    """The table's dimension called ``name``, or, for a size the table does not name (the
+    ``I``, ``J``, ``K`` of a sharded matmul's text), a new one with the same assumptions:
+    a positive integer. One rule, so that two spellings of ``I`` are one symbol.
+
+    >>> dimension("D") is D, dimension("I") == dimension("I"), dimension("I").is_integer
+    (True, True, True)
+    """
+    return DIMENSIONS[name][0] if name in DIMENSIONS else _dim(name)
+
+
+def quantity(name: str) -> sp.Symbol:
+    """A named positive real that is not a size: a time, a rate or a chip figure given by
+    name (``t_math`` in ``symroof solve``, a symbolic chip's ``C_int8``).
+
+    >>> quantity("t_math").is_positive, quantity("t_math").is_integer
+    (True, None)
+    """
+    return ROOFS[name][0] if name in ROOFS else sp.Symbol(name, positive=True)
+
+
+#: The training-plan template's symbols (:mod:`symroof.parallel.layout`; a plan substitutes
+#: them, the strategy search evaluates them over arrays of splits), per parallel role
+#: (``PLAN_ROLES``): n_<role> its degree; k_<role> seconds per byte of its collectives;
+#: lat_<role> their latency floor; a_ep seconds per byte of an AllToAll over the ep axes;
+#: n_mb microbatches; z1, z2, z3 are 1 where ZeRO shards the optimizer state, the gradients,
+#: the weights (0 elsewhere).
+PLAN_ROLES = ("dp", "fsdp", "tp", "pp", "ep")
+PLAN: dict[str, sp.Symbol] = {
+    **{f"n_{r}": _dim(f"n_{r}") for r in PLAN_ROLES},
+    **{f"k_{r}": sp.Symbol(f"k_{r}", nonnegative=True) for r in PLAN_ROLES},
+    **{f"lat_{r}": sp.Symbol(f"lat_{r}", nonnegative=True) for r in PLAN_ROLES},
+    "a_ep": sp.Symbol("a_ep", nonnegative=True),
+    "n_mb": _dim("n_mb"),
+    **{f"z{i}": sp.Symbol(f"z{i}", nonnegative=True) for i in (1, 2, 3)},
+}
+
+
+def as_exact(value: Any, name: str = "value") -> sp.Expr:
+    """Turn a user number into an exact SymPy number: ints stay ints, ``8.1e11`` becomes
+    ``810000000000`` and ``0.5`` becomes ``1/2`` (through its shortest decimal repr, so no
+    binary float noise enters a formula).
+
+    >>> as_exact(8.1e11), as_exact(0.1)
+    (810000000000, 1/10)
+    """
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a number or expression, got {value!r}")
+    if isinstance(value, sp.Basic):
+        return value
+    if isinstance(value, numbers.Integral):
+        return sp.Integer(int(value))
+    if isinstance(value, numbers.Real):
+        return sp.Rational(repr(float(value)))
+    if isinstance(value, str):
+        try:
+            return sp.Rational(value)
+        except (TypeError, ValueError):
+            pass
+        try:
+            return lookup(value)
+        except ValueError:
+            raise ValueError(f"{name} must be a number or a symbol of the table, "
+                             f"got {value!r}") from None
+    raise TypeError(f"{name} must be a number or expression, got {value!r} "
+                    f"({type(value).__name__})")

@@ -10,11 +10,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import symroof as sr
+from symroof.models import MLA, MoE
 from symroof.models.check import _numeric_config
 from symroof.numeric import KVCache, count_params, forward, init_params
 
 TINY = sr.model("tiny")  # D=64, F=172, L=2, H=8, G=2, d_h=8, V=256
-MOE = dict(moe=sr.MoE(E=4, k=2, F=24, norm_topk=True))
+MOE = dict(moe=MoE(E=4, k=2, F=24, norm_topk=True))
 FAMILIES = {  # tiny versions of each family's blocks
     "gpt2": dict(norm="layer", act="gelu_tanh", gated=False, fused_qkv=True, qkv_bias=True,
                  o_bias=True, mlp_bias=True, positions="learned", max_position=32, tied=True),
@@ -27,13 +28,13 @@ FAMILIES = {  # tiny versions of each family's blocks
     "phi3": dict(fused_qkv=True, fused_gate_up=True, window=4),
     "mistral": dict(window=5),
     "mixtral": MOE,
-    "qwen2_moe": dict(qkv_bias=True, moe=sr.MoE(E=6, k=2, F=12, shared_F=24,
+    "qwen2_moe": dict(qkv_bias=True, moe=MoE(E=6, k=2, F=12, shared_F=24,
                                                 shared_gate=True)),
-    "deepseek_v3": dict(G=8, moe=sr.MoE(E=8, k=2, F=12, shared_F=12, router="sigmoid",
+    "deepseek_v3": dict(G=8, moe=MoE(E=8, k=2, F=12, shared_F=12, router="sigmoid",
                                         router_bias=True, groups=4, topk_groups=2,
                                         norm_topk=True, scale=2.5, dense_layers=1),
-                        mla=sr.MLA(kv_rank=16, d_nope=8, d_rope=4, d_v=6, q_rank=24)),
-    "mla_naive": dict(G=8, mla=sr.MLA(kv_rank=16, d_nope=8, d_rope=4, d_v=6, absorb=False)),
+                        mla=MLA(kv_rank=16, d_nope=8, d_rope=4, d_v=6, q_rank=24)),
+    "mla_naive": dict(G=8, mla=MLA(kv_rank=16, d_nope=8, d_rope=4, d_v=6, absorb=False)),
     "qwen3": dict(qk_norm=True, d_h=16),  # per-head q/k norms; d_h = 16, not D/H = 8
 }
 STEPS = [(2, 3, 4), (1, 1, 6), (2, 5, 0)]  # (batch, new tokens, cached): chunk, decode, prefill
@@ -62,7 +63,7 @@ def test_byte_widths_other_than_two(widths, family):
 
 
 def test_the_twin_routes_real_tokens_and_runs_only_visited_experts():
-    model = TINY.replace(moe=sr.MoE(E=8, k=1, F=16))
+    model = TINY.replace(moe=MoE(E=8, k=1, F=16))
     report = sr.check(model, 1, 1, 3)  # one token, top-1: one expert per layer
     assert report.ok, str(report)
     one_expert = 2 * 3 * 64 * 16 * 2  # L, three matrices, D F, bf16
@@ -131,12 +132,12 @@ def family_configs(draw):
                                                             (False, True)])))
     if draw(st.booleans()):
         E = draw(st.integers(1, 5))
-        fields["moe"] = sr.MoE(E=E, k=draw(st.integers(1, E)), F=draw(st.integers(1, 6)),
+        fields["moe"] = MoE(E=E, k=draw(st.integers(1, E)), F=draw(st.integers(1, 6)),
                                shared_F=draw(st.sampled_from([0, 3])),
                                norm_topk=draw(st.booleans()),
                                router=draw(st.sampled_from(["softmax", "sigmoid"])))
     if draw(st.booleans()):
-        fields["mla"] = sr.MLA(kv_rank=draw(st.integers(1, 6)), d_nope=draw(st.integers(1, 4)),
+        fields["mla"] = MLA(kv_rank=draw(st.integers(1, 6)), d_nope=draw(st.integers(1, 4)),
                                d_rope=draw(st.sampled_from([2, 4])),
                                d_v=draw(st.integers(1, 4)),
                                q_rank=draw(st.sampled_from([None, 3])),

@@ -18,6 +18,8 @@ import pytest
 import sympy as sp
 
 import symroof as sr
+from symroof.hardware import CHIPS
+from symroof.models import from_hf_config
 from symroof.surfaces.cli import main
 from symroof.surfaces.cli_args import OVERRIDE as OVERRIDE_SOURCE
 from symroof.surfaces.cli_args import load_chip, size, width
@@ -329,7 +331,7 @@ def test_chips_show_figures_and_sources(runs):
     assert runs["chips-markdown"].stdout.startswith("| chip |")
     assert "- tpu-v5e peaks.bf16: " in runs["chips-markdown"].stdout
     data = json.loads(runs["chips-json"].stdout)
-    assert set(data) == set(sr.CHIPS)
+    assert set(data) == set(CHIPS)
     assert data["h100"]["hbm_bw"] == 3350 * 10**9 and data["h100"]["peaks"]["bf16"] == 989e12
     assert data["tpu-v5e"]["ridge_exact"]["bf16"] == "9850/41"
     assert "datasheet" in data["h100"]["sources"]["hbm_bw"]
@@ -582,8 +584,8 @@ def test_no_command_prints_help(capsys):
 
 
 def test_hf_configs_give_the_public_parameter_counts():
-    assert sr.from_hf_config(LLAMA3).params == 8_030_261_248
-    assert sr.from_hf_config(LLAMA2).params == 6_738_415_616
+    assert from_hf_config(LLAMA3).params == 8_030_261_248
+    assert from_hf_config(LLAMA2).params == 6_738_415_616
     assert sr.model(str(LLAMA3)).G == 8 and sr.model(str(LLAMA2)).G == 32  # GQA vs MHA
     cfg = json.loads(LLAMA3.read_text())
     assert cfg["rope_scaling"]["rope_type"] == "llama3" and cfg["torch_dtype"] == "bfloat16"

@@ -8,6 +8,7 @@ import pytest
 import sympy as sp
 
 import symroof as sr
+from symroof.hardware import collective
 from symroof.symbols import V_b as V  # (the book's V: a collective's bytes)
 from symroof.symbols import X, Y
 
@@ -139,7 +140,7 @@ def test_h100_across_nodes_hierarchical():
     (lambda: sr.mesh("tpu-v5e", "4by4"), "does not parse"),
     (lambda: sr.mesh("tpu-v5e", {"X": 0}), "positive integer size"),
     (lambda: sr.all_gather(sr.mesh("tpu-v5e", "4x4"), -5, "X"), "positive number of bytes"),
-    (lambda: sr.collective("broadcast", sr.mesh("tpu-v5e", "4x4"), 1, "X"), "unknown collec"),
+    (lambda: collective("broadcast", sr.mesh("tpu-v5e", "4x4"), 1, "X"), "unknown collec"),
     (lambda: sr.all_reduce(sr.mesh("tpu-v5e", "4x4"), 1, "X", sharp=True), "switched GPU"),
 ])
 def test_bad_input_names_the_value(call, message):

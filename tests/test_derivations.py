@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-import symroof as sr
 from symroof.derivation import Derivation, tex_escape
+from symroof.models.check import CheckReport
 from symroof.models.table import RooflineTable
+from symroof.render import document
 
 ROOT = Path(__file__).resolve().parents[1]
 DERIVATIONS = ROOT / "derivations"
@@ -209,7 +210,7 @@ def notes(derivations):
 def test_notes_are_a_list_of_publishable_items(script, notes):
     items = notes["runs"][script.name].ok().get("NOTES")
     assert isinstance(items, list) and items, f"{script.name}: NOTES must be a non-empty list"
-    kinds = (Derivation, RooflineTable, sr.CheckReport, Path)
+    kinds = (Derivation, RooflineTable, CheckReport, Path)
     for item in items:
         if isinstance(item, tuple):  # a (figure, caption) pair
             assert len(item) == 2 and isinstance(item[1], str) and item[1], item
@@ -220,7 +221,7 @@ def test_notes_are_a_list_of_publishable_items(script, notes):
             assert item.parent == notes["out"], "figures go to SYMROOF_OUT"
         if isinstance(item, Derivation):
             assert item.claims and all(ok for _, ok in item.claims), item.title
-        if isinstance(item, sr.CheckReport):
+        if isinstance(item, CheckReport):
             assert item.ok, item.label
     assert notes["printed"][script.name] == "", f"{script.name} printed while loaded as notes"
 
@@ -244,7 +245,7 @@ def _latex_body(notes) -> str:
 def test_all_latex_compiles(notes):
     out = notes["out"]  # the figures live here, so \includegraphics finds them by name
     tex = out / "derivations.tex"
-    tex.write_text(sr.document(_latex_body(notes), title="symroof derivations"),
+    tex.write_text(document(_latex_body(notes), title="symroof derivations"),
                    encoding="utf-8")
     run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error",
                           tex.name], cwd=out, capture_output=True, text=True, timeout=300)

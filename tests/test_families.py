@@ -9,6 +9,7 @@ import pytest
 import sympy as sp
 
 import symroof as sr
+from symroof.models import MoE, from_hf_config, group
 from symroof.models.attention_rows import blocks, context
 from symroof.symbols import B, S, T
 
@@ -45,7 +46,7 @@ RELEASED = {  # preset: (config file, parameters, source)
 @pytest.mark.parametrize("name", RELEASED)
 def test_released_parameter_counts_from_presets_and_configs(name):
     config, params, _source = RELEASED[name]
-    preset, read = sr.model(name), sr.from_hf_config(DATA / f"{config}.config.json")
+    preset, read = sr.model(name), from_hf_config(DATA / f"{config}.config.json")
     assert preset.params == read.params == params
     assert preset.params == sum(preset.param_breakdown().values())
     assert preset.source.startswith("https://huggingface.co/")
@@ -69,7 +70,7 @@ def test_qwen3_as_its_release_says():
             "num_key_value_heads": 8}
     for (D, F, L, H, tied), total in (((2560, 9728, 36, 32, True), 8_044_936_192),
                                       ((5120, 25600, 64, 64, False), 65_524_246_528)):
-        m = sr.from_hf_config(base | {"hidden_size": D, "intermediate_size": F,
+        m = from_hf_config(base | {"hidden_size": D, "intermediate_size": F,
                                       "num_hidden_layers": L, "num_attention_heads": H,
                                       "tie_word_embeddings": tied})
         assert 2 * m.params == total  # Qwen3-4B and Qwen3-32B safetensors index total_size
@@ -93,7 +94,7 @@ def test_unknown_model_type_lists_the_known_and_missing_fields_are_named():
     with pytest.raises(ValueError, match=r"model_type 'mamba' is not supported \(supported: "
                                          r"deepseek_v3, gemma, gemma2, gpt2, gpt_neox, llama, "
                                          r"mistral, mixtral, phi3, qwen2, qwen2_moe, qwen3\)"):
-        sr.from_hf_config({"model_type": "mamba"})
+        from_hf_config({"model_type": "mamba"})
     for config, field in [("mixtral-8x7b", "num_local_experts"), ("gpt2", "n_positions"),
                           ("deepseek-v3", "kv_lora_rank"), ("qwen1.5-moe-a2.7b", "num_experts"),
                           ("gemma-2-9b", "head_dim"), ("pythia-160m", "intermediate_size"),
@@ -101,14 +102,14 @@ def test_unknown_model_type_lists_the_known_and_missing_fields_are_named():
         cfg = sr.models.presets.json.loads((DATA / f"{config}.config.json").read_text())
         del cfg[field]
         if field == "head_dim":  # Gemma's 256 is not D / H: without it D / H is taken
-            assert sr.from_hf_config(cfg).d_h == 3584 // 16
+            assert from_hf_config(cfg).d_h == 3584 // 16
             continue
         with pytest.raises(ValueError, match=rf"missing field\(s\) {field} "):
-            sr.from_hf_config(cfg)
+            from_hf_config(cfg)
     with pytest.raises(ValueError, match="'hidden_act' = 'relu'"):
-        sr.from_hf_config({**_cfg("pythia-160m"), "hidden_act": "relu"})
+        from_hf_config({**_cfg("pythia-160m"), "hidden_act": "relu"})
     with pytest.raises(ValueError, match="'n_layer' must be a positive integer.*'12'"):
-        sr.from_hf_config({**_cfg("gpt2"), "n_layer": "12"})
+        from_hf_config({**_cfg("gpt2"), "n_layer": "12"})
 
 
 def _cfg(name):
@@ -116,17 +117,17 @@ def _cfg(name):
 
 
 def test_family_fields_read_from_configs():
-    gemma2, neox = sr.from_hf_config(_cfg("gemma-2-9b")), sr.from_hf_config(_cfg("pythia-160m"))
+    gemma2, neox = from_hf_config(_cfg("gemma-2-9b")), from_hf_config(_cfg("pythia-160m"))
     assert (gemma2.window, gemma2.window_pattern, gemma2.local_layers) == (4096, (True, False),
                                                                            21)
     assert gemma2.attn_softcap == 50 and gemma2.final_softcap == 30 and gemma2.post_norms
     assert gemma2.w_bytes == 4  # the base checkpoint is float32
     assert (neox.rotary, neox.parallel_residual, neox.act) == (16, True, "gelu")
-    ds = sr.from_hf_config(_cfg("deepseek-v3"))
+    ds = from_hf_config(_cfg("deepseek-v3"))
     assert ds.w_bytes == 1 and "multi-token-prediction" in ds.notes[0]
     assert (ds.moe.dense_layers, ds.moe.groups, ds.moe.scale) == (3, 8, sp.Rational(5, 2))
-    assert sr.from_hf_config(_cfg("qwen1.5-moe-a2.7b")).window is None  # use_sliding_window
-    assert sr.from_hf_config(_cfg("phi-3-mini-4k-instruct")).window == 2047
+    assert from_hf_config(_cfg("qwen1.5-moe-a2.7b")).window is None  # use_sliding_window
+    assert from_hf_config(_cfg("phi-3-mini-4k-instruct")).window == 2047
 
 
 def test_window_context_pairs_and_blocks():
@@ -171,7 +172,7 @@ def test_moe_rows_follow_the_routing():
         m.ops(2, 1, 9, tokens_per_expert=[3, 1, 0, 0, 0, 0, 0, 0])
     with pytest.raises(ValueError, match="gives 2 layers of counts"):
         m.ops(1, 1, 9, tokens_per_expert=[[1, 1, 0, 0, 0, 0, 0, 0]] * 2)
-    sym = sr.Transformer(moe=sr.MoE(E=8, k=2, F=100))
+    sym = sr.Transformer(moe=MoE(E=8, k=2, F=100))
     assert sym.ops(B, T, 0)["moe/up"].weight_bytes.has(sp.Min)  # min(E, n k) experts
     assert sp.expand(sym.matmul_params - sr.Transformer().matmul_params) != 0
 
@@ -193,14 +194,14 @@ def test_flash_and_fused_share_bytes_and_groups_cover_every_family():
         fused, flash = m.ops(2, 7, 300, attention="fused"), m.ops(2, 7, 300, attention="flash")
         assert fused["attn/core"].bytes == flash["attn/core"].bytes
         rows = m.ops(B, T, S - T)
-        assert sp.expand(sum(rows.values()).flops - sum(sr.group(rows).values()).flops) == 0
+        assert sp.expand(sum(rows.values()).flops - sum(group(rows).values()).flops) == 0
 
 
 @pytest.mark.parametrize("name", ["mixtral-8x7b", "deepseek-v3", "gemma-2-9b", "gpt2"])
 def test_reports_of_the_families_compile(name):
     m, h100 = sr.model(name), sr.chip("h100")
     fast = sr.roofline_table(m, h100, batch=4, new_tokens=1, cached=9000)
-    exact = sr.group(m.ops(4, 1, 9000, last_only=True, attention="fused"))
+    exact = group(m.ops(4, 1, 9000, last_only=True, attention="fused"))
     assert sum(exact.values()).flops == fast.total.flops
 
 

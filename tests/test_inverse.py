@@ -11,6 +11,7 @@ import pytest
 import sympy as sp
 
 import symroof as sr
+from symroof.models import saved_activations
 from symroof.models.training_memory import _KEPT, _RECOMPUTE, _fused, _rerun
 from symroof.symbols import B, D, F, L, M, T, X, Y, Z
 
@@ -104,7 +105,7 @@ THREE = ("layer_input", "mlp/gate", "mlp/up")
 
 def test_remat_tuple_is_the_books_checkpoint_after_three_matmuls():
     llama13 = sr.model("llama-2-13b")  # D = 5120, F = 13824, L = 40 (its released config)
-    kept = sr.saved_activations(llama13, 16 * 10**6, 1, THREE)
+    kept = saved_activations(llama13, 16 * 10**6, 1, THREE)
     per_layer = sum(kept[k] for k in THREE)
     # ch. 5 problem 2: 2 L B (D + 2F) in bf16, "~4.2e13 = 42TB" at 16M tokens
     assert per_layer == (2 * L * B * (D + 2 * F)).subs({L: 40, B: 16 * 10**6, D: 5120,
@@ -135,7 +136,7 @@ def test_remat_tuple_reruns_what_the_backward_reads_and_is_not_kept():
 ])
 def test_bad_remat_tuple(remat, message):
     with pytest.raises(ValueError, match=message):
-        sr.saved_activations(sr.Transformer(), B, 8, remat)
+        saved_activations(sr.Transformer(), B, 8, remat)
 
 
 def test_crossover_select_with_symbolic_roots():

@@ -7,6 +7,8 @@ import subprocess
 import pytest
 
 import symroof as sr
+from symroof.derivation import Derivation
+from symroof.render import document
 from symroof.symbols import B, D, F, N
 
 needs_pdflatex = pytest.mark.skipif(shutil.which("pdflatex") is None and not os.environ.get("CI"),
@@ -15,7 +17,7 @@ needs_pdflatex = pytest.mark.skipif(shutil.which("pdflatex") is None and not os.
 
 def objects():
     h100, m = sr.chip("h100"), sr.model("llama-3.1-8b")
-    d = sr.Derivation("Matmul intensity_test & 50%", source="the book, ch. 1")
+    d = Derivation("Matmul intensity_test & 50%", source="the book, ch. 1")
     d.step("bf16 X[B,D] @ W[D,F]", r"\text{AI}", sr.matmul(B, D, F).intensity, because="B << D")
     d.claim("B ~ 240 on v5e", True)
     return {
@@ -43,7 +45,7 @@ def test_every_latex_form_compiles(tmp_path):
         inline = not body.lstrip().startswith(("\\begin{tabular}", "\\begin{table}",
                                                "\\subsection"))
         parts.append(f"\\paragraph{{{name}}}\n" + (f"\\[ {body} \\]" if inline else body))
-    (tmp_path / "all.tex").write_text(sr.document("\n\n".join(parts)))
+    (tmp_path / "all.tex").write_text(document("\n\n".join(parts)))
     run = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "all.tex"],
                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stdout[-2000:]

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import symroof as sr
+from symroof.models import group
 from symroof.plots import (
     attention_share_plot,
     collective_plot,
@@ -43,7 +44,7 @@ def test_ops_roofline_places_both_phases_on_the_roof(ops_fig):
     for x, y in np.vstack([prefill.get_offsets(), decode.get_offsets()]):
         assert y == pytest.approx(min(peak, x * bw))
     # decode MLP at B = 64: 2*64*D*F*3*L FLOPs over 3*L*D*F*2 weight bytes + activations
-    mlp = sr.group(LLAMA.ops(64, 1, 2047, last_only=True, attention="fused"))["MLP"]
+    mlp = group(LLAMA.ops(64, 1, 2047, last_only=True, attention="fused"))["MLP"]
     assert float(mlp.intensity) == pytest.approx(62.7, abs=0.05)
     assert any(x == pytest.approx(float(mlp.intensity)) for x, _ in decode.get_offsets())
     assert "embedding (prefill), KV write (prefill)" in ops_fig.texts[0].get_text()

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 import symroof as sr
+from symroof.models import MODELS
 from symroof.models.sanity import step_warnings
+from symroof.models.table import RooflineTable
 
 H100 = sr.chip("h100")
 DATA = Path(__file__).resolve().parent / "data"
@@ -18,7 +20,7 @@ MAX_POSITIONS = {"llama-3.1-8b": 131072, "llama-3.1-70b": 131072, "llama-3.1-405
                  "llama-2-7b": 4096, "llama-2-13b": 4096, "mistral-7b": 32768, "tiny": None}
 
 
-@pytest.mark.parametrize("name", sr.MODELS)
+@pytest.mark.parametrize("name", MODELS)
 def test_every_preset_states_its_maximum_context(name):
     m = sr.model(name)
     assert m.max_position == MAX_POSITIONS.get(name, m.max_position)
@@ -64,7 +66,7 @@ def test_tables_carry_the_warnings_in_every_form():
     assert all(f"> **warning:** {w}" in t.to_markdown() for w in t.warnings)
     assert t.to_latex().count(r"\textbf{warning:}") == 3
     assert t.as_dict()["warnings"] == list(t.warnings)
-    assert sr.RooflineTable(rows=t.rows, chip=H100).warnings == ()  # rows alone: no model
+    assert RooflineTable(rows=t.rows, chip=H100).warnings == ()  # rows alone: no model
 
 
 def _config(tmp_path, name="config.json", **changes):

@@ -11,6 +11,7 @@ import pytest
 import sympy as sp
 
 import symroof as sr
+from symroof.parallel import cost_per_million_tokens, latency_throughput
 from symroof.parallel.sizing import kv_evictions, moe_critical_batch, prefill_decode_ratio
 
 P8, P70 = 8_030_261_248, 70_553_706_496
@@ -74,7 +75,7 @@ def test_decode_never_turns_compute_bound_at_long_context_and_says_so():
 def test_latency_throughput_curve_matches_single_plans():
     mesh = sr.mesh("tpu-v5e", "2x2")
     batches, contexts = np.array([1, 8, 64])[:, None], np.array([1024, 4096])[None, :]
-    c = sr.latency_throughput("llama-3.1-8b", mesh, context=contexts, batches=batches)
+    c = latency_throughput("llama-3.1-8b", mesh, context=contexts, batches=batches)
     for i, b in enumerate((1, 8, 64)):
         for j, s in enumerate((1024, 4096)):
             exact = float(sr.serve("llama-3.1-8b", mesh, batch=b, context=s).time.lower)
@@ -105,8 +106,8 @@ def test_bad_input(kwargs, message):
 def test_cost_needs_a_source():
     plan = sr.serve("llama-3.1-8b", sr.mesh("tpu-v5e", "2x2"), batch=64, context=2048)
     with pytest.raises(ValueError, match="source"):
-        sr.cost_per_million_tokens(plan, 1.2, "")
-    per_m = sr.cost_per_million_tokens(plan, 1.2, "book ch. 8")
+        cost_per_million_tokens(plan, 1.2, "")
+    per_m = cost_per_million_tokens(plan, 1.2, "book ch. 8")
     assert per_m == sp.Rational(12, 10) * 4 * plan.time.lower / (3600 * 64) * 10**6
 
 

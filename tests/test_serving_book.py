@@ -14,6 +14,7 @@ import pytest
 import sympy as sp
 
 import symroof as sr
+from symroof.parallel import latency_throughput
 from symroof.symbols import B
 
 V5E_4x4 = sr.mesh("tpu-v5e", "4x4")
@@ -77,13 +78,13 @@ def test_decode_ici_condition_is_the_books_f_over_b_beta():
 
 
 def test_latency_throughput_in_the_books_form():
-    curve = sr.latency_throughput("llama-3.1-70b", V5E_4x4, context=8192, batches=[1, 138],
+    curve = latency_throughput("llama-3.1-70b", V5E_4x4, context=8192, batches=[1, 138],
                                   weights="int8", kv="int8", form="book")
     # ch. 8: "from 5.5ms with low batch size to 20 ms with very large batches"
     assert [round(float(t) * 1e3, 1) for t in curve["latency"]] == [5.5, 20.2]
     assert int(curve["max_batch"]) == 138
     with pytest.raises(ValueError, match="form must be 'plan' or 'book'"):
-        sr.latency_throughput("llama-3.1-8b", V5E_4x4, context=8, batches=[1], form="x")
+        latency_throughput("llama-3.1-8b", V5E_4x4, context=8, batches=[1], form="x")
 
 
 def test_flops_per_dollar_and_mfu():

@@ -11,6 +11,7 @@ import pytest
 import sympy as sp
 
 import symroof as sr
+from symroof.hardware import collective
 from symroof.symbols import B, D, V_b
 
 US = 1e-6
@@ -61,7 +62,7 @@ def _rounded(seconds: float, rounding: str) -> float:
 @pytest.mark.parametrize("what, where, kind, V, axes, by_hand, book, rounding", COLLECTIVES,
                          ids=[c[0] for c in COLLECTIVES])
 def test_collective_times_match_the_book(what, where, kind, V, axes, by_hand, book, rounding):
-    c = sr.collective(kind, sr.mesh(*where), V, axes)
+    c = collective(kind, sr.mesh(*where), V, axes)
     assert float(c.net_time) == pytest.approx(by_hand, rel=1e-12)
     assert _rounded(float(c.net_time), rounding) == pytest.approx(_rounded(book, rounding),
                                                                   rel=1e-12)

@@ -8,6 +8,7 @@ import pytest
 import sympy as sp
 
 import symroof as sr
+from symroof.models import MODELS, group
 from symroof.models.compiled import compiled_table
 from symroof.models.table import RooflineTable
 
@@ -35,9 +36,8 @@ def test_compiled_table_equals_the_exact_rows(case):
     fast = sr.roofline_table(model, chip, batch=b, new_tokens=t, cached=c, dtype=dtype,
                              groups=groups, attention=attention, last_only=last_only)
     rows = model.ops(b, t, c, last_only=last_only, attention=attention)
-    slow = RooflineTable(rows=sr.group(rows) if groups else rows, chip=chip, dtype=dtype,
-                         whole=model.whole(b, t, c, last_only=last_only),
-                             notes=fast.notes)
+    slow = RooflineTable(rows=group(rows) if groups else rows, chip=chip, dtype=dtype,
+                         whole=model.whole(b, t, c, last_only=last_only), notes=fast.notes)
     assert "_step" in vars(fast) and "_step" not in vars(slow)  # two paths, not one twice
     assert fast.numbers == slow.numbers and fast == slow  # exact counts, floats bit for bit
     assert fast.rows == slow.rows and fast.whole == slow.whole  # built on demand
@@ -82,7 +82,7 @@ def test_tables_are_immutable():
     assert repr(table) == "<RooflineTable '': 18 rows on h100, bf16>"
 
 
-@pytest.mark.parametrize("name", sr.MODELS)
+@pytest.mark.parametrize("name", MODELS)
 def test_every_preset_compiles_to_its_exact_rows(name):
     """Windows (Min, Max), mixtures of experts and the rest: compiled, not the slow path."""
     model = sr.model(name)

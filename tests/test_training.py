@@ -6,6 +6,7 @@ import sympy as sp
 
 import symroof as sr
 from symroof.cost import Cost
+from symroof.models import saved_activations
 from symroof.models.training import ATTENTION_MATMUL_KEYS, MATMUL_KEYS
 from symroof.symbols import B, D, F, G, H, L, S, V, d_h
 
@@ -88,7 +89,7 @@ def test_fused_attention_recomputes_scores_in_its_backward():
     naive = flops(sr.train_ops(M, B, S), ATTENTION_MATMUL_KEYS, "useful_flops")
     ratio = sp.limit(sp.limit(fused / naive, d_h, sp.oo), S, sp.oo)
     assert ratio == sp.Rational(14, 12)  # forward 4 + backward 10 (5 matmuls) vs 12
-    assert "attn/softmax" not in sr.saved_activations(M, B, S, attention="fused")
+    assert "attn/softmax" not in saved_activations(M, B, S, attention="fused")
 
 
 def test_optimizer_row_and_widths():
@@ -101,14 +102,16 @@ def test_optimizer_row_and_widths():
     assert rows["bwd/mlp/down/dx"].weight_bytes == L * D * F * 2   # reads W at w_bytes
 
 
-def test_train_ops_method_delegates():
-    assert M.train_ops(B, S, "selective") == sr.train_ops(M, B, S, "selective")
+def test_one_spelling_of_train_ops():
+    # sr.train_ops(model, ...) is the one name: a method on Transformer was a second
+    # spelling, and an import circle (transformer -> training -> transformer)
+    assert not hasattr(M, "train_ops") and not hasattr(sr.Transformer, "from_hf_config")
 
 
 def test_memory_parts_and_the_books_ten_bytes():
     mem = sr.train_memory(M, B, S)
     assert list(mem) == ["params", "grads", "master", "moments", "activations"]
-    assert mem["activations"] == sum(sr.saved_activations(M, B, S).values())
+    assert mem["activations"] == sum(saved_activations(M, B, S).values())
     assert sp.simplify((mem["params"] + mem["grads"] + mem["moments"]) / M.params) == 12
     book = sr.train_memory(M, B, S, grad_bytes=0)
     assert sp.simplify(sum(v for k, v in book.items() if k != "activations") / M.params) == 10
@@ -117,19 +120,19 @@ def test_memory_parts_and_the_books_ten_bytes():
 
 
 def test_saved_activations_match_the_books_counts():
-    per_layer_token = {k: v / (L * TOKENS * 2) for k, v in sr.saved_activations(M, B, S).items()
+    per_layer_token = {k: v / (L * TOKENS * 2) for k, v in saved_activations(M, B, S).items()
                        if k not in ("final_input", "final_norm", "lm_head", "loss")}
     softmax = per_layer_token.pop("attn/softmax")
     assert softmax == H * S                             # the S x S matrix the book leaves out
     mha = {G: H, F: 4 * D, d_h: D / H}                 # book 5.5: about 20 D per token, layer
     assert sp.simplify(sum(per_layer_token.values()).subs(mha)) == 20 * D
-    full = sr.saved_activations(M, B, S, "full")
+    full = saved_activations(M, B, S, "full")
     assert full["layer_input"] == 2 * B * S * D * L     # block remat: 2 B T D L bytes
-    kept = sr.saved_activations(M, B, S, "matmul_outputs")
+    kept = saved_activations(M, B, S, "matmul_outputs")
     assert set(kept) - {"final_input", "final_norm", "lm_head", "loss"} == {
         "layer_input", "attn/q_proj", "attn/k_proj", "attn/v_proj", "attn/o_proj",
         "mlp/gate", "mlp/up"}
-    assert "attn/softmax" not in sr.saved_activations(M, B, S, "selective")
+    assert "attn/softmax" not in saved_activations(M, B, S, "selective")
 
 
 @pytest.mark.parametrize("call, message", [
@@ -137,7 +140,7 @@ def test_saved_activations_match_the_books_counts():
     (lambda: sr.train_memory(M, B, S, "fulll"), "unknown remat policy 'fulll'"),
     (lambda: sr.train_ops(M, 0, S), "batch must be a positive integer .* got 0"),
     (lambda: sr.train_memory(M, B, -4), "seq must be a positive integer .* got -4"),
-    (lambda: sr.saved_activations(M, B, 0), "seq must be a positive integer .* got 0"),
+    (lambda: saved_activations(M, B, 0), "seq must be a positive integer .* got 0"),
     (lambda: sr.train_ops(M, B, S, attention="flash"), "attention must be one of"),
     (lambda: sr.train_memory(M, B, S, grad_bytes=-2), "grad_bytes must be a non-negative"),
     (lambda: sr.train_memory(M, B, S, n_moments=1.5), "n_moments must be a non-negative"),
@@ -150,7 +153,7 @@ def test_bad_input_is_named(call, message):
 
 def test_totals_are_sums_of_rows_at_numbers():
     tiny = sr.model("tiny")
-    rows = tiny.train_ops(4, 16, "matmul_outputs")
+    rows = sr.train_ops(tiny, 4, 16, "matmul_outputs")
     total = sum(rows.values())
     assert total.flops == sum(c.flops for c in rows.values())
     assert all(c.flops.is_Integer and c.act_bytes.is_Integer for c in rows.values())

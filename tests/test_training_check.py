@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 import symroof as sr
 from symroof.cost import Cost
+from symroof.models import MODELS, REMAT_POLICIES, saved_activations
 from symroof.numeric import (
     BACKWARD_READS,
     REMAT,
@@ -21,7 +22,7 @@ from symroof.numeric import train as numeric_train
 from symroof.numeric.optimizer import _get, _leaves
 
 TINY = sr.model("tiny")
-POLICIES = list(sr.REMAT_POLICIES)
+POLICIES = list(REMAT_POLICIES)
 SMALL = Config(D=8, F=12, L=2, H=4, G=2, d_h=4, V=16)
 
 
@@ -30,7 +31,7 @@ def test_tiny_every_policy(remat):
     report = sr.check_training(TINY, 2, 6, remat)
     assert report.ok, str(report)
     assert {m.removeprefix("saved/") for m in report.rows if m.startswith("saved/")} == set(
-        sr.saved_activations(TINY, 2, 6, remat))
+        saved_activations(TINY, 2, 6, remat))
 
 
 @pytest.mark.parametrize("widths, state", [
@@ -119,14 +120,16 @@ def test_the_backward_reads_every_tensor_none_keeps(tensor, monkeypatch):
 
 
 def test_a_planted_backward_flop_is_caught_and_named(monkeypatch):
-    train_ops = sr.Transformer.train_ops
+    from symroof.models import check_training
 
-    def off_by_one(self, *args, **kwargs):
-        rows = train_ops(self, *args, **kwargs)
+    train_ops = check_training.train_ops
+
+    def off_by_one(*args, **kwargs):
+        rows = train_ops(*args, **kwargs)
         rows["bwd/attn/softmax"] = rows["bwd/attn/softmax"] + Cost(flops=1)
         return rows
 
-    monkeypatch.setattr(sr.Transformer, "train_ops", off_by_one)
+    monkeypatch.setattr(check_training, "train_ops", off_by_one)
     report = sr.check_training(TINY, 1, 3, "selective")
     assert [(m.op, m.quantity) for m in report.mismatches] == [
         ("bwd/attn/softmax", "flops"), ("bwd/attn/softmax", "useful_flops")]
@@ -168,7 +171,7 @@ def test_bad_input_is_named(call, message):
         call()
 
 
-DENSE = [name for name, m in sr.MODELS.items() if m.moe is None and m.mla is None
+DENSE = [name for name, m in MODELS.items() if m.moe is None and m.mla is None
          and m.norm == "rms" and m.gated and not m.fused_qkv and not m.post_norms
          and m.positions == "rope" and m.act == "silu" and not m.qk_norm]  # the Llama family
 

@@ -4,6 +4,7 @@ import pytest
 import sympy as sp
 
 import symroof as sr
+from symroof.models import MODELS, from_hf_config, group
 from symroof.symbols import B, D, F, G, H, L, S, T, V, d_h
 
 # Released checkpoints' parameter counts (model cards / safetensors index totals).
@@ -25,7 +26,7 @@ def test_preset_parameter_counts(name, params):
 
 
 def test_every_preset_loads_and_has_consistent_heads():
-    for name, m in sr.MODELS.items():
+    for name, m in MODELS.items():
         assert sr.model(name.upper()) is m
         assert (m.H / m.G).is_integer
         assert m.params == sum(m.param_breakdown().values())
@@ -45,7 +46,7 @@ def test_symbolic_parameter_formulas():
 def test_total_is_sum_of_rows_and_groups_partition_rows():
     m = sr.Transformer()
     rows = m.ops(B, T, S - T)
-    groups = sr.group(rows)
+    groups = group(rows)
     assert sp.expand(sum(rows.values()).flops - sum(groups.values()).flops) == 0
     assert sp.expand(sum(rows.values()).bytes - sum(groups.values()).bytes) == 0
 
@@ -131,20 +132,20 @@ def test_hf_config_errors(tmp_path):
     bad = tmp_path / "config.json"
     bad.write_text("{not json")
     with pytest.raises(ValueError, match="not valid JSON"):
-        sr.from_hf_config(bad)
+        from_hf_config(bad)
     with pytest.raises(ValueError, match="not found"):
-        sr.from_hf_config(tmp_path / "missing.json")
+        from_hf_config(tmp_path / "missing.json")
     with pytest.raises(ValueError, match="model_type 'bert' is not supported.*deepseek_v3.*gpt2"):
-        sr.from_hf_config({"model_type": "bert"})
+        from_hf_config({"model_type": "bert"})
     with pytest.raises(ValueError, match="num_local_experts"):  # experts: model_type mixtral
-        sr.from_hf_config({"model_type": "mistral", "num_local_experts": 8})
+        from_hf_config({"model_type": "mistral", "num_local_experts": 8})
     with pytest.raises(ValueError, match="missing field.*vocab_size"):
-        sr.from_hf_config({"model_type": "llama", "hidden_size": 8, "intermediate_size": 8,
+        from_hf_config({"model_type": "llama", "hidden_size": 8, "intermediate_size": 8,
                            "num_hidden_layers": 1, "num_attention_heads": 2})
 
 
 def test_qwen2_config_has_qkv_bias():
-    qwen = sr.from_hf_config({"model_type": "qwen2", "hidden_size": 896,
+    qwen = from_hf_config({"model_type": "qwen2", "hidden_size": 896,
                               "intermediate_size": 4864, "num_hidden_layers": 24,
                               "num_attention_heads": 14, "num_key_value_heads": 2,
                               "vocab_size": 151936, "tie_word_embeddings": True})
@@ -163,23 +164,23 @@ LLAMA2_7B = {"model_type": "llama", "hidden_size": 4096, "intermediate_size": 11
 ])
 def test_hf_config_malformed_fields_are_named(field, value):
     with pytest.raises(ValueError, match=f"config field '{field}' must be .*{value!r}"):
-        sr.from_hf_config({**LLAMA2_7B, field: value})
+        from_hf_config({**LLAMA2_7B, field: value})
 
 
 def test_hf_config_null_kv_heads_means_mha_and_bad_files_are_named(tmp_path):
-    assert sr.from_hf_config({**LLAMA2_7B, "num_key_value_heads": None}).G == 32
+    assert from_hf_config({**LLAMA2_7B, "num_key_value_heads": None}).G == 32
     binary = tmp_path / "config.json"
     binary.write_bytes(b"\xff\xfe{\x00")
     with pytest.raises(ValueError, match="config.json.*not UTF-8"):
-        sr.from_hf_config(binary)
+        from_hf_config(binary)
     with pytest.raises(ValueError, match="is a folder"):
-        sr.from_hf_config(tmp_path)
+        from_hf_config(tmp_path)
 
 
 def test_sliding_window_is_read_and_modelled():
     cfg = {**LLAMA2_7B, "model_type": "mistral", "sliding_window": 4096}
-    assert sr.from_hf_config(cfg).window == 4096
-    assert sr.from_hf_config({**cfg, "use_sliding_window": False}).window is None
+    assert from_hf_config(cfg).window == 4096
+    assert from_hf_config({**cfg, "use_sliding_window": False}).window is None
     mistral = sr.model("mistral-7b")
     full = mistral.replace(window=None)
     assert mistral.ops(1, 1, 4095) == full.ops(1, 1, 4095)  # the whole window: no change

@@ -15,6 +15,7 @@ import os
 import pytest
 
 import symroof as sr
+from symroof.models import MoE
 
 # f32 throughout: element counts are compared, never bytes, and the CPU backend computes
 # bf16 in f32 anyway; without the converts XLA compiles these layers in half the time
@@ -199,7 +200,7 @@ def test_layouts_the_oracle_cannot_compile_are_refused():
     wide = sr.serve(odd, sr.mesh("tpu-v5e", "2x4"), sr.Step(B, context=S), weights="fp32")
     with pytest.raises(ValueError, match="G = 4 KV heads need leading axes"):
         serve_case_of(wide)
-    moe = sr.serve(SERVE.replace(moe=sr.MoE(E=4, k=2, F=256), name="toy-moe"),
+    moe = sr.serve(SERVE.replace(moe=MoE(E=4, k=2, F=256), name="toy-moe"),
                    sr.mesh("tpu-v5e", {"X": 4}, custom=True), sr.Step(B, context=S))
     with pytest.raises(ValueError, match="dense gated"):
         serve_case_of(moe)

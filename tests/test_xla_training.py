@@ -9,6 +9,7 @@ import os
 import pytest
 
 import symroof as sr
+from symroof.models import MoE
 
 TOY = sr.Transformer(D=128, F=512, L=2, H=8, G=8, d_h=16, V=256, name="toy")
 B, SEQ = 4096, 16
@@ -85,7 +86,7 @@ def test_pipelines_and_zero12_are_refused_with_a_reason():
     z1 = sr.train_plan(TOY, line8, "zero1", batch_tokens=B, seq=SEQ)
     with pytest.raises(ValueError, match="ZeRO-1/2 gather the updated weights"):
         layer_case_of(z1)
-    moe = TOY.replace(moe=sr.MoE(E=8, k=2, F=512), name="toy-moe")
+    moe = TOY.replace(moe=MoE(E=8, k=2, F=512), name="toy-moe")
     ep = sr.train_plan(moe, line8, "ep", batch_tokens=B, seq=SEQ)
     with pytest.raises(ValueError, match="no experts to split"):
         layer_case_of(ep)

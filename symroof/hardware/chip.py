@@ -29,6 +29,7 @@ from ..symbols import C as _C
 from ..symbols import M as _M
 from ..symbols import W as _W
 from ..symbols import W_net as _W_net
+from ..symbols import quantity
 from .chips import RECORDS as _RECORDS
 from .topology import Level, Switched, Torus
 from .topology import exact_figure as _exact
@@ -255,7 +256,7 @@ def chip(name: str | os.PathLike | Chip) -> Chip:
                                                  or os.path.isfile(name)):
         from .chip_file import read_chip_file
 
-        return read_chip_file(name)
+        return read_chip_file(name, Chip, chip)
     key = name.strip().lower().replace("_", "-") if isinstance(name, str) else name
     if not isinstance(key, str) or key not in CHIPS:
         raise ValueError(f"unknown chip {name!r}; known chips: {', '.join(CHIPS)}")
@@ -304,11 +305,11 @@ def symbolic_chip(name: str = "symbolic", C: Any = _C, W: Any = _W,
     """
 
     def sym(value):
-        return sp.Symbol(value, positive=True) if isinstance(value, str) else value
+        return quantity(value) if isinstance(value, str) else value
 
     peaks = {"bf16": sym(C)}
     if isinstance(peaks["bf16"], sp.Symbol):
-        peaks["int8"] = sp.Symbol(f"{peaks['bf16'].name}_int8", positive=True)
+        peaks["int8"] = quantity(f"{peaks['bf16'].name}_int8")
     sources = {f"peaks.{dtype}": "symbolic" for dtype in peaks}
     sources.update({key: "symbolic" for key in _FIGURES})
     return Chip(name, peaks, sym(W), _M, sym(W_net), sources)

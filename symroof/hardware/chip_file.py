@@ -8,13 +8,14 @@ higher-precision one (fp4 under fp8), or a base's peak left over beside a same-w
 neighbour that was overridden (fp16 kept from the base when bf16 was changed).
 
 >>> import json, pathlib, tempfile, warnings
+>>> import symroof as sr
 >>> folder = pathlib.Path(tempfile.mkdtemp())
 >>> path = folder / "faster.json"
 >>> _ = path.write_text(json.dumps({"base": "b200", "peaks": {
 ...     "bf16": [5e15, "a guess"], "fp8": [1e16, "a guess"]}}))
 >>> with warnings.catch_warnings(record=True) as seen:
 ...     warnings.simplefilter("always")
-...     c = read_chip_file(path)
+...     c = sr.chip(str(path))          # the same as read_chip_file(path, Chip, chip)
 >>> c.name, c.peak("fp8")
 ('faster', 10000000000000000)
 >>> (warning,) = seen
@@ -97,15 +98,19 @@ def _figure(value: Any, where: str) -> tuple[Any, str]:
     return value[0], value[1]
 
 
-def read_chip_file(path: str | Path) -> Any:
-    """The ``Chip`` of a JSON record (module docstring); bad records fail in one line naming
-    the file and the field, inconsistent peaks warn.
+def read_chip_file(path: str | Path, Chip: Any, chip: Any) -> Any:
+    """The ``Chip`` of a JSON record (module docstring), made with ``Chip`` (the record type)
+    and ``chip`` (the preset lookup, for ``base``), which :func:`symroof.hardware.chip`
+    passes in; bad records fail in one line naming the file and the field, inconsistent
+    peaks warn.
 
-    >>> read_chip_file("docs/example-chip.json").critical_intensity("fp8")
+    >>> import symroof as sr
+    >>> sr.chip("docs/example-chip.json").critical_intensity("fp8")
     40000/67
     """
-    from .chip import CHIPS, Chip, chip
+    from .chips import RECORDS
 
+    presets = [r["name"] for r in RECORDS]
     path = Path(path)
     where = f"chip file '{path.name}'"
     if not path.is_file():
@@ -135,14 +140,14 @@ def read_chip_file(path: str | Path) -> Any:
             missing = [k for k in _KNOWN[2:] if k not in record]
             if missing:
                 raise ValueError(f"needs {', '.join(missing)} (or a \"base\" preset to start "
-                                 f"from: {', '.join(CHIPS)})")
+                                 f"from: {', '.join(presets)})")
             out = Chip(name, {d: v for d, (v, _) in peaks.items()},
                        sources={**{f"peaks.{d}": s for d, (_, s) in peaks.items()},
                                 **{k: s for k, (_, s) in figures.items()}},
                        **{k: v for k, (v, _) in figures.items()})
         else:
             if not isinstance(base, str):
-                raise ValueError(f"base must be a preset name ({', '.join(CHIPS)}), got "
+                raise ValueError(f"base must be a preset name ({', '.join(presets)}), got "
                                  f"{json.dumps(base)}")
             out = chip(base).replace(name=name)
             for d, (value, source) in peaks.items():

@@ -8,12 +8,15 @@ memory, the exact checks against the counted NumPy twin).
 8030261248
 """
 
-from .presets import MODELS, from_hf_config, model
-from .spec import MLA, MoE
-from .training import train_ops
-from .training_memory import REMAT_POLICIES, saved_activations, train_memory
-from .transformer import OP_GROUPS, Transformer, group
+from ..lazy import attach
 
-__all__ = ["Transformer", "MoE", "MLA", "OP_GROUPS", "group", "MODELS", "model",
-           "from_hf_config", "train_ops", "train_memory", "saved_activations",
-           "REMAT_POLICIES"]
+#: public name -> its module, imported when the name is first read (see symroof.lazy)
+_NAMES = {
+    **dict.fromkeys(("MODELS", "model", "from_hf_config"), ".presets"),
+    **dict.fromkeys(("MLA", "MoE"), ".spec"), "train_ops": ".training",
+    **dict.fromkeys(("REMAT_POLICIES", "saved_activations", "train_memory"),
+                    ".training_memory"),
+    **dict.fromkeys(("OP_GROUPS", "Transformer", "group"), ".transformer"),
+}
+__getattr__, __dir__ = attach(__name__, _NAMES)
+__all__ = list(_NAMES)

@@ -2,20 +2,16 @@
 
 The NumPy side (:mod:`symroof.numeric`) counts FLOPs and bytes from the arrays each op
 touches at run time; it never sees a formula. This module substitutes the same numbers into
-:meth:`Transformer.ops` and compares five quantities per op with exact integer equality.
-
->>> import symroof as sr
->>> report = sr.check(sr.model("tiny"), batch=2, new_tokens=3, cached=4)
->>> report.ok, len(report.rows)
-(True, 20)
+:meth:`Transformer.ops` and compares five quantities per op with exact integer equality
+(:func:`check` has an example).
 """
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import sympy as sp
 
 from ..cost import as_dimension
@@ -208,10 +204,15 @@ def check(model: Transformer, batch: int, new_tokens: int, cached: int = 0, *,
 
     The NumPy model holds everything in float64; a run estimated to need more than
     ``max_bytes`` (default 2 GiB) is refused with the estimate, not started.
+
+    >>> import symroof as sr
+    >>> report = check(sr.model("tiny"), batch=2, new_tokens=3, cached=4)
+    >>> report.ok, len(report.rows)
+    (True, 20)
     """
     B = int(as_dimension(batch, "batch"))
     T = int(as_dimension(new_tokens, "new_tokens"))
-    if isinstance(cached, bool) or not isinstance(cached, (int, np.integer)) or cached < 0:
+    if isinstance(cached, bool) or not isinstance(cached, numbers.Integral) or cached < 0:
         raise ValueError(f"cached must be a non-negative integer, got {cached!r}")
     if attention not in CORE_MODES:
         raise ValueError(f"attention must be one of {CORE_MODES}, got {attention!r}")
@@ -245,6 +246,8 @@ def _run(model: Transformer, cfg: Any, B: int, T: int, cached: int, last_only: b
          attention: str, seed: int) -> tuple[dict, list]:
     """The twin's counted rows for one step (after ``cached`` uncounted tokens) and its
     routing trace (tokens per expert, per MoE layer, of the counted step)."""
+    import numpy as np  # the twin's inputs: NumPy loads when a check runs, not with the module
+
     from ..numeric import Counter, KVCache, forward, init_params
 
     params = init_params(cfg, seed=seed)

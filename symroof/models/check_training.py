@@ -20,6 +20,7 @@ import numpy as np
 
 from ..cost import as_dimension
 from .check import QUANTITIES, CheckReport, _int, _numeric_config, _widths, mismatches_of
+from .training import train_ops
 from .training_memory import _policy
 from .transformer import Transformer
 
@@ -50,7 +51,7 @@ def check_training(model: Transformer, batch: int, seq: int,
                    max_bytes: int = 2**31) -> CheckReport:
     """Run one NumPy training step (``batch`` random sequences of ``seq`` tokens, random
     targets, naive attention, Adam) and compare every row's five figures with
-    ``model.train_ops(batch, seq, remat, ...)``, and every kept activation with
+    ``train_ops(model, batch, seq, remat, ...)``, and every kept activation with
     ``saved_activations(model, batch, seq, remat)``, by exact integer equality.
 
     ``remat``: a policy name or a tuple of kept tensors (both sides derive what to rerun
@@ -58,6 +59,10 @@ def check_training(model: Transformer, batch: int, seq: int,
     runs Adam
     without a master copy. A run estimated to need more than ``max_bytes`` (float64) is
     refused with the estimate.
+
+    >>> import symroof as sr
+    >>> check_training(sr.model("tiny"), batch=2, seq=8, remat="full").ok
+    True
     """
     from ..numeric import Adam, Counter, init_params, train_step
     from .training_memory import saved_activations
@@ -84,8 +89,8 @@ def check_training(model: Transformer, batch: int, seq: int,
     opt = Adam(params, master=master_bytes > 0)
     train_step(params, cfg, tokens, targets, opt, remat=remat, counter=counter)
 
-    rows = model.train_ops(B, S, remat, grad_bytes=gb, moment_bytes=mb,
-                           master_bytes=master_bytes)
+    rows = train_ops(model, B, S, remat, grad_bytes=gb, moment_bytes=mb,
+                     master_bytes=master_bytes)
     symbolic = {op: {q: _int(getattr(cost, q), f"{op}.{q}") for q in QUANTITIES}
                 for op, cost in rows.items()}
     counted = {op: {q: int(r[q]) for q in QUANTITIES} for op, r in counter.rows.items()}

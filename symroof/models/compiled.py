@@ -11,6 +11,10 @@ Python rounds correctly, so every float equals ``float()`` of the exact SymPy va
 Prefill is S = T (nothing cached). :func:`row_values` gives the same ``OpValues`` of any
 ``Cost`` with numbers, the slow way.
 
+Building the rows and writing the source takes a few tenths of a second, more than a command
+line's whole answer, so the source is also kept on disk (:func:`symroof.cache.kept`), keyed
+by the model's fields, the chip's peak and bandwidth, the options and symroof's own code.
+
 >>> import symroof as sr
 >>> table = compiled_table(sr.model("tiny"), sr.chip("h100"))
 >>> rows, whole = table(2, 1, 8)              # B = 2, T = 1, S = 8 (7 cached)
@@ -30,6 +34,7 @@ from typing import Any, NamedTuple
 import sympy as sp
 from sympy.printing.pycode import PythonCodePrinter
 
+from ..cache import kept
 from ..cost import FIELDS, Cost
 from ..hardware import Chip
 from ..symbols import B, S, T
@@ -177,6 +182,18 @@ def compiled_table(model: Transformer, chip: Chip, dtype: str = "bf16",
     if not (peak.is_number and hbm_bw.is_number):
         raise ValueError(f"compiled tables need a chip with numbers; {chip.name} has peak "
                          f"{peak} and HBM bandwidth {hbm_bw}")
+    names, source = kept("table", (model, str(peak), str(hbm_bw), dtype, attention, last_only,
+                                   groups),
+                         lambda: _source(model, peak, hbm_bw, attention, last_only, groups))
+    namespace: dict[str, Any] = {"_V": OpValues, "_new": tuple.__new__, "_F": Fraction,
+                                 "_quotient": _quotient, "_normal": _normal, "math": math}
+    exec(compile(source, f"<symroof table: {model.name} on {chip.name}>", "exec"), namespace)
+    return CompiledTable(tuple(names), namespace["_table"], source)
+
+
+def _source(model: Transformer, peak: sp.Expr, hbm_bw: sp.Expr, attention: str,
+            last_only: bool, groups: bool) -> tuple[list[str], str]:
+    """The row names and the Python source of the table's function (see the module)."""
     rows = model.ops(B, T, S - T, last_only=last_only, attention=attention)
     rows = group(rows) if groups else rows
     costs = [*rows.values(), model.whole(B, T, S - T, last_only=last_only)]
@@ -199,8 +216,4 @@ def compiled_table(model: Transformer, chip: Chip, dtype: str = "bf16",
                              dens[n * k:n * k + n], peak, hbm_bw)
     last = len(costs) - 1
     lines.append(f"    return ({''.join(f'r{k}, ' for k in range(last))}), r{last}")
-    source = "\n".join(lines)
-    namespace: dict[str, Any] = {"_V": OpValues, "_new": tuple.__new__, "_F": Fraction,
-                                 "_quotient": _quotient, "_normal": _normal, "math": math}
-    exec(compile(source, f"<symroof table: {model.name} on {chip.name}>", "exec"), namespace)
-    return CompiledTable(tuple(names[:-1]), namespace["_table"], source)
+    return names[:-1], "\n".join(lines)

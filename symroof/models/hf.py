@@ -16,8 +16,12 @@ is refused or said in the model's ``notes``.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
+
+import sympy as sp
 
 from .spec import MLA, MoE
 from .transformer import Transformer
@@ -31,8 +35,6 @@ _ACTS = {"silu": "silu", "swish": "silu", "gelu": "gelu", "gelu_new": "gelu_tanh
 
 
 def _need(config: Mapping[str, Any], kind: str, fields: tuple[str, ...]) -> dict[str, int]:
-    from .presets import _positive_int
-
     missing = [f for f in fields if f not in config]
     if missing:
         raise ValueError(f"config is missing field(s) {', '.join(missing)} (a {kind} "
@@ -51,8 +53,6 @@ def _act(config: Mapping[str, Any], field: str, default: str) -> str:
 def _common(config: Mapping[str, Any], source: str, kind: str, notes: list[str],
             **dims: Any) -> Transformer:
     """A Transformer with the widths, name, source and max_position every reader shares."""
-    from .presets import _name, _positive_int, _widths
-
     widths, read_notes = _widths(config)
     return Transformer(name=_name(config, source, kind), source=source,
                        max_position=_positive_int(config, "max_position_embeddings",
@@ -62,8 +62,6 @@ def _common(config: Mapping[str, Any], source: str, kind: str, notes: list[str],
 
 def _llama_dims(config: Mapping[str, Any], kind: str) -> dict[str, Any]:
     """D, F, L, H, G, d_h, V from the Llama-style field names."""
-    from .presets import _positive_int
-
     n = _need(config, kind, ("hidden_size", "intermediate_size", "num_hidden_layers",
                              "num_attention_heads", "vocab_size"))
     H = n["num_attention_heads"]
@@ -79,16 +77,12 @@ def _llama_dims(config: Mapping[str, Any], kind: str) -> dict[str, Any]:
 
 
 def _window(config: Mapping[str, Any]) -> Any:
-    from .presets import _positive_int
-
     if config.get("use_sliding_window", True) is False:
         return None
     return _positive_int(config, "sliding_window", default=None)
 
 
 def _gpt2(config: Mapping[str, Any], source: str) -> Transformer:
-    from .presets import _flag, _positive_int
-
     n = _need(config, "gpt2", ("n_embd", "n_layer", "n_head", "n_positions", "vocab_size"))
     D, H = n["n_embd"], n["n_head"]
     if D % H:
@@ -102,8 +96,6 @@ def _gpt2(config: Mapping[str, Any], source: str) -> Transformer:
 
 
 def _gpt_neox(config: Mapping[str, Any], source: str) -> Transformer:
-    from .presets import _flag
-
     dims = _llama_dims(config, "gpt_neox")
     pct = config.get("rotary_pct", config.get("partial_rotary_factor", 0.25))
     if isinstance(pct, bool) or not isinstance(pct, int | float) or not 0 < pct <= 1:
@@ -119,8 +111,6 @@ def _gpt_neox(config: Mapping[str, Any], source: str) -> Transformer:
 
 def _gemma(config: Mapping[str, Any], source: str, kind: str = "gemma",
            **extra: Any) -> Transformer:
-    from .presets import _flag
-
     notes = []
     act = _act(config, "hidden_activation" if config.get("hidden_activation") else
                "hidden_act", "gelu_pytorch_tanh")
@@ -147,8 +137,6 @@ def _gemma2(config: Mapping[str, Any], source: str) -> Transformer:
 
 
 def _phi3(config: Mapping[str, Any], source: str) -> Transformer:
-    from .presets import _flag
-
     dims = _llama_dims(config, "phi3")
     factor = config.get("partial_rotary_factor", 1.0)
     if isinstance(factor, bool) or not isinstance(factor, int | float) or not 0 < factor <= 1:
@@ -169,8 +157,6 @@ def _mixtral(config: Mapping[str, Any], source: str) -> Transformer:
 
 
 def _qwen2_moe(config: Mapping[str, Any], source: str) -> Transformer:
-    from .presets import _flag, _positive_int
-
     dims = _llama_dims(config, "qwen2_moe")
     n = _need(config, "qwen2_moe", ("num_experts", "num_experts_per_tok",
                                     "moe_intermediate_size"))
@@ -187,8 +173,6 @@ def _qwen2_moe(config: Mapping[str, Any], source: str) -> Transformer:
 
 
 def _deepseek_v3(config: Mapping[str, Any], source: str) -> Transformer:
-    from .presets import _flag, _positive_int
-
     dims = _llama_dims(config, "deepseek_v3")
     n = _need(config, "deepseek_v3", (
         "n_routed_experts", "num_experts_per_tok", "moe_intermediate_size", "kv_lora_rank",
@@ -230,3 +214,84 @@ FAMILIES: dict[str, Callable[[Mapping[str, Any], str], Transformer]] = {
 def read(config: Mapping[str, Any], source: str) -> Transformer:
     """The Transformer a config of one of :data:`FAMILIES` describes."""
     return FAMILIES[config["model_type"]](config, source)
+
+
+# The field readers every config reader shares (the Llama-style one in presets too).
+
+def _name(config: Mapping[str, Any], source: str, kind: str) -> str:
+    """``_name_or_path``; else the folder of a config.json (``org/name`` for a Hugging Face
+    cache snapshot), else the file's name; else the model_type."""
+    given = config.get("_name_or_path")
+    if isinstance(given, str) and given.strip():
+        return given.strip()
+    if source == "config":  # a dict, no file
+        return str(kind)
+    path = Path(os.path.abspath(source))
+    if path.name != "config.json":
+        return path.name.removesuffix(".json").removesuffix(".config") or str(kind)
+    snapshot = path.parent.parent
+    if snapshot.name == "snapshots" and snapshot.parent.name.startswith("models--"):
+        return snapshot.parent.name.removeprefix("models--").replace("--", "/")
+    return path.parent.name or str(kind)
+
+
+#: torch_dtype (``dtype`` in newer configs) -> bytes per element
+_TORCH_WIDTHS = {"bfloat16": 2, "float16": 2, "float32": 4}
+
+
+def _widths(config: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The element widths a config states (torch_dtype, quantization_config), and notes
+    on what it changed or what could not be honoured."""
+    widths: dict[str, Any] = {}
+    notes = []
+    dtype = config.get("torch_dtype", config.get("dtype"))
+    if dtype is not None:
+        width = _TORCH_WIDTHS.get(str(dtype).removeprefix("torch."))
+        if width is None:
+            notes.append(f"torch_dtype {dtype!r} is not a width symroof reads: weights, "
+                         "activations and KV cache at 2 bytes (set --w-bytes, --act-bytes, "
+                         "--kv-bytes)")
+        elif width != 2:
+            widths = dict.fromkeys(("w_bytes", "act_bytes", "kv_bytes"), width)
+            notes.append(f"torch_dtype {dtype}: weights, activations and KV cache at "
+                         f"{width} bytes")
+    if config.get("quantization_config") is not None:
+        bits, method = _quant_bits(config["quantization_config"])
+        if bits:
+            widths["w_bytes"] = sp.Rational(bits, 8)
+            notes.append(f"quantization_config ({method}): {bits}-bit weights, w_bytes = "
+                         f"{widths['w_bytes']} (scales and zero points not counted)")
+        else:
+            notes.append(f"quantization_config ({method}) is not modelled: weights at "
+                         f"w_bytes = {widths.get('w_bytes', 2)} (set --w-bytes)")
+    return widths, notes
+
+
+def _quant_bits(quant: Any) -> tuple[int | None, str]:
+    """Bits per weight of a quantization_config (GPTQ/AWQ ``bits``, bitsandbytes, fp8)."""
+    if not isinstance(quant, Mapping):
+        return None, repr(quant)
+    method = str(quant.get("quant_method", "no quant_method"))
+    for key in ("bits", "w_bit", "weight_bits"):
+        if type(quant.get(key)) is int and 1 <= quant[key] <= 16:
+            return quant[key], method
+    if quant.get("load_in_4bit") is True or quant.get("load_in_8bit") is True:
+        return (4 if quant.get("load_in_4bit") is True else 8), method
+    return (8, method) if "fp8" in method.lower() else (None, method)
+
+
+def _positive_int(config: Mapping[str, Any], field: str, default: Any = ...) -> Any:
+    """``config[field]`` as a positive int; absent or null gives ``default`` (if any)."""
+    value = config.get(field)
+    if value is None and default is not ...:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"config field {field!r} must be a positive integer, got {value!r}")
+    return value
+
+
+def _flag(config: Mapping[str, Any], field: str, default: bool) -> bool:
+    value = config.get(field, default)
+    if not isinstance(value, bool):
+        raise ValueError(f"config field {field!r} must be true or false, got {value!r}")
+    return value

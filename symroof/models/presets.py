@@ -11,13 +11,11 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
-
-import sympy as sp
 
 from . import hf
 from .family_presets import FAMILY_PRESETS
+from .hf import _flag, _name, _positive_int, _widths
 from .transformer import Transformer
 
 __all__ = ["MODELS", "model", "from_hf_config"]
@@ -174,82 +172,3 @@ def _transformer(config: Mapping[str, Any], source: str) -> Transformer:
         window=window, name=_name(config, source, kind), source=source,
         max_position=_positive_int(config, "max_position_embeddings", default=None),
         notes=tuple(notes + read), **widths)
-
-
-def _name(config: Mapping[str, Any], source: str, kind: str) -> str:
-    """``_name_or_path``; else the folder of a config.json (``org/name`` for a Hugging Face
-    cache snapshot), else the file's name; else the model_type."""
-    given = config.get("_name_or_path")
-    if isinstance(given, str) and given.strip():
-        return given.strip()
-    if source == "config":  # a dict, no file
-        return str(kind)
-    path = Path(os.path.abspath(source))
-    if path.name != "config.json":
-        return path.name.removesuffix(".json").removesuffix(".config") or str(kind)
-    snapshot = path.parent.parent
-    if snapshot.name == "snapshots" and snapshot.parent.name.startswith("models--"):
-        return snapshot.parent.name.removeprefix("models--").replace("--", "/")
-    return path.parent.name or str(kind)
-
-
-#: torch_dtype (``dtype`` in newer configs) -> bytes per element
-_TORCH_WIDTHS = {"bfloat16": 2, "float16": 2, "float32": 4}
-
-
-def _widths(config: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """The element widths a config states (torch_dtype, quantization_config), and notes
-    on what it changed or what could not be honoured."""
-    widths: dict[str, Any] = {}
-    notes = []
-    dtype = config.get("torch_dtype", config.get("dtype"))
-    if dtype is not None:
-        width = _TORCH_WIDTHS.get(str(dtype).removeprefix("torch."))
-        if width is None:
-            notes.append(f"torch_dtype {dtype!r} is not a width symroof reads: weights, "
-                         "activations and KV cache at 2 bytes (set --w-bytes, --act-bytes, "
-                         "--kv-bytes)")
-        elif width != 2:
-            widths = dict.fromkeys(("w_bytes", "act_bytes", "kv_bytes"), width)
-            notes.append(f"torch_dtype {dtype}: weights, activations and KV cache at "
-                         f"{width} bytes")
-    if config.get("quantization_config") is not None:
-        bits, method = _quant_bits(config["quantization_config"])
-        if bits:
-            widths["w_bytes"] = sp.Rational(bits, 8)
-            notes.append(f"quantization_config ({method}): {bits}-bit weights, w_bytes = "
-                         f"{widths['w_bytes']} (scales and zero points not counted)")
-        else:
-            notes.append(f"quantization_config ({method}) is not modelled: weights at "
-                         f"w_bytes = {widths.get('w_bytes', 2)} (set --w-bytes)")
-    return widths, notes
-
-
-def _quant_bits(quant: Any) -> tuple[int | None, str]:
-    """Bits per weight of a quantization_config (GPTQ/AWQ ``bits``, bitsandbytes, fp8)."""
-    if not isinstance(quant, Mapping):
-        return None, repr(quant)
-    method = str(quant.get("quant_method", "no quant_method"))
-    for key in ("bits", "w_bit", "weight_bits"):
-        if type(quant.get(key)) is int and 1 <= quant[key] <= 16:
-            return quant[key], method
-    if quant.get("load_in_4bit") is True or quant.get("load_in_8bit") is True:
-        return (4 if quant.get("load_in_4bit") is True else 8), method
-    return (8, method) if "fp8" in method.lower() else (None, method)
-
-
-def _positive_int(config: Mapping[str, Any], field: str, default: Any = ...) -> Any:
-    """``config[field]`` as a positive int; absent or null gives ``default`` (if any)."""
-    value = config.get(field)
-    if value is None and default is not ...:
-        return default
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"config field {field!r} must be a positive integer, got {value!r}")
-    return value
-
-
-def _flag(config: Mapping[str, Any], field: str, default: bool) -> bool:
-    value = config.get(field, default)
-    if not isinstance(value, bool):
-        raise ValueError(f"config field {field!r} must be true or false, got {value!r}")
-    return value

@@ -25,6 +25,7 @@ from typing import Any
 
 import sympy as sp
 
+from ..cache import kept
 from ..hardware import Chip
 from ..render import fmt_si
 from .inference import ctx_star, kv_crossover
@@ -35,11 +36,17 @@ __all__ = ["step_warnings"]
 
 @functools.lru_cache(maxsize=256)
 def _solved(what: str, model: Transformer, batch: int = 1) -> sp.Expr | None:
-    """ctx* of the model, or its KV crossover at ``batch``; None where there is no root."""
-    try:
-        return ctx_star(model) if what == "ctx*" else kv_crossover(model, batch)
-    except ValueError:  # e.g. a sliding window caps attention below the matmuls
-        return None
+    """ctx* of the model, or its KV crossover at ``batch``; None where there is no root.
+    Kept on disk (:func:`symroof.cache.kept`): solving is most of a warm ``report``'s work."""
+    def solve() -> list:
+        try:
+            root = ctx_star(model) if what == "ctx*" else kv_crossover(model, batch)
+        except ValueError:  # e.g. a sliding window caps attention below the matmuls
+            return []
+        return [int(root.p), int(root.q)] if root.is_Rational else [sp.srepr(root)]
+
+    root = kept("root", (what, model, batch), solve)
+    return None if not root else sp.Rational(*root) if len(root) == 2 else sp.sympify(root[0])
 
 
 def step_warnings(model: Transformer, chip: Chip, batch: int, context: int) -> list[str]:

@@ -276,6 +276,12 @@ def roofline_table(model: Transformer, chip: Any, step: Step | None = None, *,
     (scores stay on chip) with unfused norms and elementwise ops; lm_head on the last
     position only. Integer sizes on a model and chip with numbers evaluate the compiled
     table; anything else builds the exact rows first.
+
+    >>> import symroof as sr
+    >>> t = roofline_table(sr.model("llama-3.1-8b"), "h100", batch=64, new_tokens=1,
+    ...                    cached=2047)
+    >>> t.numbers["attn/core"].bound, t.numbers["attn/core"].kv_bytes   # 64 x 2048 x 2 L G d_h x 2
+    ('memory', 17179869184)
     """
     chip = as_chip(chip)
     if step is not None:

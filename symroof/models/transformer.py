@@ -284,22 +284,3 @@ class Transformer(Sizes):
             rows["logit_softcap"] = rw.softcap(n_out * V, ab=ab)
         return rows
 
-    def train_ops(self, batch: Any, seq: Any, remat: str = "none", **options: Any
-                  ) -> dict[str, Cost]:
-        """The rows of one training step; see :func:`symroof.models.training.train_ops`.
-
-        >>> from symroof.symbols import B, S
-        >>> Transformer().train_ops(B, S)["bwd/mlp/up/dx"].flops
-        2*B*D*F*L*S
-        """
-        from .training import train_ops
-
-        return train_ops(self, batch, seq, remat, **options)
-
-    @classmethod
-    def from_hf_config(cls, config: Any) -> Transformer:
-        """Read a Hugging Face ``config.json`` (path or dict); see
-        :func:`symroof.models.from_hf_config`."""
-        from .presets import from_hf_config
-
-        return from_hf_config(config)

@@ -14,28 +14,29 @@ docs/accounting.md; ``symroof.check`` compares the counts with the symbolic form
 ['embed', 'attn_norm', 'attn/q_proj', 'attn/k_proj']
 """
 
-from .config import TINY, Config, MLASpec, MoESpec, count_params, init_params
-from .counter import QUANTITIES, Counter
-from .model import OP_GROUPS, OP_KEYS, KVCache, forward
-from .optimizer import Adam, train_step
-from .train import BACKWARD_READS, REMAT, loss_and_grads
+import importlib
+from typing import Any
 
-__all__ = [
-    "Config",
-    "MoESpec",
-    "MLASpec",
-    "TINY",
-    "init_params",
-    "count_params",
-    "KVCache",
-    "forward",
-    "Counter",
-    "QUANTITIES",
-    "OP_KEYS",
-    "OP_GROUPS",
-    "loss_and_grads",
-    "train_step",
-    "Adam",
-    "REMAT",
-    "BACKWARD_READS",
-]
+#: public name -> its module, imported when the name is first read (PEP 562), so that reading
+#: the tiny config does not load NumPy (the rest of symroof has symroof.lazy for this; the twin
+#: imports nothing of symroof's, so it keeps its own four lines)
+_NAMES = {
+    **dict.fromkeys(("TINY", "Config", "MLASpec", "MoESpec"), ".config"),
+    **dict.fromkeys(("QUANTITIES", "Counter"), ".counter"),
+    **dict.fromkeys(("OP_GROUPS", "OP_KEYS", "KVCache", "forward"), ".model"),
+    **dict.fromkeys(("Adam", "train_step"), ".optimizer"),
+    **dict.fromkeys(("count_params", "init_params"), ".params"),
+    **dict.fromkeys(("BACKWARD_READS", "REMAT", "loss_and_grads"), ".train"),
+}
+__all__ = list(_NAMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _NAMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = globals()[name] = getattr(importlib.import_module(_NAMES[name], __name__), name)
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(_NAMES) | set(globals()))

@@ -9,16 +9,12 @@ of experts, latent attention); this module is written for the NumPy side only.
 
 from __future__ import annotations
 
+import numbers
 import operator
 from dataclasses import dataclass, fields
 from typing import Any
 
-import numpy as np
-
-from .params import check_params, count_params, init_params
-
-__all__ = ["Config", "MoESpec", "MLASpec", "TINY", "init_params", "count_params",
-           "check_params"]
+__all__ = ["Config", "MoESpec", "MLASpec", "TINY"]
 
 _DIMS = ("D", "F", "L", "H", "G", "d_h", "V")
 _CHOICES = {"norm": ("rms", "layer"), "act": ("silu", "gelu_tanh", "gelu"),
@@ -34,7 +30,7 @@ _BOOLS = ("tied", "qkv_bias", "gated", "fused_qkv", "fused_gate_up", "o_bias", "
 
 
 def _positive_int(value: Any, name: str, zero: bool = False) -> int:
-    if (isinstance(value, bool) or not isinstance(value, int | np.integer)
+    if (isinstance(value, bool) or not isinstance(value, numbers.Integral)
             or value < (0 if zero else 1)):
         raise ValueError(f"{name} must be a {'non-negative' if zero else 'positive'} integer, "
                          f"got {value!r}")

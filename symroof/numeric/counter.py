@@ -73,12 +73,15 @@ class Counter:
         width = self._widths[kind]
         return int(np.size(x)) * (np.asarray(x).itemsize if width is None else width)
 
+    def _sized(self, x: np.ndarray, kind: str) -> tuple[str, int]:
+        return self._field(kind), self._bytes(x, kind)
+
     def op(self, key: str) -> _CountedOp:
         """Open the scope of op ``key``; repeated scopes (one per layer) accumulate."""
         if not isinstance(key, str) or not key:
             raise ValueError(f"op key must be a non-empty string, got {key!r}")
         row = self.rows.setdefault(key, dict.fromkeys(QUANTITIES, 0))
-        return _CountedOp(self, row)
+        return _CountedOp(row, self._sized)
 
     def _check(self, quantity: str, keys: Iterable[str] | None) -> list[str]:
         if quantity not in QUANTITIES:

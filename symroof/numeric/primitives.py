@@ -22,12 +22,9 @@ returns. ``PLAIN`` is the same interface with no bookkeeping, used when no count
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 import numpy as np
-
-if TYPE_CHECKING:
-    from .counter import Counter
 
 
 def _mask(valid: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -160,15 +157,20 @@ PLAIN = _PlainOp()
 
 
 class _CountedOp(_PlainOp):
-    """The primitives of one op scope: compute with NumPy, then tally into the op's row."""
+    """The primitives of one op scope: compute with NumPy, then tally into the op's row.
 
-    def __init__(self, counter: Counter, row: dict[str, int]):
-        self._counter = counter
+    ``sized(x, kind)`` is the counter's rule for bytes: the row field of ``kind`` and
+    ``x.size * width(kind)`` (the counter owns the widths; this class only adds them up)."""
+
+    def __init__(self, row: dict[str, int],
+                 sized: Callable[[np.ndarray, str], tuple[str, int]]):
         self._row = row
+        self._sized = sized
 
     def read(self, x: np.ndarray, kind: str) -> None:
         """Add ``x.size * width(kind)`` bytes of the given kind."""
-        self._row[self._counter._field(kind)] += self._counter._bytes(x, kind)
+        field, n_bytes = self._sized(x, kind)
+        self._row[field] += n_bytes
 
     write = read  # the unfused rule counts a write like a read: once, its real size
 

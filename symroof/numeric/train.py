@@ -25,9 +25,10 @@ import numpy as np
 
 from . import backward as bk
 from . import layers
-from .config import Config, check_params
+from .config import Config
 from .counter import Counter
 from .model import _check_tokens
+from .params import check_params
 from .primitives import PLAIN
 
 __all__ = ["REMAT", "BACKWARD_READS", "loss_and_grads"]

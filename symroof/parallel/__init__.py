@@ -9,36 +9,26 @@ runs and the vectorised strategy search.
 ((), True)
 """
 
-from .conditions import Condition
-from .inverse import max_params, min_chips
-from .matmul import STRATEGIES, ShardedMatmul, Step, shard_matmul
-from .runs import MinSlice, TrainingRun, mfu, min_training_slice, training_run
-from .search import SearchResult, nearby, strategy_search
-from .serving import ServePlan, serve
-from .serving_book import ParamModel, PrefillPlan, ici_condition, prefill, serve_params
-from .sharding import ArraySpec, ShardedArray, parse_array, parse_matmul, shard_array
-from .sizing import (
-    cost_per_million_tokens,
-    flops_per_dollar,
-    kv_evictions,
-    latency_throughput,
-    moe_critical_batch,
-    prefill_decode_ratio,
-    slices,
-    smallest_slice,
-)
-from .strategies import TrainPlan, train_plan
+from ..lazy import attach
 
-__all__ = ["shard_matmul", "ShardedMatmul", "Step", "STRATEGIES", "ArraySpec", "parse_array",
-           "parse_matmul", "serve", "ServePlan", "smallest_slice", "slices",
-           "latency_throughput", "kv_evictions", "prefill_decode_ratio",
-           "cost_per_million_tokens", "moe_critical_batch",
-           "train_plan", "TrainPlan", "Condition", "training_run", "TrainingRun",
-           "min_training_slice", "MinSlice", "strategy_search", "SearchResult",
-           # inverse questions
-           "max_params", "min_chips",
-           # serving in the book's units
-           "serve_params", "ParamModel", "prefill", "PrefillPlan", "ici_condition",
-           "mfu", "flops_per_dollar",
-           "shard_array", "ShardedArray",
-           "nearby"]
+#: public name -> its module, imported when the name is first read (see symroof.lazy)
+_NAMES = {
+    "Condition": ".conditions",
+    **dict.fromkeys(("max_params", "min_chips", "slices"), ".inverse"),
+    **dict.fromkeys(("STRATEGIES", "ShardedMatmul", "Step", "shard_matmul"), ".matmul"),
+    **dict.fromkeys(("MinSlice", "TrainingRun", "mfu", "min_training_slice", "training_run"),
+                    ".runs"),
+    **dict.fromkeys(("SearchResult", "strategy_search", "nearby"), ".search"),
+    **dict.fromkeys(("ServePlan", "serve"), ".serving"),
+    **dict.fromkeys(("ParamModel", "PrefillPlan", "prefill", "serve_params"), ".serving_book"),
+    "ici_condition": ".serving_2d",
+    **dict.fromkeys(("ArraySpec", "parse_array", "parse_matmul", "ShardedArray",
+                     "shard_array"), ".sharding"),
+    **dict.fromkeys(("cost_per_million_tokens", "flops_per_dollar", "kv_evictions",
+                     "latency_throughput",
+                     "moe_critical_batch", "prefill_decode_ratio",
+                     "smallest_slice"), ".sizing"),
+    **dict.fromkeys(("TrainPlan", "train_plan"), ".strategies"),
+}
+__getattr__, __dir__ = attach(__name__, _NAMES)
+__all__ = list(_NAMES)

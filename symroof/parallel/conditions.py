@@ -206,7 +206,7 @@ def derive(plan: Any) -> dict[str, Condition]:
 def _ep(plan: Any, fixed: dict) -> Condition:
     """The experts' width F where EP's AllToAlls take as long as the expert compute (the
     forward pass binds: the backward has twice the FLOPs and the same two AllToAlls)."""
-    f = sp.Symbol("F_expert", positive=True)
+    f = sp.Dummy("F_expert", positive=True)  # local: the width solved for, not in the root
     moe = plan.model.moe
     wide = plan.model.replace(moe=dataclasses.replace(moe, F=f))
     root = _solve(_times(plan, fixed, wide), "ep", f, sp.Max)

@@ -30,11 +30,11 @@ import sympy as sp
 from ..cost import Cost, as_dimension, as_exact
 from ..hardware.chip import STORAGE_BYTES, as_chip
 from ..hardware.mesh import Mesh
+from ..hardware.topology import Switched
 from ..models.training_memory import state_bytes
 from ..render import fmt_si
-from .sizing import slices
 
-__all__ = ["MinSlice", "min_chips", "max_params", "training_slices"]
+__all__ = ["MinSlice", "min_chips", "max_params", "training_slices", "slices"]
 
 
 def training_slices(chip: Any) -> list[tuple[int, str]]:
@@ -172,3 +172,36 @@ def max_params(chip_or_mesh: Any, widths: Mapping[str, Any] | str | None = None,
         raise ValueError("max_params(): the widths give 0 bytes per parameter")
     most = n * chip.hbm_bytes / per
     return sp.Integer(math.floor(most)) if most.is_number else most
+
+
+def slices(chip: Any) -> list[str]:
+    """The slice sizes of ``chip``, smallest first: on a TPU the squarest power-of-two shape
+    of each size inside the pod that the generation sells; on GPUs 1, 2, 4 GPUs, then whole
+    nodes doubling up to the largest system.
+
+    >>> slices("tpu-v5e")
+    ['1x1', '2x2', '2x4', '4x4', '4x8', '8x8', '8x16', '16x16']
+    """
+    chip = as_chip(chip)
+    net = chip.network
+    if isinstance(net, Switched):
+        counts = [n for n in (1, 2, 4) if n < net.node_size]
+        n = net.node_size
+        while n <= net.max_gpus:
+            counts.append(n)
+            n *= 2
+        return [str(n) for n in counts]
+    if net is None:
+        raise ValueError(f"{chip.name} has no network record: give the slice yourself")
+    # the squarest power-of-two shape of each size that fits the pod (the book sizes slices
+    # as 2^ceil(log2(bytes / HBM)) chips: v5e 1x1, 2x2, 2x4, 4x4, ..., 16x16; no 1x2 is sold)
+    out, shape = [], [1] * net.rank
+    while True:
+        if net.offers(shape):  # only the slices the generation sells (sr.mesh refuses others)
+            out.append("x".join(map(str, sorted(shape))))
+        grow = [i for i in sorted(range(net.rank), key=lambda i: shape[i])
+                if 2 * shape[i] <= sorted(net.pod)[sorted(range(net.rank),
+                                                          key=lambda j: shape[j]).index(i)]]
+        if not grow:
+            return out
+        shape[grow[0]] *= 2

@@ -39,33 +39,20 @@ import sympy as sp
 
 from ..hardware.collectives import all_gather, all_to_all
 from ..hardware.mesh import Mesh
+from ..symbols import PLAN, PLAN_ROLES
 
 __all__ = ["ROLES", "PARTS", "parse_strategy", "assign_axes", "role_links", "a2a_link", "SYM",
            "check_experts", "check_degrees"]
 
-#: the roles, in the order a plan prints them
-ROLES = ("dp", "fsdp", "tp", "pp", "ep")
+#: the roles, in the order a plan prints them (the template's symbols are named after them)
+ROLES = PLAN_ROLES
 #: strategy parts -> (role, ZeRO level); ``fsdp`` is ZeRO-3
 PARTS = {"dp": ("dp", 0), "zero1": ("fsdp", 1), "zero2": ("fsdp", 2), "zero3": ("fsdp", 3),
          "fsdp": ("fsdp", 3), "tp": ("tp", 0), "pp": ("pp", 0), "ep": ("ep", 0)}
 
 
-def _sym(name: str, **assumptions: Any) -> sp.Symbol:
-    return sp.Symbol(name, **assumptions)
-
-
-#: Template symbols (internal: a plan substitutes them; the search evaluates them over
-#: arrays of splits). n_<role>: degree; k_<role>: seconds per byte; lat_<role>: latency
-#: floor; a_ep: seconds per byte of an AllToAll over the ep axes; n_mb: microbatches; z1,
-#: z2, z3: 1 where ZeRO shards the optimizer state, the gradients, the weights (0 elsewhere).
-SYM: dict[str, sp.Symbol] = {
-    **{f"n_{r}": _sym(f"n_{r}", positive=True, integer=True) for r in ROLES},
-    **{f"k_{r}": _sym(f"k_{r}", nonnegative=True) for r in ROLES},
-    **{f"lat_{r}": _sym(f"lat_{r}", nonnegative=True) for r in ROLES},
-    "a_ep": _sym("a_ep", nonnegative=True),
-    "n_mb": _sym("n_mb", positive=True, integer=True),
-    **{f"z{i}": _sym(f"z{i}", nonnegative=True) for i in (1, 2, 3)},
-}
+#: the template's symbols (declared in the symbol table: ``symroof.symbols.PLAN``)
+SYM = PLAN
 
 
 def parse_strategy(strategy: str) -> tuple[tuple[str, ...], int]:
@@ -157,7 +144,7 @@ def _link(mesh: Mesh, axes: tuple[str, ...], role: str) -> tuple[sp.Expr, sp.Exp
     if mesh.size(axes) == 1:
         return sp.Integer(0), sp.Integer(0)
     if role != "pp":
-        v = sp.Symbol("v_link", positive=True)
+        v = sp.Dummy("v_link", positive=True)  # local: a buffer size, divided out at once
         ag = all_gather(mesh, v, axes)
         return sp.cancel(ag.t_bw / v), ag.t_lat
     # a pipeline hop is a send to the next stage over one link, one way; the slowest axis

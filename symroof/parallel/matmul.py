@@ -40,7 +40,7 @@ from ..analysis import TimeBound, crossover, time
 from ..cost import Cost, as_dimension, as_exact
 from ..hardware.collectives import Collective, collective
 from ..hardware.mesh import Mesh
-from ..symbols import DIMENSIONS
+from ..symbols import dimension
 from .sharding import ArraySpec, parse_matmul
 
 __all__ = ["ShardedMatmul", "Step", "shard_matmul", "STRATEGIES"]
@@ -211,6 +211,12 @@ def shard_matmul(mesh: Mesh, text: str, *, strategy: str = "auto", x_bytes: Any 
     (the one with less communication time where that is a number, else "gather").
     Byte widths: ``x_bytes`` for the left operand, ``w_bytes`` for the right one,
     ``out_bytes`` (default ``x_bytes``) for the product and its partial sums.
+
+    >>> import symroof as sr
+    >>> mm = shard_matmul(sr.mesh("tpu-v5e", "16x16"), "X[B_X, D] @ W[D, F_Y] -> [B_X, F_Y]",
+    ...                   B=4096, D=8192, F=8192)        # case 1: nothing to send
+    >>> mm.steps, mm.compute.flops == 2 * 4096 * 8192 * 8192 // 256
+    ((), True)
     """
     if strategy not in STRATEGIES:
         raise ValueError(f"strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
@@ -243,9 +249,7 @@ def shard_matmul(mesh: Mesh, text: str, *, strategy: str = "auto", x_bytes: Any 
 def _dimension(name: str, sizes: dict) -> sp.Expr:
     if name in sizes:
         return as_dimension(sizes[name], name)
-    if name in DIMENSIONS:
-        return DIMENSIONS[name][0]
-    return sp.Symbol(name, positive=True, integer=True)
+    return dimension(name)
 
 
 def _plan(mesh: Mesh, text: str, a: ArraySpec, b: ArraySpec, out: ArraySpec, strategy: str,

@@ -13,12 +13,6 @@ the same split. A mixture of experts is also searched with expert parallelism
 (:data:`EP_STRATEGIES`).
 
 >>> import symroof as sr
->>> res = strategy_search("llama-3.1-70b", sr.mesh("tpu-v5p", "4x4x4"),
-...                       batch_tokens=[2**20, 2**22])
->>> print(res)
-llama-3.1-70b on tpu-v5p 4x4x4, 42 splits x 2 batches:
-  1.05 M tokens: zero3 on 4x4x4 (fsdp: X,Y,Z): 21.5 s .. 22.4 s (compute-bound)
-  4.19 M tokens: does not fit: needs 7.56 TB = 79 chips; the smallest slice with them is 4x4x8
 >>> print(strategy_search("llama-3.1-405b", sr.mesh("tpu-v5e", "2x2"), batch_tokens=4096))
 llama-3.1-405b on tpu-v5e 2x2, 14 splits x 1 batches:
   4.1 k tokens: does not fit: needs 4.89 TB = 306 chips; no slice on record has them
@@ -56,16 +50,11 @@ from .layout import (
     role_links,
 )
 from .rows import pass_times, step_rows, template_make
-from .strategies import _check_remat, plan_memory, train_plan
+from .strategies import EP_STRATEGIES, STRATEGIES, _check_remat, plan_memory, train_plan
 
 __all__ = ["STRATEGIES", "EP_STRATEGIES", "Candidate", "SearchResult", "strategy_search",
            "candidates", "template", "BOUNDS", "Nearby", "nearby"]
 
-#: the strategies searched by default
-STRATEGIES = ("dp", "zero1", "zero2", "zero3", "tp", "fsdp+tp", "zero1+tp", "pp", "zero1+pp",
-              "zero1+tp+pp", "dp+fsdp", "dp+fsdp+tp")
-#: the strategies with expert parallelism, also searched by default for a mixture of experts
-EP_STRATEGIES = ("ep", "fsdp+ep", "zero1+ep", "fsdp+tp+ep", "zero1+tp+ep", "zero1+pp+ep")
 BOUNDS = ("compute", "memory", "network")
 
 
@@ -200,9 +189,19 @@ def strategy_search(model: Transformer | str, meshes: Mesh | Sequence[Mesh], *, 
                     microbatches: int | None = None, dtype: str = "bf16",
                     overlap_axes: bool = True) -> SearchResult:
     """The fastest fitting split per batch (module docstring); arguments as ``train_plan``.
+
     ``batch_tokens``: one batch or an array of them, each a whole number of sequences.
     ``strategies``: default :data:`STRATEGIES`, and :data:`EP_STRATEGIES` for a mixture of
-    experts (``ep`` on a dense model fails)."""
+    experts (``ep`` on a dense model fails).
+
+    >>> import symroof as sr
+    >>> res = strategy_search("llama-3.1-70b", sr.mesh("tpu-v5p", "4x4x4"),
+    ...                       batch_tokens=[2**20, 2**22])
+    >>> print(res)
+    llama-3.1-70b on tpu-v5p 4x4x4, 42 splits x 2 batches:
+      1.05 M tokens: zero3 on 4x4x4 (fsdp: X,Y,Z): 21.5 s .. 22.4 s (compute-bound)
+      4.19 M tokens: does not fit: needs 7.56 TB = 79 chips; the smallest slice with them is 4x4x8
+    """
     from ..models import model as _model
 
     model = _model(model) if isinstance(model, str) else model

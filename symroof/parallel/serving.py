@@ -44,7 +44,14 @@ from ..hardware.collectives import all_reduce, all_to_all
 from ..hardware.mesh import Mesh
 from ..render import fmt_si
 from ..workload import Step
-from .serving_2d import LAYOUTS, layout_conditions, split_axes, ws2d_layer, ws2d_rows
+from .serving_2d import (
+    LAYOUTS,
+    ici_condition,
+    layout_conditions,
+    split_axes,
+    ws2d_layer,
+    ws2d_rows,
+)
 
 __all__ = ["ServePlan", "serve", "WIDTHS"]
 
@@ -144,9 +151,7 @@ class ServePlan:
         """Where 2-D weight-stationary pays, solved with ``sr.crossover``: ``x_opt`` (a 2-D
         plan's best D degree) and ``2d`` (the chips above which 2-D beats 1-D); see
         :mod:`symroof.parallel.serving_2d`; ``ici``: the mesh width below which decode
-        stays HBM-bound, Y < F/(B beta) (:func:`symroof.parallel.serving_book.ici_condition`)."""
-        from .serving_book import ici_condition
-
+        stays HBM-bound, Y < F/(B beta) (:func:`symroof.parallel.serving_2d.ici_condition`)."""
         return layout_conditions(self) | ici_condition(self)
 
     @property

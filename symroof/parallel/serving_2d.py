@@ -46,11 +46,20 @@ import sympy as sp
 
 from ..analysis import crossover
 from ..cost import Cost
+from ..hardware.chip import symbolic_chip
 from ..hardware.collectives import all_gather, all_reduce, reduce_scatter
 from ..hardware.mesh import Mesh
+from ..hardware.mesh import mesh as _mesh
+from ..hardware.topology import Switched
+from ..symbols import B as _B
+from ..symbols import D as _D
+from ..symbols import F as _F
+from ..symbols import Y as _Y
 from .conditions import Condition
+from .matmul import shard_matmul
 
-__all__ = ["LAYOUTS", "split_axes", "ws2d_layer", "ws2d_rows", "d_outputs", "layout_conditions"]
+__all__ = ["ici_condition", "LAYOUTS", "split_axes", "ws2d_layer", "ws2d_rows", "d_outputs",
+           "layout_conditions"]
 
 #: serving layouts: 1-D model parallelism (activations replicated) and 2-D weight-stationary
 LAYOUTS = ("1d", "2d")
@@ -156,7 +165,8 @@ def layout_conditions(plan: Any) -> dict[str, Condition]:
         return {}
     d, f = split_axes(plan.mesh, plan.d_axes or None)
     c0, c1, c2 = _coefficients(plan, d, f)
-    x, n = sp.Symbol("X_d", positive=True), sp.Symbol("N_chips", positive=True)
+    # local: the variables solved for (the D degree, the chips); neither is in the answers
+    x, n = sp.Dummy("X_d", positive=True), sp.Dummy("N_chips", positive=True)
     out = {}
     if plan.layout == "2d":
         x_opt = crossover(c1 / x, c2 * x / plan.n, x)
@@ -165,3 +175,32 @@ def layout_conditions(plan: Any) -> dict[str, Condition]:
     n_star = crossover(c0, 2 * sp.sqrt(c1 * c2 / n), n)
     out["2d"] = Condition("2d beats 1d", "N", ">", sp.simplify(n_star), plan.n, _SOURCE)
     return out
+
+
+_ICI_SOURCE = ("book ch. 7 'Distributing Inference': memory-bound decode turns ICI-bound "
+               "when Y > F/(B beta), beta = W_hbm/W_ici")
+
+
+def ici_condition(plan: Any) -> dict[str, Condition]:
+    """``{"ici": Y < F/(B beta)}`` of a decode plan with layers (module docstring): the
+    mesh width below which sharding a weight matmul over F keeps it HBM-bound, solved on
+    a ring of the plan's chip with its peak, HBM and per-link bandwidth (a TPU's torus, as
+    the book has it); ``{}`` for a model known only by its parameters and on GPUs.
+
+    >>> import symroof as sr
+    >>> plan = sr.serve("llama-3.1-70b", sr.mesh("tpu-v5e", "4x8"), batch=64, context=8192)
+    >>> print(ici_condition(plan)["ici"])     # F/(B beta) = 28672 / (64 x 8.2e11 / 9e10)
+    decode stays HBM-bound: Y < 49.17 (plan: 32): holds
+    """
+    m, chip = plan.model, plan.mesh.chip
+    if not hasattr(m, "F") or isinstance(chip.network, Switched):
+        return {}  # no layers; or a GPU, whose NVLink is no ring of per-link figures
+    ring_chip = symbolic_chip(f"{chip.name} ring", C=chip.peak(plan.compute_dtype),
+                              W=chip.hbm_bw, W_net=chip.link_bw)
+    ring = _mesh(ring_chip, {"Y": _Y})
+    up = shard_matmul(ring, "X[B, D_Y] @ W[D, F_Y] -> [B, F_Y]", strategy="gather",
+                      x_bytes=m.act_bytes, w_bytes=m.w_bytes)  # B, D, F the table's symbols
+    at = {_B: plan.batch, _D: m.D, _F: m.F}
+    t_ici, t_hbm = up.t_comms.subs(at), (up.compute.weight_bytes / chip.hbm_bw).subs(at)
+    return {"ici": Condition("decode stays HBM-bound", "Y", "<", crossover(t_ici, t_hbm, _Y),
+                             plan.n, _ICI_SOURCE)}

@@ -26,27 +26,16 @@ from typing import Any
 
 import sympy as sp
 
-from ..analysis import TimeBound, crossover, time
+from ..analysis import TimeBound, time
 from ..cost import Cost, as_dimension, as_exact
-from ..hardware.chip import symbolic_chip
 from ..hardware.mesh import Mesh
-from ..hardware.mesh import mesh as _mesh
-from ..hardware.topology import Switched
 from ..render import fmt_si
-from ..symbols import B as _B
-from ..symbols import D as _D
-from ..symbols import F as _F
-from ..symbols import Y as _Y
 from ..workload import Step
 from .conditions import Condition
-from .matmul import shard_matmul
 from .serving import ServePlan, width
+from .serving_2d import ici_condition  # noqa: F401  (its home: below serving)
 
 __all__ = ["ParamModel", "serve_params", "PrefillPlan", "prefill", "ici_condition"]
-
-_ICI_SOURCE = ("book ch. 7 'Distributing Inference': memory-bound decode turns ICI-bound "
-               "when Y > F/(B beta), beta = W_hbm/W_ici")
-
 
 @dataclass(frozen=True)
 class ParamModel:
@@ -236,28 +225,3 @@ def prefill(model: Any, mesh: Mesh, step: Step | None = None, *, prompt: Any = N
         m = ParamModel(P, sp.Integer(0), width(weights, "weights"), sp.Integer(2))
         whole = {"weights": Cost(flops=2 * B * T * P, weight_bytes=P * m.w_bytes)}
     return PrefillPlan(m, mesh, B, T, u, whole, compute_dtype, cached)
-
-
-def ici_condition(plan: ServePlan) -> dict[str, Condition]:
-    """``{"ici": Y < F/(B beta)}`` of a decode plan with layers (module docstring): the
-    mesh width below which sharding a weight matmul over F keeps it HBM-bound, solved on
-    a ring of the plan's chip with its peak, HBM and per-link bandwidth (a TPU's torus, as
-    the book has it); ``{}`` for a model known only by its parameters and on GPUs.
-
-    >>> import symroof as sr
-    >>> plan = sr.serve("llama-3.1-70b", sr.mesh("tpu-v5e", "4x8"), batch=64, context=8192)
-    >>> print(ici_condition(plan)["ici"])     # F/(B beta) = 28672 / (64 x 8.2e11 / 9e10)
-    decode stays HBM-bound: Y < 49.17 (plan: 32): holds
-    """
-    m, chip = plan.model, plan.mesh.chip
-    if not hasattr(m, "F") or isinstance(chip.network, Switched):
-        return {}  # no layers; or a GPU, whose NVLink is no ring of per-link figures
-    ring_chip = symbolic_chip(f"{chip.name} ring", C=chip.peak(plan.compute_dtype),
-                              W=chip.hbm_bw, W_net=chip.link_bw)
-    ring = _mesh(ring_chip, {"Y": _Y})
-    up = shard_matmul(ring, "X[B, D_Y] @ W[D, F_Y] -> [B, F_Y]", strategy="gather",
-                      x_bytes=m.act_bytes, w_bytes=m.w_bytes)  # B, D, F the table's symbols
-    at = {_B: plan.batch, _D: m.D, _F: m.F}
-    t_ici, t_hbm = up.t_comms.subs(at), (up.compute.weight_bytes / chip.hbm_bw).subs(at)
-    return {"ici": Condition("decode stays HBM-bound", "Y", "<", crossover(t_ici, t_hbm, _Y),
-                             plan.n, _ICI_SOURCE)}

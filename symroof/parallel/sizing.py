@@ -19,9 +19,9 @@ from ..analysis import critical_batch
 from ..cost import as_exact
 from ..evaluate import evaluate
 from ..hardware.chip import as_chip
-from ..hardware.topology import Switched
 from ..symbols import B as _B
 from ..symbols import S as _S
+from .inverse import min_chips, slices  # noqa: F401  (slices: its home is inverse)
 from .serving import ServePlan, serve, width
 
 __all__ = ["smallest_slice", "slices", "latency_throughput", "kv_evictions",
@@ -29,44 +29,15 @@ __all__ = ["smallest_slice", "slices", "latency_throughput", "kv_evictions",
            "moe_critical_batch"]
 
 
-def slices(chip: Any) -> list[str]:
-    """The slice sizes of ``chip``, smallest first: on a TPU the squarest power-of-two shape
-    of each size inside the pod that the generation sells; on GPUs 1, 2, 4 GPUs, then whole
-    nodes doubling up to the largest system.
-
-    >>> slices("tpu-v5e")
-    ['1x1', '2x2', '2x4', '4x4', '4x8', '8x8', '8x16', '16x16']
-    """
-    chip = as_chip(chip)
-    net = chip.network
-    if isinstance(net, Switched):
-        counts = [n for n in (1, 2, 4) if n < net.node_size]
-        n = net.node_size
-        while n <= net.max_gpus:
-            counts.append(n)
-            n *= 2
-        return [str(n) for n in counts]
-    if net is None:
-        raise ValueError(f"{chip.name} has no network record: give the slice yourself")
-    # the squarest power-of-two shape of each size that fits the pod (the book sizes slices
-    # as 2^ceil(log2(bytes / HBM)) chips: v5e 1x1, 2x2, 2x4, 4x4, ..., 16x16; no 1x2 is sold)
-    out, shape = [], [1] * net.rank
-    while True:
-        if net.offers(shape):  # only the slices the generation sells (sr.mesh refuses others)
-            out.append("x".join(map(str, sorted(shape))))
-        grow = [i for i in sorted(range(net.rank), key=lambda i: shape[i])
-                if 2 * shape[i] <= sorted(net.pod)[sorted(range(net.rank),
-                                                          key=lambda j: shape[j]).index(i)]]
-        if not grow:
-            return out
-        shape[grow[0]] *= 2
-
-
 def smallest_slice(model: Any, chip: Any, *, weights: str = "bf16", kv: str | None = None,
                    batch: int = 0, context: int = 1) -> str:
     """The smallest slice (``slices(chip)``, and a TPU's whole pod) whose HBM holds the
     weights and ``batch`` sequences of KV cache at ``context`` (``sr.min_chips`` of those
-    bytes); fails with what it would need if none does."""
+    bytes); fails with what it would need if none does.
+
+    >>> smallest_slice("llama-3.1-70b", "tpu-v5e", weights="int8")   # 70.6 GB of weights
+    '2x4'
+    """
     from ..models import model as _model
 
     m = _model(model) if isinstance(model, str) else model
@@ -75,8 +46,6 @@ def smallest_slice(model: Any, chip: Any, *, weights: str = "bf16", kv: str | No
     if batch:
         kv_width = width(kv, "KV") if kv else m.kv_bytes
         need += batch * m.kv_cache_bytes(context) / m.kv_bytes * kv_width
-    from .inverse import min_chips
-
     held = min_chips(need, chip)
     if held.slice is not None:
         return held.slice

@@ -54,7 +54,15 @@ from .layout import (
 )
 from .rows import layer_rows, pass_times, routed_params, step_rows
 
-__all__ = ["TrainPlan", "train_plan", "plan_memory", "BatchSplitError"]
+__all__ = ["TrainPlan", "train_plan", "plan_memory", "STRATEGIES", "EP_STRATEGIES",
+           "BatchSplitError"]
+
+#: the strategies ``strategy_search`` compares by default (here, not in the search, so that
+#: naming them does not load NumPy)
+STRATEGIES = ("dp", "zero1", "zero2", "zero3", "tp", "fsdp+tp", "zero1+tp", "pp", "zero1+pp",
+              "zero1+tp+pp", "dp+fsdp", "dp+fsdp+tp")
+#: the strategies with expert parallelism, also searched by default for a mixture of experts
+EP_STRATEGIES = ("ep", "fsdp+ep", "zero1+ep", "fsdp+tp+ep", "zero1+tp+ep", "zero1+pp+ep")
 
 
 def plan_memory(model: Any, B: Any, seq: Any, remat: Any, n: dict, z: tuple,

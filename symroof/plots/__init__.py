@@ -8,7 +8,7 @@
 - ``serving``: step latency against tokens/s per chip as the batch grows, HBM cap marked.
 
 >>> import symroof as sr
->>> callable(sr.plots.roofline_plot)
+>>> callable(sr.plot.roofline_plot)
 True
 """
 

@@ -1,4 +1,5 @@
-"""The plot of :func:`symroof.surfaces.measure.measure`: the NumPy model's ops, timed, under the
+"""The plot of a :class:`symroof.measured.MeasureResult` (what
+:func:`symroof.surfaces.measure.measure` returns): the NumPy model's ops, timed, under the
 machine's measured roofs (matplotlib's object API, imported only here; no pyplot, so no
 backend is switched).
 """
@@ -6,12 +7,10 @@ backend is switched).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
-if TYPE_CHECKING:
-    from ..surfaces.measure import MeasureResult
+from ..measured import MeasureResult
 
 __all__ = ["plot_measured", "measured_figure"]
 

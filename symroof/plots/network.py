@@ -28,8 +28,8 @@ from ..hardware.collectives import KINDS, collective
 from ..hardware.mesh import Mesh
 from ..parallel.matmul import STRATEGIES, shard_matmul
 from ..render import fmt_si
-from ..symbols import DIMENSIONS
 from ..symbols import V_b as _V
+from ..symbols import dimension
 from .roofline import _pyplot
 
 __all__ = ["collective_plot", "sharded_matmul_plot"]
@@ -254,8 +254,7 @@ def sharded_matmul_plot(mesh: Mesh, texts: Any, var: str = "B", values: Any = No
     cases, sizes = _cases(texts), dict(sizes or {})
     if var in sizes:
         raise ValueError(f"{var!r} is the plotted variable; leave it out of sizes")
-    sym = DIMENSIONS[var][0] if var in DIMENSIONS else sp.Symbol(var, positive=True,
-                                                                 integer=True)
+    sym = dimension(var)
     xs = np.geomspace(1, 1e5, 241) if values is None else np.asarray(list(values), float)
     if xs.size < 2 or np.any(xs <= 0):
         raise ValueError(f"values of {var} must be at least two positive numbers")

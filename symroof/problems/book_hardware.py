@@ -19,13 +19,13 @@ from ..hardware import all_gather, chip, mesh, symbolic_chip
 from ..models import model
 from ..ops import matmul
 from ..parallel.sharding import parse_array
-from ..symbols import B, C, D, F, W, X, Y
+from ..symbols import B, C, D, F, N, W, X, Y, Z, quantity
 from .template import Template, pick
 
 __all__ = ["HARDWARE_TEMPLATES"]
 
 C8 = symbolic_chip().peak("int8")  # the int8 peak, C_int8
-P, b_w, N, Z = sp.symbols("P b_w N Z", positive=True)
+P, b_w = quantity("P"), quantity("b_w")  # the table's rule for named quantities
 INT8_CHIPS = ("tpu-v5e", "tpu-v5p", "tpu-v6e", "h100", "h200", "a100", "b200")
 GPUS = ("h100", "h200", "a100", "b200", "gb200")
 ACTIVE_MODELS = ("llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "mixtral-8x7b",

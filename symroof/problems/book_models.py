@@ -19,12 +19,12 @@ from ..hardware import chip, mesh, symbolic_chip
 from ..models import Transformer, model, train_memory
 from ..parallel import shard_matmul
 from ..parallel.sizing import smallest_slice
-from ..symbols import B, C, D, F, G, H, L, S, V, W, X, Y, d_h
+from ..symbols import B, C, D, F, G, H, L, S, V, W, X, Y, Z, d_h, quantity
 from .template import Template, pick, shown
 
 __all__ = ["MODEL_TEMPLATES"]
 
-Z, W_gpu, W_node = sp.symbols(r"Z W_GPU W_node", positive=True)
+W_gpu, W_node = quantity("W_GPU"), quantity("W_node")  # the table's rule for named quantities
 DENSE = ("llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "llama-2-7b", "llama-2-13b",
          "mistral-7b")
 

@@ -26,7 +26,6 @@ from ..hardware.chip_file import ChipWarning
 from ..hardware.internals import ROOFS
 from ..hardware.internals import roof as roof_of
 from ..models import MODELS
-from ..models.check import check
 from ..ops import matmul
 from ..render import fmt_si
 from ..symbols import B
@@ -49,11 +48,7 @@ from .cli_format import (
     roofs,
     table,
 )
-from .cli_problems import add_handout_options, add_problems
-from .cli_report import add_report
-from .cli_serve import add_serve
-from .cli_solve import add_solve
-from .cli_train import add_train
+from .cli_problems import add_handout_options
 from .notes import LatexError, build_notes
 
 __all__ = ["main", "build_parser"]
@@ -164,6 +159,8 @@ def cmd_critical_batch(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from ..models.check import check  # the NumPy twin loads for this command only
+
     report = check(_model(args.model), args.batch, args.new_tokens, args.cached,
                    last_only=args.last_only)
     print({"text": report.__str__, "markdown": report._repr_markdown_,
@@ -190,8 +187,23 @@ def _measure() -> Any:  # lazy: only `symroof measure` pays for importing it
 
 
 # -- parser -----------------------------------------------------------------------------
-def build_parser(with_measure: bool = False) -> argparse.ArgumentParser:
-    """The argument parser; ``with_measure`` imports symroof.surfaces.measure for its options."""
+#: the commands with a module of their own: name -> (module, the function adding its options)
+_FAMILIES = {"report": ("cli_report", "add_report"), "train": ("cli_train", "add_train"),
+             "serve": ("cli_serve", "add_serve"), "solve": ("cli_solve", "add_solve"),
+             "problems": ("cli_problems", "add_problems")}
+
+
+def build_parser(with_measure: bool = False, only: str | None = None
+                 ) -> argparse.ArgumentParser:
+    """The argument parser; ``with_measure`` imports symroof.surfaces.measure for its options.
+    ``only``, the command about to run: of the commands with a module of their own, only its
+    module is imported (a ``report`` does not load the training plans); anything else (None,
+    ``--help``, a misspelt command): every command, so that help and errors list them all.
+
+    >>> names = build_parser(only="report")._subparsers._group_actions[0].choices
+    >>> "report" in names, "train" in names
+    (True, False)
+    """
     p = _Parser(prog="symroof", description="symroof: symbolic rooflines of matmuls and "
                 "transformers on accelerator chips.", epilog=EXAMPLES,
                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -235,8 +247,9 @@ def build_parser(with_measure: bool = False) -> argparse.ArgumentParser:
     c.add_argument("--f", type=SIZE, help="with --d (default: the B << D, F regime)")
     c.add_argument("--roof", choices=list(ROOFS), default="hbm", help="the level W is read "
                    "off: " + "; ".join(f"{k}: {v}" for k, v in ROOFS.items()))
-    for add in (add_report, add_train, add_serve, add_solve, add_problems):
-        add(command)
+    for name, (module, add) in _FAMILIES.items():
+        if only not in _FAMILIES or only == name:  # --help, a typo: every command
+            getattr(importlib.import_module(f".{module}", __package__), add)(command)
     c = command("check", cmd_check, "run the counted NumPy model and compare every op's "
                 "FLOPs and bytes with the symbolic formulas, exactly (exit 1 on a mismatch)",
                 ("text", "markdown", "json"))
@@ -279,7 +292,8 @@ def _warn_line(message: Any, category: Any, *_: Any, **__: Any) -> None:
 
 def _main(argv: list[str]) -> int:
     try:
-        args = build_parser(with_measure=argv[:1] == ["measure"]).parse_args(argv)
+        args = build_parser(with_measure=argv[:1] == ["measure"],
+                            only=argv[0] if argv else None).parse_args(argv)
         if args.command is None:
             build_parser().print_help()
             return 0

@@ -26,9 +26,9 @@ from typing import Any
 import sympy as sp
 
 from ..hardware import CHIPS, Chip, chip, mesh
+from ..hardware.chip import STORAGE_BYTES as WIDTHS  # their one home
 from ..hardware.mesh import CUSTOM_HINT
 from ..models import model
-from ..parallel.serving import WIDTHS
 
 __all__ = ["size", "width", "arg_type", "SIZE", "WIDTH", "load_model", "load_chip",
            "add_chip_options", "chip_of", "add_mesh_options", "mesh_of", "dumps",

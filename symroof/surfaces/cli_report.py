@@ -14,7 +14,6 @@ from ..models.table import roofline_table
 from .cli_args import SIZE, WIDTH, add_mesh_options, chip_of
 from .cli_args import load_model as _model
 from .cli_format import WIDTHS, num, report_title, report_widths
-from .cli_serve import report_mesh
 
 __all__ = ["cmd_report", "add_report"]
 
@@ -55,6 +54,8 @@ def cmd_report(args: argparse.Namespace) -> int:
         return report_title(name, phase, args.batch, S, T, cached, args.attention, dtype,
                             used, from_dtype)
     if args.mesh:
+        from .cli_serve import report_mesh  # the serving plans load for --mesh only
+
         return report_mesh(args, m, dtype, widths, title, query)
     t = roofline_table(m, c, batch=args.batch, new_tokens=T, cached=cached, dtype=dtype,
                        groups=args.groups, attention=args.attention, title=title(args.phase))

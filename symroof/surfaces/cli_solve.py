@@ -15,6 +15,7 @@ import sympy as sp
 from ..derivation import tex_escape
 from ..hardware import as_chip
 from ..render import latex, number, readable
+from ..symbols import quantity
 from .cli_args import SIZE, WIDTH, add_chip_options, chip_of, dumps, load_model, mesh_of
 from .cli_format import WIDTHS, num, report_widths
 from .solve import QUANTITIES, VARIABLES, VIEWS, solve_step
@@ -106,7 +107,7 @@ def _side_unit(typed: sp.Expr) -> str:
 
 
 def _latex(s: Any) -> str:
-    names = {sp.Symbol(q, positive=True): _TEX.get(q, rf"\text{{{q.replace('_', ' ')}}}")
+    names = {quantity(q): _TEX.get(q, rf"\text{{{q.replace('_', ' ')}}}")
              for q in QUANTITIES}
     rows = [" &= ".join(latex(side, symbol_names=names) for side in s.typed),
             " &= ".join(latex(side, unit=_side_unit(typed))

@@ -10,15 +10,12 @@ A model that fits no split says what it would need (``sr.min_training_slice``).
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any
 
-import numpy as np
-
 from ..models import REMAT_POLICIES
-from ..parallel import min_training_slice, strategy_search, train_plan
 from ..parallel.layout import ROLES, assign_axes, parse_strategy
-from ..parallel.search import STRATEGIES, nearby
-from ..parallel.strategies import BatchSplitError
+from ..parallel.strategies import STRATEGIES, BatchSplitError, train_plan
 from ..render import fmt_si
 from .cli_args import SIZE, add_chip_options, add_mesh_options, dumps, load_model, mesh_of
 from .cli_format import num, table
@@ -75,6 +72,8 @@ def _excluded(res: Any, idx: list[int], model: Any) -> str:
 def _search(args: argparse.Namespace, model: Any, mesh: Any) -> tuple[list, list, Any]:
     """(rows of the strategies that fit, fastest first; (strategy, why) of the others;
     the search's answer where nothing fits, else None)."""
+    from ..parallel.search import strategy_search  # NumPy loads for `train` only
+
     strategies = [args.strategy] if args.strategy else None  # None: the search's default
     res = strategy_search(model, mesh, batch_tokens=args.batch, seq=args.seq,
                           strategies=strategies, remat=args.remat_value,
@@ -82,7 +81,7 @@ def _search(args: argparse.Namespace, model: Any, mesh: Any) -> tuple[list, list
     rows, out = [], []
     for s in dict.fromkeys(c.strategy for c in res.candidates):
         idx = [j for j, c in enumerate(res.candidates) if c.strategy == s]
-        ok = [j for j in idx if np.isfinite(res.lower[0, j])]
+        ok = [j for j in idx if math.isfinite(res.lower[0, j])]
         if not ok:
             out.append((s, _excluded(res, idx, model)))
             continue
@@ -97,6 +96,11 @@ def _search(args: argparse.Namespace, model: Any, mesh: Any) -> tuple[list, list
 def _need(args: argparse.Namespace, model: Any, mesh: Any) -> str:
     """What a run that fits nowhere on ``mesh`` needs, sharded over every chip, and the
     smaller changes that would make it fit on these chips (remat, a smaller batch)."""
+    import numpy as np
+
+    from ..parallel.runs import min_training_slice
+    from ..parallel.search import strategy_search
+
     try:
         need = min_training_slice(model, mesh.chip, batch_tokens=args.batch, seq=args.seq,
                                   remat=args.remat_value)
@@ -148,6 +152,8 @@ def _brief(c: dict) -> str:
 def _nearby(args: argparse.Namespace, model: Any, mesh: Any) -> tuple[list[str], dict]:
     """Where no split divides the batch: the nearest batches that have a plan, and the
     cheapest uneven split of this one (``sr.nearby``)."""
+    from ..parallel.search import nearby
+
     near = nearby(model, mesh, batch_tokens=args.batch, seq=args.seq,
                   strategies=[args.strategy] if args.strategy else None,
                   remat=args.remat_value, microbatches=args.microbatches, dtype=args.dtype_)

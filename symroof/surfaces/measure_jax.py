@@ -43,10 +43,10 @@ import numpy as np
 from ..cost import Cost
 from ..hardware import Chip
 from ..hardware import chip as chip_record
+from ..measured import SIZES, OpTiming, _ms, _round3, _timing
 from ..numeric import Config, Counter, forward, init_params
 from ..render import fmt_si
 from . import measure_jax_ops as ops
-from .measure import SIZES, OpTiming, _ms, _round3, _timing
 
 __all__ = ["measure_jax", "JaxMeasureResult", "JAX_SIZES", "known_chip", "run_cli"]
 

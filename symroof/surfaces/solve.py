@@ -47,6 +47,7 @@ from ..parallel.serving import serve
 from ..symbols import B as _B
 from ..symbols import S as _S
 from ..symbols import T as _T
+from ..symbols import quantity
 from ..workload import Step
 
 __all__ = ["QUANTITIES", "VARIABLES", "VIEWS", "Boundary", "Solution", "solve_step",
@@ -124,7 +125,7 @@ def step_quantities(model: Any, chip: Any = None, dtype: str = "bf16",
 
 
 def _parse(text: str, equation: str) -> sp.Expr:
-    known = {**{q: sp.Symbol(q, positive=True) for q in QUANTITIES}, **VARIABLES}
+    known = {**{q: quantity(q) for q in QUANTITIES}, **VARIABLES}
     if not text.strip() or not _SAFE.fullmatch(text):
         raise ValueError(f"cannot read {text.strip()!r} in {equation!r}: write quantities, "
                          "numbers and + - * / ^ ( )")
@@ -262,7 +263,7 @@ def solve_step(equation: str, variable: str, model: Any, *, chip: Any = None,
     if chip is None and names & set(_ON_CHIP):
         raise ValueError(f"{', '.join(sorted(names & set(_ON_CHIP)))} need a chip: add --chip")
     quantities = step_quantities(model, chip, dtype, phase, view)
-    subs = {sp.Symbol(q, positive=True): e for q, e in quantities.items()}
+    subs = {quantity(q): e for q, e in quantities.items()}
     exprs = [side.xreplace(subs) for side in sides]
     given = {n: v for n, v in (("batch", batch), ("context", context),
                                ("new_tokens", 1 if new_tokens is None and phase == "decode"
