@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 import symroof as sr
+from symroof.models import from_hf_config
 
 DATA = Path(__file__).parent / "data"
 
@@ -80,7 +81,7 @@ def test_matmul_params_and_decode_weight_bytes(name):
     m = sr.model(name)
     assert m.matmul_params == P
     assert m.whole(1, 1, 2047).weight_bytes == 2 * P  # bf16 weights, batch 1
-    assert sr.from_hf_config(cfg).matmul_params == P  # the config reads as the preset
+    assert from_hf_config(cfg).matmul_params == P  # the config reads as the preset
 
 
 @pytest.mark.parametrize("name", sorted(set(FAMILIES) - WINDOWED))

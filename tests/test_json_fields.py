@@ -11,6 +11,8 @@ import pytest
 import sympy as sp
 
 import symroof as sr
+from symroof.hardware import CHIPS
+from symroof.models import MODELS
 from symroof.surfaces.cli import main
 
 
@@ -113,7 +115,7 @@ def test_critical_batch_json():
 
 def test_chips_json():
     d = cli_json("chips")
-    assert set(d) == set(sr.CHIPS)
+    assert set(d) == set(CHIPS)
     for name, row in d.items():
         c = sr.chip(name)
         assert set(row) == {"peaks", "hbm_bw", "hbm_bytes", "link_bw", "ridge", "ridge_exact",
@@ -129,7 +131,7 @@ def test_chips_json():
 
 def test_models_json():
     d = cli_json("models")
-    assert set(d) == set(sr.MODELS)
+    assert set(d) == set(MODELS)
     for name, row in d.items():
         m = sr.model(name)
         assert {k: row[k] for k in ("D", "F", "L", "H", "G", "d_h", "V")} == {
