@@ -93,6 +93,7 @@ bwd_d = Derivation("The backward pass: $6ND$ out of the rows, attention beside i
                    source=CH4 + " (Forward and reverse FLOPs; Global FLOPs and Params "
                    "Calculation; Fractional cost of attention)")
 rows = sr.train_ops(sym, B, S)  # B sequences of S tokens, no remat
+BOOK_ROWS = sr.train_ops(sym, B, S, conventions="book")  # the same, all S^2 pairs useful
 n = B * S
 FWD = [f"fwd/{k}" for k in MATMUL_KEYS]
 BWD = [f"bwd/{k}/{d}" for k in MATMUL_KEYS for d in ("dx", "dw")]
@@ -114,6 +115,10 @@ attn = bwd_d.step(r"beside them the attention core's six matmuls ($QK^\top$ and 
                   sp.factor(fl(rows, ATTENTION_MATMUL_KEYS)))
 useful = bwd_d.step("of which a causal mask uses", r"\text{FLOPs}^\text{attn}_\text{useful}",
                     sp.factor(fl(rows, ATTENTION_MATMUL_KEYS, "useful_flops")))
+book_attn = bwd_d.step(r"the book's count in one call: the same rows under the book "
+                       "conventions (attention pairs: all), useful FLOPs",
+                       r"\text{FLOPs}^\text{attn}_\text{book}",
+                       sp.factor(fl(BOOK_ROWS, ATTENTION_MATMUL_KEYS, "useful_flops")))
 layer_mm = fl(rows, FWD + BWD) - 6 * n * D * V  # the layers' weight matmuls
 share = bwd_d.step("against the layers' weight matmuls, for multi-head attention, $F = 4D$ and "
                    "$D = H d_h$",
@@ -145,6 +150,9 @@ bwd_d.claim("attention adds $12 B L H S^2 d_h$ (the book's $12 B T^2 N H$ a laye
             "$S = 8D$ and the QKVO projections at $S = 2D$",
             attn == 12 * B * L * H * S**2 * d_h and useful == 6 * B * L * H * S * (S + 1) * d_h
             and share == S / (8 * D) and s_qkvo == S / (2 * D))
+bwd_d.claim("under the book's conventions the useful attention FLOPs are its $12 B T^2 N H$ a "
+            "layer: symroof's causal count differs by the convention attention_pairs alone",
+            book_attn == attn)
 bwd_d.claim("the vocabulary costs $6 B S D V$ and the embedding $B S D$ adds. Erratum: ch. 4's "
             "summary table gives $12 BTDV$; its body's $6 BTDV$ is right (the input embedding is "
             "a gather, not a matmul)", vocab == 6 * B * S * D * V and embed == B * S * D)
@@ -555,6 +563,18 @@ pp_c = gpu_d.step("ZeRO-1 over 16 nodes while 8-way TP and 8 pipeline stages spa
 b2 = gpu_d.step(r"a B200 SuperPod (2250e12 FLOP/s, $W_\text{node}$ unchanged)",
                 r"(B/N)^*_\text{B200}",
                 b200.peak() / W_eff["B200 SuperPod"])
+book_w = {k: V_b / sr.all_gather(sr.mesh("h100", GROUPS[k][1]), V_b, GROUPS[k][2],
+                                  conventions="book").t_bw for k in ("one node", "SuperPod")}
+book_node, book_pod = (C_h / book_w[k] for k in ("one node", "SuperPod"))
+gpu_d.step(r"the book's form in one call: the same AllGathers under the book conventions "
+           "(ring factor: the book's, no $(N - 1)/N$), one node and the SuperPod",
+           r"(B/N)^*_\text{book}", sp.ImmutableMatrix([[rnd(book_node, 4), rnd(book_pod, 4)]]))
+gpu_d.claim("the book-form calls give the book's 2200 and 2475 tokens a GPU at its C = 990e12 "
+            "(2198 and 2472.5 at the record's 989e12); symroof's 1923 and 2395 differ from them "
+            "by the ring's 7/8 and 31/32 and nothing else",
+            book_node * 990 / 989 == 2200 and book_pod * 990 / 989 == 2475
+            and dp_node == book_node * sp.Rational(7, 8)
+            and dp_pod == book_pod * sp.Rational(31, 32))
 gpu_d.claim("the book's 2200 in a node and 2475 beyond (990e12 over 450e9 and 400e9; 2198 and "
             "2473 with the record's 989e12) leave out the ring's $(N - 1)/N$: DP needs 1923 "
             "tokens a GPU on a node (7/8) and 2395 on the SuperPod (31/32, the leaf level)",

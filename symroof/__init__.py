@@ -62,6 +62,9 @@ _NAMES = {
     **dict.fromkeys(("max_params", "min_chips"), ".parallel.inverse"),
     **dict.fromkeys(("serve_params", "prefill"), ".parallel.serving_book"),
     "mfu": ".parallel.runs", "flops_per_dollar": ".parallel.sizing",
+    # conventions as data: the accounting choices, named profiles, why two tools differ
+    **dict.fromkeys(("Conventions", "profile"), ".conventions"),
+    "compare_conventions": ".models.convention_diff",
 }
 #: public names of the subpackages that are not top-level names (``from symroof.X import``)
 _MOVED = {
@@ -69,7 +72,8 @@ _MOVED = {
                      "einsum_flops"), "symroof.ops"),
     **dict.fromkeys(("Chip", "CHIPS", "Mesh", "Collective", "collective"), "symroof.hardware"),
     "TimeBound": "symroof.analysis", "Derivation": "symroof.derivation",
-    "document": "symroof.render",
+    "document": "symroof.render", "PROFILES": "symroof.conventions",
+    "ConventionsDiff": "symroof.models.convention_diff",
     **dict.fromkeys(("MoE", "MLA", "OP_GROUPS", "group", "MODELS", "from_hf_config",
                      "saved_activations", "REMAT_POLICIES"), "symroof.models"),
     **dict.fromkeys(("StepTime", "op_times"), "symroof.models.inference"),

@@ -22,6 +22,7 @@ from typing import Any
 
 import sympy as sp
 
+from .conventions import as_conventions
 from .cost import Cost, as_dimension, as_exact, as_symbol, check_symbols
 from .hardware import as_chip, dtype_bytes
 from .hardware.chip import DTYPE_BYTES, STORAGE_BYTES
@@ -119,17 +120,18 @@ class TimeBound:
 
 
 def time(cost: Cost, chip: Any, dtype: str = "bf16", *, useful: bool = False,
-         per_chip: bool | None = None, roof: str = "hbm") -> TimeBound:
+         per_chip: bool | None = None, roof: str = "hbm", conventions: Any = None
+         ) -> TimeBound:
     """Roofline time bounds of ``cost`` on ``chip`` at ``dtype``'s peak: the one time rule
     (t_math = FLOPs / C, t_mem = bytes / W, t_net from the collectives; lower bound their
     max, upper bound their sum).
 
-    ``useful=True`` counts useful FLOPs only (a kernel that skips masked blocks).
+    ``useful=True`` counts useful FLOPs only (a kernel that skips masked blocks); given
+    ``conventions`` (a profile name or record), their ``time_flops`` decides instead.
     ``roof`` picks the level the FLOPs and bytes are read against (``hardware.internals.
     ROOFS``): "hbm" (the default), an on-chip memory ("vmem", "l2"), the vector unit
     ("vpu"), or the host link ("pcie": every byte comes over PCIe). A cost's
     ``host_bytes`` always cross the host link: t_host = host_bytes / pcie_bw.
-
 
     >>> import symroof as sr
     >>> t = sr.time(sr.Cost(flops=10**12), sr.chip("h100"))
@@ -157,6 +159,8 @@ def time(cost: Cost, chip: Any, dtype: str = "bf16", *, useful: bool = False,
     """
     if not isinstance(cost, Cost):
         raise TypeError(f"time() needs a Cost, got {type(cost).__name__}")
+    if conventions is not None:
+        useful = as_conventions(conventions).counted == "useful_flops"
     scope = ""
     if isinstance(chip, Mesh):
         cost, scope = _on_mesh(cost, chip, per_chip)

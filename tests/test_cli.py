@@ -438,9 +438,10 @@ def test_report_titles_record_dtype_and_widths(runs):
                                         "kv_bytes=1 (from --dtype)")
     assert first["report-w1-text"] == TITLE + "bf16 peak, w_bytes=1, act_bytes=2, kv_bytes=2"
     assert first["report-int8-markdown"] == (f"**{TITLE}int8 peak, w_bytes=1, act_bytes=1, "
-                                             "kv_bytes=1 (from --dtype)**")
+                                             "kv_bytes=1 (from --dtype)** (conventions: "
+                                             "symroof)")
     assert (r"\caption{" + TITLE + r"int8 peak, w\_bytes=1, act\_bytes=1, kv\_bytes=1 (from "
-            "--dtype)}") in runs["report-int8-latex"].stdout
+            "--dtype); conventions: symroof}") in runs["report-int8-latex"].stdout
     assert "h100, fp8: ridge 591 FLOP/B" in runs["report-fp8-text"].stdout
 
 

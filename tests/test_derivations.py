@@ -119,6 +119,8 @@ KEY_NUMBERS = {
         "C / W_dcn = 73440",                 # DCN bound per slice, v5p
         "(B/N)_knee = 56",                   # the pod's FSDP + TP knee: T_FSDP = T_TP
         "(B/N)^* = Matrix([[1923, 2395, 1923]])",  # H100: node, SuperPod, two nodes
+        "(B/N)^*_book = Matrix([[2198, 2472]])",  # the book's 2200 and 2475 (at 990e12)
+        "FLOPs^attn_book = 12*B*H*L*S**2*d_h",  # the book's 12 B T^2 N H a layer
         "73728/4945  ~ 14.9096",             # TP limit inside an H100 node
         "1230359/27540  ~ 44.6753",          # LLaMA-3-70B, 15T tokens, v5p pod, 40% MFU, days
         "200291/4968  ~ 40.3162",            # ... on 4096 H100s at 45% MFU, days
@@ -154,6 +156,13 @@ KEY_NUMBERS = {
         "275600416/1154296875  ~ 0.23876",   # $ per million tokens, compute floor
         "06_latency_throughput.png",
     ],
+    "07_conventions.py": [
+        "= 1/2  ~ 0.5",                      # LLM-Viewer's lm_head: 1 FLOP a multiply-add
+        "KV_core (LLM-Viewer / symroof) = 4",  # its fused core reads all H heads' K and V
+        "\\Delta FLOPs_core = 1024*B*(2 - S)",  # softmax 5 an element against 6S - 2 a row
+        "C / W = Matrix([[295.2, 295.2, 322.1, 290.9, 298.5]])",  # five H100 records
+        "07_conventions.png",
+    ],
     "08_hardware.py": [
         "C_units / (FLOP/s) = 196608000000000",  # 4 MXUs x 1.5 GHz x 32768: v5e's 1.97e14
         "f_TC / GHz = 123625/67584  ~ 1.82921",  # the H100 tensor-core clock the sheet implies
@@ -178,7 +187,8 @@ SCRIPTS = sorted(DERIVATIONS.glob("[0-9][0-9]_*.py"))
 FIGURES = {"01_rooflines.py": ["01_rooflines_problem3.png"],
            "04_sharding.py": ["04_collectives.png", "04_sharded_matmuls.png"],
            "05_training.py": ["05_step_time.png", "05_memory_by_remat.png"],
-           "06_inference.py": ["06_latency_throughput.png"]}
+           "06_inference.py": ["06_latency_throughput.png"],
+           "07_conventions.py": ["07_conventions.png"]}
 
 
 def test_every_script_is_covered():

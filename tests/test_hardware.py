@@ -14,7 +14,8 @@ import sympy as sp
 
 from symroof.hardware import CHIPS, Chip, chip, symbolic_chip
 
-PRESETS = sorted(CHIPS)
+PRESETS = sorted(n for n in CHIPS if "/" not in n)  # the datasheets' records
+PEERS = sorted(n for n in CHIPS if "/" in n)  # a peer calculator's presets ("llm-viewer/...")
 C, W, W_net, M = (sp.Symbol(s, positive=True) for s in ("C", "W", "W_net", "M"))
 #: the figures of each kind of network record that carry a source (written out here, not
 #: imported, so a field added to topology.py without a source fails this test)

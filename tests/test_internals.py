@@ -45,7 +45,8 @@ SHEET = {
 
 
 def test_every_chip_is_in_the_table():
-    assert set(SHEET) == set(CHIPS)
+    # the peers' presets (llm-viewer/..., llm-analysis/...) carry the peer's figures only
+    assert set(SHEET) == {name for name in CHIPS if "/" not in name}
 
 
 @pytest.mark.parametrize("name", sorted(SHEET))

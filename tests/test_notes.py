@@ -108,7 +108,8 @@ def test_every_item_kind_renders(demo):
     assert r"Claim: 2 × 3 ≈ 6 --- and 50\% of d\_h \& more" in tex  # declared, escaped
     assert r"\DeclareUnicodeCharacter{2248}{\ensuremath{\approx}}" in tex
     assert notes.replaced == ["🙂"] and "an emoji ? has no glyph" in tex
-    order = [tex.index(s) for s in (r"\subsection*{Matmul}", r"\caption{tiny decode}",
+    order = [tex.index(s) for s in (r"\subsection*{Matmul}",
+                                    r"\caption{tiny decode; conventions: symroof}",
                                     "Counted (NumPy) against symbolic", r"\caption{demo share}",
                                     r"\caption{the same figure, captioned}",
                                     "A closing paragraph: 100\\% done.")]

@@ -101,7 +101,7 @@ def two_ops():
     return RooflineTable(rows=rows, chip=sr.chip("h100"), title="two ops")
 
 
-TWO_OPS_MARKDOWN = """**two ops**
+TWO_OPS_MARKDOWN = """**two ops** (conventions: symroof)
 
 | op | FLOPs | weight B | KV B | act B | intensity | bound | time |
 |---|---|---|---|---|---|---|---|
@@ -125,14 +125,14 @@ mlp/residual & 262 k & 0 & 0 & 1.57 M & 0.167 & memory & 470 ns \\
 total & 7.52 G & 117 M & 0 & 3.93 M & 61.9 & memory & 36.2 $\mu$s (sum) \\
 \bottomrule
 \end{tabular}
-\caption{two ops}
+\caption{two ops; conventions: symroof}
 \par\smallskip\footnotesize\raggedright
 per-op sum 36.2 $\mu$s; totals as one roofline: 36.2 $\mu$s (max, full overlap) to 43.8 $\mu$s (sum, no overlap)\par
 memory-bound: `mlp/up' takes 99\% of the per-op time (35.8 $\mu$s of 36.2 $\mu$s), memory-bound at intensity 62.7 against the ridge 295 FLOP/B\par
 \end{table}"""  # noqa: E501
 
 TWO_OPS_TEXT = """two ops
-h100, bf16: ridge 295 FLOP/B
+h100, bf16: ridge 295 FLOP/B; conventions: symroof
 op             FLOPs  weight B  KV B   act B  intensity   bound           time
 ------------------------------------------------------------------------------
 mlp/up        7.52 G     117 M     0  2.36 M       62.7  memory        35.8 us
@@ -150,7 +150,7 @@ def test_hand_built_table_renders(two_ops):
     assert two_ops.to_text() == TWO_OPS_TEXT == str(two_ops)
 
 
-TINY_DECODE_MARKDOWN = """**tiny decode on H100**
+TINY_DECODE_MARKDOWN = """**tiny decode on H100** (conventions: symroof)
 
 > **warning:** tiny's maximum context is not known (no max_position): the context and the crossovers are not checked against it
 

@@ -12,7 +12,8 @@ def test_step_time_prints_a_summary():
     lines = str(st).splitlines()
     assert lines[0] == ("step: per-op sum 9.84 ms, 1.02x the whole-model bound 9.61 ms "
                         "(memory-bound)")
-    assert len(lines) == 1 + len(st.groups) and "attention core" in lines[4]
+    assert len(lines) == 2 + len(st.groups) and "attention core" in lines[4]
+    assert lines[-1] == "conventions: symroof"
     assert repr(st) == f"<StepTime {lines[0]}>"
     symbolic = sr.step_time(sr.model("llama-3.1-8b"), "h100", B, 1, S - 1)
     assert str(symbolic).startswith("step (symbolic in B, S): 8 groups")

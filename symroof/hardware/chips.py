@@ -615,3 +615,56 @@ RECORDS: list[dict] = [
         }
     ),
 ]
+
+# LLM-Viewer's own hardware presets, as chips, so that its numbers can be reproduced with its
+# figures (symroof's records above are the datasheets'; these never shadow them: each name
+# starts "llm-viewer/"). Peaks and bandwidth: hahnyuan/LLM-Viewer hardwares/hardware_params.py
+# at 472f71f ("the OPS = sparse OPS/2"); its FP16 roof is the 16-bit one. LLM-Viewer records
+# no capacity and no link: those come from the symroof record of the same part, sourced so.
+_LV = ("LLM-Viewer hardwares/hardware_params.py at 472f71f, https://github.com/hahnyuan/"
+       "LLM-Viewer/blob/472f71f1a1807e80b573252e9185fd5e8d795e95/hardwares/hardware_params.py"
+       ", ")
+_A100_40 = ("NVIDIA A100 datasheet, A100 40GB SXM column (same document as the a100 record): "
+            "'GPU memory 40GB HBM2', read as 40e9 B")
+_PEERS = (  # name, its key in hardware_params.py, base record, (bandwidth, FP16, INT8) as
+    # hardware_params.py writes them, its comment, hbm_bytes (None: the base record's)
+    ("nvidia-a100", "nvidia_A100", "a100", (1555 * G, 312 * T, 624 * T), "# use 40G data",
+     (40 * G, _A100_40)),
+    ("nvidia-a100-80g", "nvidia_A100_80G", "a100", (2039 * G, 312 * T, 624 * T), "", None),
+    ("nvidia-h100", "nvidia_H100", "h100", (3072 * G, 1979 * T // 2, 3958 * T // 2),
+     "# use SXM data", None),
+    ("nvidia-h100-pcie", "nvidia_H100_PCIe", "h100", (2048 * G, 1513 * T // 2, 3026 * T // 2),
+     "", None),
+)
+
+
+def _peer(name: str, key: str, base: str, figures: tuple, comment: str,
+          hbm: tuple | None) -> dict:
+    record = next(r for r in RECORDS if r["name"] == base)
+    bw, fp16, int8 = figures
+    src = _LV + f"'{key}' {comment}".rstrip()
+    borrowed = f"not in LLM-Viewer's preset; symroof's {base} record's (SXM) figure: "
+    return dict(name=f"llm-viewer/{name}",
+                peaks={"fp16": (fp16, src + ": 'FP16'"), "int8": (int8, src + ": 'INT8'")},
+                hbm_bw=(bw, src + ": 'bandwidth'"),
+                hbm_bytes=hbm or (record["hbm_bytes"][0], borrowed + record["hbm_bytes"][1]),
+                link_bw=(record["link_bw"][0], borrowed + record["link_bw"][1]),
+                network=record.get("network"))
+
+
+RECORDS += [_peer(*p) for p in _PEERS]
+
+# llm-analysis's H100 preset (cli99/llm-analysis llm_analysis/gpu_configs/h100-sxm-80gb.json at
+# d841e40): its roofs, so that its ridge can be set beside the others; the link is symroof's.
+_LA = ("llm-analysis llm_analysis/gpu_configs/h100-sxm-80gb.json at d841e40, https://github.com/"
+       "cli99/llm-analysis/blob/d841e40/llm_analysis/gpu_configs/h100-sxm-80gb.json: ")
+_H100_RECORD = next(r for r in RECORDS if r["name"] == "h100")
+RECORDS.append(dict(
+    name="llm-analysis/h100-sxm-80gb",
+    peaks={"fp16": (989 * T, _LA + "'peak_fp16_TFLOPS': 989"),
+           "int8": (1979 * T, _LA + "'peak_i8_TFLOPS': 1979")},
+    hbm_bw=(3350 * G, _LA + "'hbm_bandwidth_in_GB_per_sec': 3350"),
+    hbm_bytes=(80 * G, _LA + "'mem_per_GPU_in_GB': 80"),
+    link_bw=(_H100_RECORD["link_bw"][0], "not in llm-analysis's preset per link; symroof's h100 "
+             "record's: " + _H100_RECORD["link_bw"][1]),
+    network=_H100_RECORD["network"]))

@@ -46,8 +46,9 @@ from typing import Any
 
 import sympy as sp
 
+from ..conventions import current, using
 from ..cost import Cost, as_exact
-from .mesh import Mesh
+from .mesh import Mesh, ring_fraction
 from .topology import Switched
 
 __all__ = ["Collective", "all_gather", "reduce_scatter", "all_reduce", "all_to_all",
@@ -72,6 +73,7 @@ class Collective(Cost):
     t_bw: Any = field(default=0, kw_only=True)
     t_lat: Any = field(default=0, kw_only=True)
     mesh: Any = field(default=None, kw_only=True, repr=False)
+    conventions: str = field(default="symroof", kw_only=True, repr=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -111,14 +113,31 @@ class Collective(Cost):
         from ..render import fmt_si
         if not self.net_time.is_number:
             return repr(self)
+        named = "" if self.conventions == "symroof" else f" (conventions: {self.conventions})"
         return (f"{self.kind} over {', '.join(self.axes)} ({self.group} chips) of "
                 f"{fmt_si(self.V, 'B')}: {fmt_si(self.net_time, 's')} ({self.bound}-bound), "
-                f"{fmt_si(self.net_bytes, 'B')} sent per chip")
+                f"{fmt_si(self.net_bytes, 'B')} sent per chip{named}")
 
 
-def collective(kind: str, mesh: Mesh, V: Any, axes: Any, *, sharp: bool = False) -> Collective:
+def collective(kind: str, mesh: Mesh, V: Any, axes: Any, *, sharp: bool = False,
+               conventions: Any = None) -> Collective:
     """The collective ``kind`` ("all-gather", "reduce-scatter", "all-reduce", "all-to-all";
-    ``_`` may stand for ``-``) of ``V`` bytes over ``axes`` of ``mesh``."""
+    ``_`` may stand for ``-``) of ``V`` bytes over ``axes`` of ``mesh``; ``conventions``
+    (a profile name or record, default the one in force) decides the ring factor of its
+    time (``ring_factor``; the bytes sent per chip are always the exact count).
+
+    >>> import symroof as sr
+    >>> node = sr.mesh("h100", {"X": 8})
+    >>> [sr.all_gather(node, 450 * 10**9, "X", conventions=c).t_bw for c in ("symroof", "book")]
+    [7/8, 1]
+    >>> str(sr.all_gather(node, 450 * 10**9, "X", conventions="book")).split("chip ")[-1]
+    '(conventions: book)'
+    """
+    with using(conventions):
+        return _collective(kind, mesh, V, axes, sharp)
+
+
+def _collective(kind: str, mesh: Mesh, V: Any, axes: Any, sharp: bool) -> Collective:
     key = kind.strip().lower().replace("_", "-") if isinstance(kind, str) else kind
     if key not in KINDS:
         raise ValueError(f"unknown collective {kind!r}; known: {', '.join(KINDS)}")
@@ -130,7 +149,7 @@ def collective(kind: str, mesh: Mesh, V: Any, axes: Any, *, sharp: bool = False)
     names = mesh.axis_names(axes)
     n = mesh.size(names)
     if key == "all-reduce" and not sharp:
-        rs = collective("reduce-scatter", mesh, V, names)
+        rs = _collective("reduce-scatter", mesh, V, names, False)
         return _make(key, mesh, names, V, n, bytes_sent(key, V, n), 2 * rs.t_bw, 2 * rs.t_lat)
     if any(mesh[a].kind in ("nvlink", "scale-out") for a in names):
         t_bw, t_lat = _switched(key, mesh, names, V, n, sharp)
@@ -144,7 +163,7 @@ def collective(kind: str, mesh: Mesh, V: Any, axes: Any, *, sharp: bool = False)
 def _make(kind, mesh, names, V, n, sent, t_bw, t_lat) -> Collective:
     t = sp.Max(t_lat, t_bw) if t_lat != 0 else t_bw
     return Collective(net_bytes=sent, net_time=t, kind=kind, axes=names, V=V, group=n,
-                      t_bw=t_bw, t_lat=t_lat, mesh=mesh)
+                      t_bw=t_bw, t_lat=t_lat, mesh=mesh, conventions=current().label)
 
 
 def bytes_sent(kind: str, V: Any, n: Any) -> sp.Expr:
@@ -192,15 +211,15 @@ def _switched(kind: str, mesh: Mesh, names: tuple, V: sp.Expr, n: int, sharp: bo
                  for i, lv in enumerate(levels)]
     elif sharp:  # in-network reduction where a level's switches have it (each byte goes up
         # once and comes back reduced, V / W); a level without SHARP rings twice
-        terms = [V / lv.bw if lv.sharp else 2 * V * (lv.degree - 1) / (lv.degree * lv.bw)
+        terms = [V / lv.bw if lv.sharp else 2 * V * ring_fraction(lv.degree) / lv.bw
                  for lv in levels]
     else:
-        terms = [V * (lv.degree - 1) / (lv.degree * lv.bw) for lv in levels]
+        terms = [V * ring_fraction(lv.degree) / lv.bw for lv in levels]
     steps = 1 if sharp else n - 1
     return sp.Max(*terms), steps * mesh[names[0]].hop_latency
 
 
-def all_gather(mesh: Mesh, V: Any, axes: Any) -> Collective:
+def all_gather(mesh: Mesh, V: Any, axes: Any, *, conventions: Any = None) -> Collective:
     """AllGather over ``axes``: ``[I_X, J] -> [I, J]``; V = the gathered array's bytes.
 
     >>> import symroof as sr
@@ -208,10 +227,10 @@ def all_gather(mesh: Mesh, V: Any, axes: Any) -> Collective:
     >>> ag.t_bw                                                       # 7/8 V / W_1
     7/360000
     """
-    return collective("all-gather", mesh, V, axes)
+    return collective("all-gather", mesh, V, axes, conventions=conventions)
 
 
-def reduce_scatter(mesh: Mesh, V: Any, axes: Any) -> Collective:
+def reduce_scatter(mesh: Mesh, V: Any, axes: Any, *, conventions: Any = None) -> Collective:
     """ReduceScatter over ``axes``: ``[I, J]{U_X} -> [I, J_X]``; V = the unreduced bytes.
 
     >>> import symroof as sr
@@ -219,10 +238,11 @@ def reduce_scatter(mesh: Mesh, V: Any, axes: Any) -> Collective:
     >>> rs.t_bw == sp.Rational(10**9, 3 * 180 * 10**9)                # V / (3 W_ici)
     True
     """
-    return collective("reduce-scatter", mesh, V, axes)
+    return collective("reduce-scatter", mesh, V, axes, conventions=conventions)
 
 
-def all_reduce(mesh: Mesh, V: Any, axes: Any, *, sharp: bool = False) -> Collective:
+def all_reduce(mesh: Mesh, V: Any, axes: Any, *, sharp: bool = False,
+               conventions: Any = None) -> Collective:
     """AllReduce over ``axes`` = ReduceScatter + AllGather: ``[I, J]{U_X} -> [I, J]``.
     ``sharp=True`` reduces in the switches (GPU systems): V / W instead of 2 V / W.
 
@@ -231,10 +251,11 @@ def all_reduce(mesh: Mesh, V: Any, axes: Any, *, sharp: bool = False) -> Collect
     >>> sr.all_reduce(node, 10**9, "X").t_bw, sr.all_reduce(node, 10**9, "X", sharp=True).t_bw
     (7/1800, 1/450)
     """
-    return collective("all-reduce", mesh, V, axes, sharp=sharp)
+    return collective("all-reduce", mesh, V, axes, sharp=sharp, conventions=conventions)
 
 
-def all_to_all(mesh: Mesh, V: Any, axes: Any, *, top_k: Any = None) -> Collective:
+def all_to_all(mesh: Mesh, V: Any, axes: Any, *, top_k: Any = None,
+               conventions: Any = None) -> Collective:
     """AllToAll over ``axes``: ``[I_X, J] -> [I, J_X]``; V = the group's whole array.
 
     ``top_k=k``: the ragged AllToAll of a mixture of experts, where each token goes to at most
@@ -249,15 +270,16 @@ def all_to_all(mesh: Mesh, V: Any, axes: Any, *, top_k: Any = None) -> Collectiv
     >>> sr.all_to_all(node, 10**6, "X", top_k=4).t_bw / sr.all_to_all(node, 10**6, "X").t_bw
     1/2
     """
-    dense = collective("all-to-all", mesh, V, axes)
+    dense = collective("all-to-all", mesh, V, axes, conventions=conventions)
     if top_k is None:
         return dense
     k = as_exact(top_k, "top_k")
     if k.is_positive is not True:
         raise ValueError(f"top_k must be a positive number of destinations, got {top_k!r}")
     share = sp.Min(k / dense.group, 1)
-    return _make("all-to-all", mesh, dense.axes, V, dense.group, dense.net_bytes * share,
-                 dense.t_bw * share, dense.t_lat)
+    with using(conventions):  # the label the dense one was made under
+        return _make("all-to-all", mesh, dense.axes, V, dense.group, dense.net_bytes * share,
+                     dense.t_bw * share, dense.t_lat)
 
 
 def send(mesh: Mesh, V: Any, src: Any, dst: Any) -> Collective:

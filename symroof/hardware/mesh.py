@@ -32,10 +32,25 @@ from typing import Any
 
 import sympy as sp
 
+from ..conventions import current
 from .chip import Chip, as_chip
 from .topology import Switched, Torus, exact_figure
 
-__all__ = ["Mesh", "Axis", "LevelUse", "mesh"]
+__all__ = ["Mesh", "Axis", "LevelUse", "mesh", "ring_fraction"]
+
+
+def ring_fraction(n: Any) -> Any:
+    """The share of a gathered array a ring of n members passes through each one, in the
+    conventions in force: (n - 1)/n (``ring_factor="exact"``), or 1 (the book's form).
+
+    >>> from symroof.conventions import using
+    >>> with using("book"):
+    ...     book = ring_fraction(8)
+    >>> ring_fraction(8), book
+    (7/8, 1)
+    """
+    n = sp.sympify(n)
+    return (n - 1) / n if current().ring_factor == "exact" else sp.Integer(1)
 
 _KINDS = ("ici", "nvlink", "scale-out", "dcn")
 
@@ -84,7 +99,7 @@ class Axis:
         if self.size == 1:
             return sp.oo
         if self.kind == "dcn" or not self.wrap:
-            return self.link_bw * self.size / (self.size - 1)
+            return self.link_bw / ring_fraction(self.size)
         return 2 * self.link_bw
 
     @property

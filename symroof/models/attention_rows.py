@@ -24,11 +24,12 @@ from typing import Any, NamedTuple
 
 import sympy as sp
 
-from .. import ops as op
+from ..conventions import current
 from ..cost import Cost
 from . import rows as rw
 
-__all__ = ["Heads", "context", "blocks", "core", "core_rows", "CORE_MODES"]
+__all__ = ["Heads", "context", "pairs", "softmax_flops", "fused_bytes", "blocks", "core",
+           "core_rows", "CORE_MODES"]
 
 #: forms of the attention core a forward step can take (training takes naive and fused)
 CORE_MODES = ("naive", "fused", "flash")
@@ -57,6 +58,53 @@ def context(T: Any, c: Any, window: Any) -> tuple[sp.Expr, sp.Expr]:
     return T + sp.Min(c, W - 1), m * c + m * (m + 1) / 2 + (T - m) * W
 
 
+def pairs(T: Any, c: Any, window: Any) -> tuple[sp.Expr, sp.Expr]:
+    """(K, P) as :func:`context` gives them, or, under ``attention_pairs="all"``, every one
+    of the T x K (query, key) pairs counted as useful.
+
+    >>> from symroof.conventions import using
+    >>> with using("llm-viewer"):
+    ...     pairs(4, 0, None)
+    (4, 16)
+    """
+    K, P = context(T, c, window)
+    return (K, P) if current().attention_pairs == "causal" else (K, sp.sympify(T) * K)
+
+
+def softmax_flops(rows: Any, elements: Any, useful: Any) -> tuple[Any, Any]:
+    """(executed, useful) softmax FLOPs of ``rows`` rows, ``elements`` scores in all,
+    ``useful`` of them unmasked: scale, max, subtract, exp, sum, divide, 6n - 2 a row
+    (:func:`symroof.ops.softmax`), or ``softmax_flops`` per element.
+
+    >>> from symroof.symbols import B, S
+    >>> softmax_flops(B, B * S, B * S)
+    (6*B*S - 2*B, 6*B*S - 2*B)
+    """
+    per = current().softmax_flops
+    if per == "exact":  # one exp an element (transcendentals)
+        return (6 * elements - 2 * rows - rw.transcendental(elements),
+                6 * useful - 2 * rows - rw.transcendental(useful))
+    return per * elements, per * useful
+
+
+def fused_bytes(B: Any, T: Any, K: Any, h: Heads, *, ab: Any, kvb: Any) -> tuple[Any, Any]:
+    """(activation, KV) bytes of a fused attention core: Q read and O written, K and V read
+    once; or (``fused_core="per-query-block"``, LLM-Viewer's FlashAttention-2 estimate) K
+    and V of all H heads re-read for each block of d_k query rows, O written twice at
+    T x K.
+
+    >>> from symroof.symbols import B, S, d_h, H
+    >>> fused_bytes(B, 1, S, Heads(H, d_h, d_h, d_h, d_h), ab=2, kvb=2)
+    (4*B*H*d_h, 4*B*S*d_h)
+    """
+    if current().fused_core == "once":
+        reads = h.k_elems + (0 if h.shared else h.v_elems)
+        return B * T * h.H * (h.d_k + h.d_v) * ab, B * K * reads * kvb
+    q_blocks = sp.ceiling(sp.sympify(T) / h.d_k)
+    return ((B * T * h.H * h.d_k + 2 * B * h.H * T * K) * ab,
+            q_blocks * B * K * h.H * (h.d_k + h.d_v) * kvb)
+
+
 def _below(N: Any, b: Any) -> sp.Expr:
     """sum over p = 0 .. N-1 of floor(p / b), in closed form."""
     q = sp.floor(N / b)
@@ -77,6 +125,11 @@ def blocks(T: Any, c: Any, window: Any, b: Any) -> sp.Expr:
     return J
 
 
+def _capped(cap: int, n: Any) -> Any:
+    """FLOPs of a softcap (divide, tanh, multiply) over n scores, if there is one."""
+    return cap * n - rw.transcendental(n) if cap else 0
+
+
 def core(mode: str, B: Any, T: Any, c: Any, h: Heads, *, window: Any, ab: Any, kvb: Any,
          softcap: bool = False, block: Any = 128) -> dict[str, Cost]:
     """The attention core's rows for one layer: naive (scores, softmax, av, the score matrix
@@ -88,29 +141,36 @@ def core(mode: str, B: Any, T: Any, c: Any, h: Heads, *, window: Any, ab: Any, k
     >>> core("fused", B, 1, S - 1, h, window=None, ab=2, kvb=2)["attn/core"].kv_bytes
     4*B*S*d_h
     """
-    K, P = context(T, c, window)
+    cv = current()
+    K, P = pairs(T, c, window)
     H, d_k, d_v = h.H, h.d_k, h.d_v
     n, cap = B * T, (3 if softcap else 0)
+    kv_factor = 1 if cv.kv_traffic == "read" else 2  # read+write: the cache back out too
+    soft, soft_useful = softmax_flops(B * H * T, B * H * T * K, B * H * P)
     if mode == "naive":
-        soft = op.softmax(B * H * T, K, useful_elements=B * H * P, x_bytes=ab)
+        q_heads = H if cv.prefill_q_heads == "H" else \
+            h.k_elems / d_k + (H - h.k_elems / d_k) * sp.Min(1, c)  # KV heads if c = 0
         return {
-            "attn/scores": Cost(flops=2 * B * H * T * K * d_k, useful_flops=2 * B * H * P * d_k,
-                                kv_bytes=B * K * h.k_elems * kvb,
-                                act_bytes=(n * H * d_k + B * H * T * K) * ab),
-            "attn/softmax": soft + Cost(flops=cap * B * H * T * K, useful_flops=cap * B * H * P),
-            "attn/av": Cost(flops=2 * B * H * T * K * d_v, useful_flops=2 * B * H * P * d_v,
-                            kv_bytes=B * K * h.v_elems * kvb,
+            "attn/scores": Cost(flops=rw.mac_flops(B * H * T * K * d_k),
+                                useful_flops=rw.mac_flops(B * H * P * d_k),
+                                kv_bytes=kv_factor * B * K * h.k_elems * kvb,
+                                act_bytes=(n * q_heads * d_k + B * H * T * K) * ab),
+            "attn/softmax": Cost(flops=soft + _capped(cap, B * H * T * K),
+                                 useful_flops=soft_useful + _capped(cap, B * H * P),
+                                 act_bytes=2 * B * H * T * K * ab),
+            "attn/av": Cost(flops=rw.mac_flops(B * H * T * K * d_v),
+                            useful_flops=rw.mac_flops(B * H * P * d_v),
+                            kv_bytes=kv_factor * B * K * h.v_elems * kvb,
                             act_bytes=(B * H * T * K + n * H * d_v) * ab),
         }
-    matmuls = 2 * B * H * P * (d_k + d_v)
+    matmuls = rw.mac_flops(B * H * P * (d_k + d_v))
     if mode == "fused":
-        flops = matmuls + (6 + cap) * B * H * P - 2 * B * H * T
+        flops = matmuls + soft_useful + _capped(cap, B * H * P)
     else:  # per row: 5n - 2, 3 per extra block (new max, its exp, rescale l), o: d_v (2J - 1)
         J = blocks(T, c, window, block)
         flops = matmuls + B * H * ((5 + cap) * P - 2 * T + 3 * (J - T) + d_v * (2 * J - T))
-    reads = h.k_elems + (0 if h.shared else h.v_elems)
-    return {"attn/core": Cost(flops=flops, kv_bytes=B * K * reads * kvb,
-                              act_bytes=n * H * (d_k + d_v) * ab)}
+    act, kv = fused_bytes(B, T, K, h, ab=ab, kvb=kvb)
+    return {"attn/core": Cost(flops=flops, kv_bytes=kv_factor * kv, act_bytes=act)}
 
 
 def core_rows(m: Any, mode: str, B: Any, T: Any, c: Any) -> dict[str, Cost]:
@@ -133,6 +193,11 @@ def core_rows(m: Any, mode: str, B: Any, T: Any, c: Any) -> dict[str, Cost]:
     return out
 
 
+def _into_cache() -> bool:
+    """Whether the k and v projections write the cache themselves (``kv_written_by``)."""
+    return current().kv_written_by == "projection"
+
+
 def standard(m: Any, n: Any, T: Any) -> dict[str, Cost]:
     """One layer's rows of GQA attention before the core: the norm, q/k/v (or one fused
     qkv) projections with their biases, per-head q/k norms (Qwen3), RoPE on the rotated
@@ -144,19 +209,28 @@ def standard(m: Any, n: Any, T: Any) -> dict[str, Cost]:
     """
     D, H, G, d_h, ab, wb, kvb = m.D, m.H, m.G, m.d_h, m.act_bytes, m.w_bytes, m.kv_bytes
     rows = {"attn_norm": rw.norm(m.norm, n, D, ab=ab, wb=wb)}
+    into_cache = _into_cache()  # k, v written by their projections
+
+    def project(heads: Any, kv_heads: Any) -> Cost:
+        cost = rw.linear(n, D, heads * d_h, ab=ab, wb=wb, bias=m.qkv_bias)
+        if not into_cache:
+            return cost
+        moved = n * kv_heads * d_h
+        return cost + Cost(act_bytes=-moved * ab, kv_bytes=moved * kvb)
+
     if m.fused_qkv:
-        rows["attn/qkv_proj"] = rw.linear(n, D, (H + 2 * G) * d_h, ab=ab, wb=wb,
-                                          bias=m.qkv_bias)
+        rows["attn/qkv_proj"] = project(H + 2 * G, 2 * G)
     else:
         for name, heads in (("q", H), ("k", G), ("v", G)):
-            rows[f"attn/{name}_proj"] = rw.linear(n, D, heads * d_h, ab=ab, wb=wb,
-                                                  bias=m.qkv_bias)
+            rows[f"attn/{name}_proj"] = project(heads, 0 if name == "q" else G)
     if m.qk_norm:  # Qwen3: an RMSNorm of width d_h on each query head and each key head
         rows["attn/q_norm"] = rw.norm("rms", n * H, d_h, ab=ab, wb=wb)
         rows["attn/k_norm"] = rw.norm("rms", n * G, d_h, ab=ab, wb=wb)
     if m.positions == "rope":
         rows["attn/rope"] = rw.rope(n, H + G, m.rotary, T, ab=ab)
-    rows["attn/kv_write"] = Cost(kv_bytes=2 * n * G * d_h * kvb, act_bytes=2 * n * G * d_h * ab)
+    if not into_cache:
+        rows["attn/kv_write"] = Cost(kv_bytes=2 * n * G * d_h * kvb,
+                                     act_bytes=2 * n * G * d_h * ab)
     return rows
 
 
@@ -173,6 +247,9 @@ def mla(m: Any, n: Any, T: Any) -> dict[str, Cost]:
     1152
     """
     a, D, H, ab, wb, kvb = m.mla, m.D, m.H, m.act_bytes, m.w_bytes, m.kv_bytes
+    if _into_cache():
+        raise ValueError("convention kv_written_by='projection' applies to GQA attention; MLA "
+                         "writes its latent in its own row (use kv_written_by='row')")
     rows = {"attn_norm": rw.norm(m.norm, n, D, ab=ab, wb=wb)}
     if a.q_rank is not None:
         rows["attn/q_a_proj"] = rw.linear(n, D, a.q_rank, ab=ab, wb=wb)

@@ -35,6 +35,7 @@ import sympy as sp
 from sympy.printing.pycode import PythonCodePrinter
 
 from ..cache import kept
+from ..conventions import SYMROOF, Conventions, using
 from ..cost import FIELDS, Cost
 from ..hardware import Chip
 from ..symbols import B, S, T
@@ -156,13 +157,13 @@ def _over(var: str, value: sp.Expr) -> str:
 
 
 def _row_source(i: str, fields: list[str], dens: list[int], peak: sp.Expr,
-                hbm_bw: sp.Expr) -> list[str]:
+                hbm_bw: sp.Expr, counted: str = "u") -> list[str]:
     """Lines that compute row ``i``'s OpValues ``r{i}`` from its field expressions."""
     vals = [src if den == 1 else f"_normal({src})" if den == 0 else f"_quotient({src}, {den})"
             for src, den in zip(fields, dens)]
     wrap = "float" if any(d != 1 for d in dens) else ""
     return [f"    f{i}, u{i}, w{i}, a{i}, k{i} = " + ", ".join(vals),
-            f"    m{i} = {wrap}({_over(f'u{i}', peak)}); "
+            f"    m{i} = {wrap}({_over(f'{counted}{i}', peak)}); "
             f"t{i} = {wrap}({_over(f'(w{i} + a{i} + k{i})', hbm_bw)})",
             f"    r{i} = _new(_V, (f{i}, u{i}, w{i}, a{i}, k{i}, 0, m{i}, t{i}, 0.0, m{i}, "
             f"'compute') if m{i} >= t{i} else (f{i}, u{i}, w{i}, a{i}, k{i}, 0, m{i}, t{i}, "
@@ -170,33 +171,18 @@ def _row_source(i: str, fields: list[str], dens: list[int], peak: sp.Expr,
 
 
 @functools.lru_cache(maxsize=64)
-def compiled_table(model: Transformer, chip: Chip, dtype: str = "bf16",
-                   attention: str = "fused", last_only: bool = True,
-                   groups: bool = False) -> CompiledTable:
-    """Compile the per-op table of ``model`` on ``chip`` (numbers in both) for any (B, T, S).
-
-    Cached: the second call with the same arguments returns the same function. Useful FLOPs
-    set ``t_math`` (as in :func:`symroof.roofline_table`); ``flops`` keeps executed ones.
-    """
-    peak, hbm_bw = chip.peak(dtype), chip.hbm_bw
-    if not (peak.is_number and hbm_bw.is_number):
-        raise ValueError(f"compiled tables need a chip with numbers; {chip.name} has peak "
-                         f"{peak} and HBM bandwidth {hbm_bw}")
-    names, source = kept("table", (model, str(peak), str(hbm_bw), dtype, attention, last_only,
-                                   groups),
-                         lambda: _source(model, peak, hbm_bw, attention, last_only, groups))
-    namespace: dict[str, Any] = {"_V": OpValues, "_new": tuple.__new__, "_F": Fraction,
-                                 "_quotient": _quotient, "_normal": _normal, "math": math}
-    exec(compile(source, f"<symroof table: {model.name} on {chip.name}>", "exec"), namespace)
-    return CompiledTable(tuple(names), namespace["_table"], source)
-
-
-def _source(model: Transformer, peak: sp.Expr, hbm_bw: sp.Expr, attention: str,
-            last_only: bool, groups: bool) -> tuple[list[str], str]:
-    """The row names and the Python source of the table's function (see the module)."""
-    rows = model.ops(B, T, S - T, last_only=last_only, attention=attention)
+def _fields_source(model: Transformer, attention: str, last_only: bool, groups: bool,
+                   conventions: Conventions) -> tuple[tuple[str, ...], list[str],
+                                                      list[list[str]], list[list[int]]]:
+    """What a compiled table prints that no chip changes (cached per model, so the chips of
+    one model share it): the row names, the shared subterms' lines, and each cost's field
+    sources and denominators."""
+    rows = model.ops(B, T, S - T, last_only=last_only, attention=attention,
+                     conventions=conventions)
     rows = group(rows) if groups else rows
-    costs = [*rows.values(), model.whole(B, T, S - T, last_only=last_only)]
+    with using(conventions):
+        whole = model.whole(B, T, S - T, last_only=last_only)
+    costs = [*rows.values(), whole]
     names = [*rows, "whole"]
     polys, dens = [], []
     for name, cost in zip(names, costs):
@@ -207,13 +193,49 @@ def _source(model: Transformer, peak: sp.Expr, hbm_bw: sp.Expr, attention: str,
             polys.append(poly)
             dens.append(den)
     shared, reduced = sp.cse(polys, symbols=sp.numbered_symbols("x"))
-    lines = ["def _table(B, T, S):"]
     printer = _ExactPrinter({"fully_qualified_modules": True})
-    lines += [f"    {sym} = {printer.doprint(expr)}" for sym, expr in shared]
+    lines = [f"    {sym} = {printer.doprint(expr)}" for sym, expr in shared]
     n = len(_FIELDS)
-    for k in range(len(costs)):
-        lines += _row_source(str(k), [printer.doprint(e) for e in reduced[n * k:n * k + n]],
-                             dens[n * k:n * k + n], peak, hbm_bw)
-    last = len(costs) - 1
+    fields = [[printer.doprint(e) for e in reduced[n * k:n * k + n]] for k in range(len(costs))]
+    return tuple(names), lines, fields, [dens[n * k:n * k + n] for k in range(len(costs))]
+
+
+@functools.lru_cache(maxsize=64)
+def compiled_table(model: Transformer, chip: Chip, dtype: str = "bf16",
+                   attention: str = "fused", last_only: bool = True,
+                   groups: bool = False, conventions: Conventions = SYMROOF) -> CompiledTable:
+    """Compile the per-op table of ``model`` on ``chip`` (numbers in both) for any (B, T, S).
+
+    Cached: the second call with the same arguments returns the same function, and the
+    generated source is kept on disk between processes (:mod:`symroof.cache`). Useful FLOPs
+    set ``t_math`` (as in :func:`symroof.roofline_table`) unless the ``conventions`` count
+    executed ones; ``flops`` keeps executed ones.
+    """
+    peak, hbm_bw = chip.peak(dtype), chip.hbm_bw
+    if not (peak.is_number and hbm_bw.is_number):
+        raise ValueError(f"compiled tables need a chip with numbers; {chip.name} has peak "
+                         f"{peak} and HBM bandwidth {hbm_bw}")
+    names, source = kept("table", (model, str(peak), str(hbm_bw), dtype, attention, last_only,
+                                   groups, conventions),
+                         lambda: _source(model, peak, hbm_bw, attention, last_only, groups,
+                                         conventions))
+    namespace: dict[str, Any] = {"_V": OpValues, "_new": tuple.__new__, "_F": Fraction,
+                                 "_quotient": _quotient, "_normal": _normal, "math": math}
+    exec(compile(source, f"<symroof table: {model.name} on {chip.name}>", "exec"), namespace)
+    return CompiledTable(tuple(names), namespace["_table"], source)
+
+
+def _source(model: Transformer, peak: sp.Expr, hbm_bw: sp.Expr, attention: str,
+            last_only: bool, groups: bool, conventions: Conventions
+            ) -> tuple[list[str], str]:
+    """The row names and the Python source of the table's function (see the module)."""
+    names, shared, fields, dens = _fields_source(model, attention, last_only, groups,
+                                                 conventions)
+    counted = "u" if conventions.counted == "useful_flops" else "f"
+    lines = ["def _table(B, T, S):", *shared]
+    last = len(names) - 1
+    for k in range(len(names)):
+        lines += _row_source(str(k), fields[k], dens[k], peak, hbm_bw,
+                             counted if k < last else "u")
     lines.append(f"    return ({''.join(f'r{k}, ' for k in range(last))}), r{last}")
-    return names[:-1], "\n".join(lines)
+    return list(names[:-1]), "\n".join(lines)

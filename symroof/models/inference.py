@@ -21,6 +21,7 @@ from typing import Any
 import sympy as sp
 
 from ..analysis import TimeBound, crossover, time
+from ..conventions import SYMROOF, Conventions, as_conventions, using
 from ..cost import Cost
 from ..hardware import as_chip
 from ..symbols import B as _B
@@ -78,10 +79,12 @@ class StepTime:
       MLP                    memory   3.43 ms
       elementwise            memory   95.2 us
       lm_head                memory    319 us
+    conventions: symroof
     """
 
     whole: TimeBound
     groups: dict[str, TimeBound]
+    conventions: Conventions = SYMROOF
 
     def _headline(self) -> str:
         from ..render import fmt_si
@@ -89,7 +92,8 @@ class StepTime:
         if not self.whole.lower.is_number:
             free = sorted(map(str, self.whole.lower.free_symbols))
             return (f"step (symbolic in {', '.join(free)}): {len(self.groups)} groups; whole-"
-                    f"model bound max({self.whole.t_math}, {self.whole.t_mem})")
+                    f"model bound max({self.whole.t_math}, {self.whole.t_mem}); "
+                    f"{self.conventions}")
         return (f"step: per-op sum {fmt_si(self.per_op_sum, 's')}, {float(self.ratio):.2f}x "
                 f"the whole-model bound {fmt_si(self.whole.lower, 's')} "
                 f"({self.whole.bound}-bound)")
@@ -102,7 +106,7 @@ class StepTime:
         width = max(map(len, self.groups), default=0)
         return "\n".join([self._headline()] + [
             f"  {n:<{width}}  {t.bound:<7} {fmt_si(t.lower, 's'):>8}"
-            for n, t in self.groups.items()])
+            for n, t in self.groups.items()] + [str(self.conventions)])
 
     def __repr__(self) -> str:
         return f"<StepTime {self._headline()}>"
@@ -144,12 +148,14 @@ class StepTime:
 
 def step_time(model: Transformer, chip: Any, batch: Any, new_tokens: Any = None,
               cached: Any = 0, *, dtype: str = "bf16", attention: str = "fused",
-              last_only: bool = True) -> StepTime:
+              last_only: bool | None = None, conventions: Any = None) -> StepTime:
     """Time of one forward step (``batch`` a :class:`~symroof.Step`, or batch, new_tokens
     and cached): whole-model roofline and per-group rooflines, one lm_head rule for both.
 
     The per-group view counts useful FLOPs (a kernel skips masked blocks) and, by default,
     the fused attention core (scores stay on chip) with unfused norms and elementwise ops.
+    ``conventions`` (a profile name or record; default "symroof") builds both views;
+    ``last_only`` defaults to its ``lm_head_positions``.
 
     >>> import symroof as sr
     >>> st = step_time(sr.model("llama-3.1-8b"), sr.chip("h100"), sr.Step(1, context=2048))
@@ -157,7 +163,11 @@ def step_time(model: Transformer, chip: Any, batch: Any, new_tokens: Any = None,
     1.0
     """
     chip, step = as_chip(chip), as_step(batch, new_tokens, cached)
-    rows = model.ops(step, last_only=last_only, attention=attention)
-    groups = op_times(group(rows), chip, dtype, useful=True)
-    whole = time(model.whole(step, last_only=last_only), chip, dtype, useful=True)
-    return StepTime(whole=whole, groups=groups)
+    cv = as_conventions(conventions)
+    last_only = cv.last_only if last_only is None else last_only
+    rows = model.ops(step, last_only=last_only, attention=attention, conventions=cv)
+    useful = cv.counted == "useful_flops"
+    groups = op_times(group(rows), chip, dtype, useful=useful)
+    with using(cv):
+        whole = model.whole(step, last_only=last_only)
+    return StepTime(whole=time(whole, chip, dtype, useful=True), groups=groups, conventions=cv)

@@ -14,10 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 from .. import ops as op
+from ..conventions import current
 from ..cost import Cost
 
 __all__ = ["NORMS", "ACTIVATIONS", "norm", "linear", "activation", "act_key", "softcap",
-           "embed", "pos_embed", "rope", "mlp_rows"]
+           "embed", "pos_embed", "rope", "mlp_rows", "mac_flops", "residual", "lm_head"]
 
 NORMS = ("rms", "layer")
 #: FLOPs per element of each activation, as the NumPy twin executes it:
@@ -27,19 +28,56 @@ NORMS = ("rms", "layer")
 ACTIVATIONS = {"silu": 4, "gelu_tanh": 9, "gelu": 5}
 
 
+def mac_flops(macs: Any) -> Any:
+    """FLOPs of ``macs`` multiply-adds under the conventions in force (``flops_per_mac``).
+
+    >>> from symroof.conventions import profile, using
+    >>> from symroof.symbols import B, D
+    >>> with using(profile("symroof").replace(flops_per_mac=1)):
+    ...     mac_flops(B * D)
+    B*D
+    """
+    return current().flops_per_mac * macs
+
+
+def transcendental(n: Any) -> Any:
+    """FLOPs to leave out for ``n`` exp, tanh, erf or sqrt evaluations: none when the
+    conventions count them as FLOPs (symroof's), all n when they keep them apart (XLA's).
+
+    >>> from symroof.conventions import profile, using
+    >>> with using(profile("symroof").replace(transcendentals="apart")):
+    ...     transcendental(7)
+    7
+    """
+    return 0 if current().transcendentals == "flops" else n
+
+
+def _per_mac(cost: Cost) -> Cost:
+    """A contraction's Cost (counted at 2 FLOPs per multiply-add) under ``flops_per_mac``."""
+    macs, useful = cost.flops / 2, cost.useful_flops / 2
+    return Cost(flops=mac_flops(macs), useful_flops=mac_flops(useful),
+                weight_bytes=cost.weight_bytes, act_bytes=cost.act_bytes,
+                kv_bytes=cost.kv_bytes)
+
+
 def norm(kind: str, rows: Any, d: Any, *, ab: Any, wb: Any) -> Cost:
     """RMSNorm (4d + 2 per row, weight d) or LayerNorm (weight and bias, 2d).
 
     LayerNorm per row: mean (d - 1 + 1), centre (d), variance (d + d - 1 + 1), + eps, sqrt
     (2), divide (d), weight (d), bias (d): 7d + 2. Reads x and the parameters, writes y.
+    The conventions' ``norm_flops`` (a count per element) and ``norm_weights`` apply.
 
     >>> from symroof.symbols import B, D
     >>> norm("layer", B, D, ab=2, wb=1).weight_bytes
     2*D
     """
-    if kind == "rms":
-        return op.rmsnorm(rows, d, x_bytes=ab, w_bytes=wb)
-    return Cost(flops=rows * (7 * d + 2), weight_bytes=2 * d * wb, act_bytes=2 * rows * d * ab)
+    cv = current()
+    base = op.rmsnorm(rows, d, x_bytes=ab, w_bytes=wb) if kind == "rms" else \
+        Cost(flops=rows * (7 * d + 2), weight_bytes=2 * d * wb, act_bytes=2 * rows * d * ab)
+    per = cv.norm_flops
+    flops = base.flops - transcendental(rows) if per == "exact" else per * rows * d  # sqrt
+    weights = base.weight_bytes if cv.norm_weights == "read" else 0
+    return Cost(flops=flops, weight_bytes=weights, act_bytes=base.act_bytes)
 
 
 def linear(n: Any, d_in: Any, d_out: Any, *, ab: Any, wb: Any, bias: bool = False) -> Cost:
@@ -49,7 +87,7 @@ def linear(n: Any, d_in: Any, d_out: Any, *, ab: Any, wb: Any, bias: bool = Fals
     >>> linear(B, D, 3*D, ab=2, wb=2, bias=True).flops
     6*B*D**2 + 3*B*D
     """
-    mm = op.matmul(n, d_in, d_out, x_bytes=ab, w_bytes=wb, out_bytes=ab)
+    mm = _per_mac(op.matmul(n, d_in, d_out, x_bytes=ab, w_bytes=wb, out_bytes=ab))
     return mm + Cost(flops=n * d_out, weight_bytes=d_out * wb) if bias else mm
 
 
@@ -72,8 +110,39 @@ def activation(act: str, *, gated: bool, n: Any, ab: Any) -> Cost:
     >>> activation("silu", gated=True, n=B*F, ab=2) == op.swiglu(B*F)
     True
     """
-    per = ACTIVATIONS[act] + (1 if gated else 0)
-    return Cost(flops=per * n, act_bytes=(3 if gated else 2) * n * ab)
+    counted = current().act_flops
+    if counted == "exact":  # one exp, tanh or erf an element
+        flops = (ACTIVATIONS[act] + (1 if gated else 0)) * n - transcendental(n)
+    else:
+        flops = counted * n
+    return Cost(flops=flops, act_bytes=(3 if gated else 2) * n * ab)
+
+
+def residual(n: Any, *, ab: Any) -> Cost:
+    """A residual add over n elements: n FLOPs; reads ``residual_reads`` operands (2: the
+    stream and the branch), writes one.
+
+    >>> from symroof.symbols import N
+    >>> residual(N, ab=2) == op.add(N)
+    True
+    """
+    return Cost(flops=n, act_bytes=(current().residual_reads + 1) * n * ab)
+
+
+def lm_head(rows: Any, D: Any, V: Any, *, ab: Any, wb: Any) -> Cost:
+    """x[rows, D] @ W[D, V]: the logits, under ``lm_head_flops_per_mac`` and ``lm_head_act``
+    (LLM-Viewer's one row of D in and one of V out, whatever the batch).
+
+    >>> from symroof.symbols import B, D, V
+    >>> lm_head(B, D, V, ab=2, wb=2) == op.matmul(B, D, V)
+    True
+    """
+    cv = current()
+    per = cv.lm_head_flops_per_mac
+    macs = rows * D * V
+    flops = mac_flops(macs) if per == "same" else per * macs
+    act = (rows if cv.lm_head_act == "positions" else 1) * (D + V) * ab
+    return Cost(flops=flops, weight_bytes=D * V * wb, act_bytes=act)
 
 
 def softcap(n: Any, *, ab: Any) -> Cost:
@@ -84,7 +153,7 @@ def softcap(n: Any, *, ab: Any) -> Cost:
     >>> softcap(B*V, ab=2).act_bytes
     4*B*V
     """
-    return Cost(flops=3 * n, act_bytes=2 * n * ab)
+    return Cost(flops=3 * n - transcendental(n), act_bytes=2 * n * ab)  # one tanh each
 
 
 def embed(n: Any, D: Any, *, ab: Any, wb: Any, scaled: bool = False) -> Cost:
@@ -130,6 +199,7 @@ def mlp_rows(m: Any, n: Any) -> dict[str, Cost]:
     ['mlp/up', 'mlp/gelu', 'mlp/down']
     """
     D, F, ab, wb, bias = m.D, m.F, m.act_bytes, m.w_bytes, m.mlp_bias
+    width = F if current().mlp_act_width == "F" else D
     if not m.gated:
         rows = {"mlp/up": linear(n, D, F, ab=ab, wb=wb, bias=bias)}
     elif m.fused_gate_up:
@@ -137,6 +207,6 @@ def mlp_rows(m: Any, n: Any) -> dict[str, Cost]:
     else:
         rows = {"mlp/gate": linear(n, D, F, ab=ab, wb=wb, bias=bias),
                 "mlp/up": linear(n, D, F, ab=ab, wb=wb, bias=bias)}
-    rows[f"mlp/{act_key(m.act, m.gated)}"] = activation(m.act, gated=m.gated, n=n * F, ab=ab)
+    rows[f"mlp/{act_key(m.act, m.gated)}"] = activation(m.act, gated=m.gated, n=n * width, ab=ab)
     rows["mlp/down"] = linear(n, F, D, ab=ab, wb=wb, bias=bias)
     return rows

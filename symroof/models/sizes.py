@@ -14,9 +14,11 @@ from typing import Any
 
 import sympy as sp
 
+from ..conventions import using
 from ..cost import Cost, as_dimension
 from ..workload import as_step
 from . import attention_rows as ar
+from . import rows as rw
 
 __all__ = ["Sizes"]
 
@@ -197,7 +199,7 @@ class Sizes:
         return 2 * self.matmul_params + self.attn_flops_per_token(S)
 
     def whole(self, batch: Any, new_tokens: Any = None, cached: Any = 0,
-              last_only: bool = False) -> Cost:
+              last_only: bool = False, conventions: Any = None) -> Cost:
         """One whole-model roofline cost of a step (lecture 1): useful FLOPs of the matmuls
         (an MoE token's k experts) and the causal attention core; bytes of the matmul weights
         (every expert a balanced step reaches) and of the KV cache read; activations ignored.
@@ -209,7 +211,18 @@ class Sizes:
         >>> from symroof.models import Transformer
         >>> Transformer().whole(B, 1, S - 1).kv_bytes
         4*B*G*L*S*d_h
+
+        ``conventions`` (default: those in force) set the attention pairs counted and the
+        FLOPs per multiply-add:
+
+        >>> m = Transformer()
+        >>> (m.whole(B, S, 0, conventions="book").flops - m.whole(B, S, 0).flops).factor()
+        2*B*H*L*S*d_h*(S - 1)
         """
+        with using(conventions):
+            return self._whole(batch, new_tokens, cached, last_only)
+
+    def _whole(self, batch: Any, new_tokens: Any, cached: Any, last_only: bool) -> Cost:
         B, T, c = as_step(batch, new_tokens, cached)  # batch may be a Step
         elems, per_pair, _ = self._cached()
         flops, kv = B * T * 2 * self.matmul_params, 0
@@ -218,11 +231,12 @@ class Sizes:
         local = self.local_layers
         for layers, window in ((self.L - local, None), (local, self.window)):
             if layers != 0:
-                K, P = ar.context(T, c, window)
+                K, P = ar.pairs(T, c, window)  # causal, or all (attention_pairs)
                 flops += layers * B * per_pair * P
                 kv += layers * B * K * elems * self.kv_bytes
         weights = self.matmul_params
         if self.moe is not None:  # a balanced step reads min(E, n k) experts, not k
             reached = sp.Min(self.moe.E, B * T * self.moe.k) - self.moe.k
             weights += self.moe_layers * reached * self.moe.expert_params(self.D)
+        flops = rw.mac_flops(flops / 2)  # every FLOP here is a multiply-add's (flops_per_mac)
         return Cost(flops=flops, weight_bytes=weights * self.w_bytes, kv_bytes=kv)

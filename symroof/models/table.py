@@ -27,6 +27,7 @@ from typing import Any
 import sympy as sp
 
 from ..analysis import TimeBound, time
+from ..conventions import Conventions, as_conventions, using
 from ..cost import FIELDS, Cost
 from ..hardware import as_chip
 from ..render import fmt_num, fmt_si
@@ -51,8 +52,9 @@ class RooflineTable:
 
     def __init__(self, rows: dict[str, Cost], chip: Any, dtype: str = "bf16",
                  useful: bool = True, title: str = "", whole: Cost | None = None,
-                 notes: tuple[str, ...] = ()) -> None:
+                 notes: tuple[str, ...] = (), conventions: Any = None) -> None:
         chip = as_chip(chip)
+        conventions = as_conventions(conventions)
         if not chip.critical_intensity(dtype).is_number:
             raise ValueError(f"a roofline table needs a chip with numbers; {chip.name} has "
                              f"ridge {chip.critical_intensity(dtype)} (use a preset "
@@ -64,17 +66,21 @@ class RooflineTable:
         vars(self).update(
             numbers={n: _values(c, chip, dtype, useful) for n, c in rows.items()}, chip=chip,
             dtype=dtype, useful=useful, title=title, notes=tuple(notes), rows=rows, whole=whole,
+            conventions=conventions,
             _net={n: _exact(c.net_time) for n, c in rows.items() if c.net_time != 0},
             _whole_values=None if whole is None else _values(whole, chip, dtype, True),
             _whole_net=0 if whole is None else _exact(whole.net_time))
 
     @classmethod
     def _from_numbers(cls, numbers: dict[str, OpValues], whole: OpValues, chip: Any, dtype: str,
-                  title: str, notes: tuple[str, ...], step: tuple) -> RooflineTable:
+                      title: str, notes: tuple[str, ...], step: tuple,
+                      conventions: Conventions) -> RooflineTable:
         """A table from compiled numbers; ``step`` rebuilds its exact rows on demand."""
         table = cls.__new__(cls)
-        vars(table).update(numbers=numbers, chip=chip, dtype=dtype, useful=True, title=title,
-                           notes=notes, _step=step, _net={}, _whole_values=whole, _whole_net=0)
+        vars(table).update(numbers=numbers, chip=chip, dtype=dtype,
+                           useful=conventions.counted == "useful_flops", title=title,
+                           notes=notes, _step=step, _net={}, _whole_values=whole, _whole_net=0,
+                           conventions=conventions)
         return table
 
     def __setattr__(self, name: str, value: Any) -> None:
@@ -88,7 +94,8 @@ class RooflineTable:
         """Equal numbers (exact counts, the same floats) on the same chip, titled alike."""
         if not isinstance(other, RooflineTable):
             return NotImplemented
-        fields = ("numbers", "chip", "dtype", "useful", "title", "notes", "_whole_values")
+        fields = ("numbers", "chip", "dtype", "useful", "title", "notes", "_whole_values",
+                  "conventions")
         return all(getattr(self, f) == getattr(other, f) for f in fields)
 
     __hash__ = None  # type: ignore[assignment]  # rows are dicts: tables are not hashable
@@ -98,7 +105,8 @@ class RooflineTable:
     def rows(self) -> dict[str, Cost]:
         """The exact ``Cost`` of each row (a compiled table builds them when first asked)."""
         model, batch, new, cached, attention, last_only, groups = self._step
-        rows = model.ops(batch, new, cached, last_only=last_only, attention=attention)
+        rows = model.ops(batch, new, cached, last_only=last_only, attention=attention,
+                         conventions=self.conventions)
         return group(rows) if groups else rows
 
     @cached_property
@@ -106,7 +114,8 @@ class RooflineTable:
         """The whole-model cost of the step (weights + KV only, the rows' lm_head rule), if
         the table has one."""
         model, batch, new, cached, _, last_only, _ = self._step
-        return model.whole(batch, new, cached, last_only=last_only)
+        with using(self.conventions):
+            return model.whole(batch, new, cached, last_only=last_only)
 
     @cached_property
     def warnings(self) -> tuple[str, ...]:
@@ -217,7 +226,8 @@ class RooflineTable:
                     "t_upper_s": float(sum(self._exact_times(v, net_time)))}
 
         lo, hi = self._bounds
-        out = {"title": self.title, "chip": self.chip.name, "dtype": self.dtype,
+        out = {"title": self.title, "conventions": self.conventions.as_dict(),
+               "chip": self.chip.name, "dtype": self.dtype,
                "flops": "useful" if self.useful else "executed",
                "ridge": float(self.chip.critical_intensity(self.dtype)),
                "rows": {n: row(v, self._net.get(n, 0)) for n, v in self.numbers.items()},
@@ -234,11 +244,11 @@ class RooflineTable:
 
 
 @functools.cache
-def _notes(attention: str, last_only: bool) -> tuple[str, ...]:
+def _notes(attention: str, last_only: bool, flops: str) -> tuple[str, ...]:
     return (f"attention core: {attention}"
             + (" (FlashAttention-style: scores stay on chip, masked blocks skipped)"
                if attention == "fused" else " (score matrix written to and read from memory)")
-            + "; norms and elementwise ops unfused; useful FLOPs; lm_head on "
+            + f"; norms and elementwise ops unfused; {flops} FLOPs; lm_head on "
             + ("the last position" if last_only else "every position"),)
 
 
@@ -268,22 +278,30 @@ def _compiled(model: Any, chip: Any, key: tuple) -> Any:
 def roofline_table(model: Transformer, chip: Any, step: Step | None = None, *,
                    batch: int | None = None, new_tokens: int | None = None, cached: int = 0,
                    dtype: str = "bf16", groups: bool = False, attention: str = "fused",
-                   last_only: bool = True, title: str = "") -> RooflineTable:
+                   last_only: bool | None = None, title: str = "",
+                   conventions: Any = None) -> RooflineTable:
     """The per-op roofline table of one forward step of ``model`` on ``chip``: ``step`` a
     :class:`~symroof.Step` (or ``batch=``, ``new_tokens=``, ``cached=``).
 
     Default assumptions (stated in the table's notes): useful FLOPs; a fused attention core
     (scores stay on chip) with unfused norms and elementwise ops; lm_head on the last
-    position only. Integer sizes on a model and chip with numbers evaluate the compiled
-    table; anything else builds the exact rows first.
+    position only (``last_only``; default: the conventions' ``lm_head_positions``).
+    ``conventions``: a profile name or record (default "symroof"), printed with the table.
+    Integer sizes on a model and chip with numbers evaluate the compiled table; anything
+    else builds the exact rows first.
 
     >>> import symroof as sr
     >>> t = roofline_table(sr.model("llama-3.1-8b"), "h100", batch=64, new_tokens=1,
     ...                    cached=2047)
     >>> t.numbers["attn/core"].bound, t.numbers["attn/core"].kv_bytes   # 64 x 2048 x 2 L G d_h x 2
     ('memory', 17179869184)
+    >>> t = roofline_table(sr.model("llama-3.1-8b"), sr.chip("h100"), batch=1, new_tokens=1,
+    ...                    cached=2047, conventions="llm-viewer")
+    >>> t.numbers["attn_norm"].flops == 32 * 7 * 4096, t.as_dict()["conventions"]["name"]
+    (True, 'llm-viewer')
     """
     chip = as_chip(chip)
+    cv = as_conventions(conventions)
     if step is not None:
         if batch is not None or new_tokens is not None or cached != 0:
             raise ValueError("give a Step or batch=, new_tokens=, cached=, not both")
@@ -293,21 +311,27 @@ def roofline_table(model: Transformer, chip: Any, step: Step | None = None, *,
                          "batch= and new_tokens=")
     if attention not in ATTENTION_MODES:
         raise ValueError(f"attention must be one of {ATTENTION_MODES}, got {attention!r}")
-    notes = _notes(attention, last_only)
+    if last_only is None:
+        last_only = cv.last_only
+    notes = _notes(attention, last_only, "useful" if cv.counted == "useful_flops" else
+                   "executed")
+    useful = cv.counted == "useful_flops"
     plain = (type(batch) is int and batch >= 1 and type(new_tokens) is int and new_tokens >= 1
              and type(cached) is int and cached >= 0)
-    fn = _compiled(model, chip, (dtype, attention, last_only, groups)) if plain else None
+    fn = _compiled(model, chip, (dtype, attention, last_only, groups, cv)) if plain else None
     key = (model, batch, new_tokens, cached, attention, last_only, groups)
     if fn is None:
-        rows = model.ops(batch, new_tokens, cached, last_only=last_only, attention=attention)
+        rows = model.ops(batch, new_tokens, cached, last_only=last_only, attention=attention,
+                         conventions=cv)
+        with using(cv):
+            whole = model.whole(batch, new_tokens, cached, last_only=last_only)
         table = RooflineTable(rows=group(rows) if groups else rows, chip=chip, dtype=dtype,
-                              useful=True, title=title,
-                              whole=model.whole(batch, new_tokens, cached, last_only=last_only),
-                              notes=notes)
+                              useful=useful, title=title, whole=whole, notes=notes,
+                              conventions=cv)
         vars(table)["_step"] = key  # for the warnings
         return table
     if model.window is not None:
         model._context(sp.Integer(cached + new_tokens))  # past a sliding window: refused
     rows, whole = fn(batch, new_tokens, cached + new_tokens)
     return RooflineTable._from_numbers(dict(zip(fn.names, rows)), whole, chip, dtype, title,
-                                       notes, key)
+                                       notes, key, cv)

@@ -55,7 +55,7 @@ def text(t: Any) -> str:
     rule = "-" * len(fmt(table[0]))
     head = [t.title] if t.title else []
     ridge = float(t.chip.critical_intensity(t.dtype))
-    head.append(f"{t.chip.name}, {t.dtype}: ridge {ridge:.3g} FLOP/B")
+    head.append(f"{t.chip.name}, {t.dtype}: ridge {ridge:.3g} FLOP/B; {t.conventions}")
     head += [f"warning: {w}" for w in t.warnings]
     lines = head + [fmt(table[0]), rule] + [fmt(r) for r in rows] + [rule, fmt(total)]
     return "\n".join(lines + [""] + summary(t))
@@ -64,7 +64,7 @@ def text(t: Any) -> str:
 def markdown(t: Any) -> str:
     """A Markdown table; warnings as quotes above it, the summary as a list below."""
     rows, total = body(t)
-    lines = [f"**{t.title}**", ""] if t.title else []
+    lines = [f"**{t.title}** ({t.conventions})" if t.title else f"({t.conventions})", ""]
     lines += [f"> **warning:** {w}\n" for w in t.warnings]
     lines += ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
@@ -86,8 +86,8 @@ def latex(t: Any) -> str:
              r"\begin{tabular}{l" + "r" * (len(COLUMNS) - 1) + "}", r"\toprule",
              esc(COLUMNS), r"\midrule", *map(esc, rows), r"\midrule", esc(total),
              r"\bottomrule", r"\end{tabular}"]
-    if t.title:
-        lines.append(rf"\caption{{{tex_text(t.title)}}}")
+    caption = f"{t.title}; {t.conventions}" if t.title else str(t.conventions)
+    lines.append(rf"\caption{{{tex_text(caption)}}}")
     # the summary stays inside the float, under its own table
     lines += [r"\par\smallskip\footnotesize\raggedright"]
     lines += [rf"\textbf{{warning:}} {tex_text(w)}\par" for w in t.warnings]

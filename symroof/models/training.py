@@ -28,8 +28,10 @@ from __future__ import annotations
 from typing import Any
 
 from .. import ops as op
+from ..conventions import using
 from ..cost import Cost, as_dimension
 from ..workload import TrainStep
+from . import attention_rows as ar
 from . import backward as bw
 from .training_memory import REMAT_POLICIES, _policy, remat_recompute
 from .transformer import Transformer
@@ -59,7 +61,7 @@ def _forward(model: Transformer, B: Any, S: Any, attention: str) -> dict[str, Co
     """The forward rows with no KV cache: K and V are activations, nothing is written to a
     cache; a fused core also writes its logsumexp (B*S*H) for the backward."""
     rows = model.replace(kv_bytes=model.act_bytes).ops(B, S, 0, attention=attention)
-    del rows["attn/kv_write"]
+    rows.pop("attn/kv_write", None)  # (absent where the projections write the cache)
     out = {key: Cost(flops=c.flops, useful_flops=c.useful_flops, weight_bytes=c.weight_bytes,
                      act_bytes=c.act_bytes + c.kv_bytes) for key, c in rows.items()}
     if attention == "fused":
@@ -70,7 +72,7 @@ def _forward(model: Transformer, B: Any, S: Any, attention: str) -> dict[str, Co
 def _layer_backward(m: Transformer, B: Any, S: Any, attention: str, gb: Any) -> dict[str, Cost]:
     """One layer's backward rows (per layer; the caller multiplies by L)."""
     D, F, H, G, d_h, ab, wb = m.D, m.F, m.H, m.G, m.d_h, m.act_bytes, m.w_bytes
-    n, pairs = B * S, S * (S + 1) / 2
+    n, pairs = B * S, ar.pairs(S, 0, None)[1]  # causal S (S + 1)/2, or all S^2 (conventions)
 
     def dx(d_in: Any, d_out: Any) -> Cost:
         return bw.linear_dx(n, d_in, d_out, x_bytes=ab, w_bytes=wb)
@@ -107,7 +109,7 @@ def _layer_backward(m: Transformer, B: Any, S: Any, attention: str, gb: Any) -> 
 
 def train_ops(model: Transformer, batch: Any, seq: Any = None, remat: str = "none", *,
               attention: str = "naive", grad_bytes: Any = None, moment_bytes: Any = 4,
-              master_bytes: Any = 0) -> dict[str, Cost]:
+              master_bytes: Any = 0, conventions: Any = None) -> dict[str, Cost]:
     """The rows of one training step (module docstring), as ``dict[str, Cost]``: ``batch``
     a :class:`~symroof.TrainStep`, or sequences with their ``seq``.
 
@@ -126,7 +128,16 @@ def train_ops(model: Transformer, batch: Any, seq: Any = None, remat: str = "non
     ...          (("fwd", ""), ("bwd", "/dx"), ("bwd", "/dw")))
     >>> (mm - 6 * B*S * m.matmul_params).expand()
     0
+    >>> train_ops(m, B, S, conventions="book")["fwd/attn/scores"].useful_flops  # all S^2
+    2*B*H*L*S**2*d_h
     """
+    with using(conventions):
+        return _train_ops(model, batch, seq, remat, attention, grad_bytes, moment_bytes,
+                          master_bytes)
+
+
+def _train_ops(model: Transformer, batch: Any, seq: Any, remat: str, attention: str,
+               grad_bytes: Any, moment_bytes: Any, master_bytes: Any) -> dict[str, Cost]:
     remat = _policy(remat, attention)
     if isinstance(batch, TrainStep):  # the workload named once: sequences and seq
         if seq is not None:

@@ -39,6 +39,7 @@ from typing import Any
 
 import sympy as sp
 
+from ..conventions import current, using
 from ..cost import as_dimension, as_exact
 from .transformer import ATTENTION_MODES, Transformer
 
@@ -200,6 +201,16 @@ def _bytes(value: Any, name: str) -> sp.Expr:
     return width
 
 
+def state_widths() -> tuple[int, int]:
+    """(gradient, master) bytes per parameter of the conventions in force
+    (``optimizer_bytes``: 12, 10, 16 or 18 with bf16 weights and fp32 Adam moments).
+
+    >>> state_widths()
+    (2, 0)
+    """
+    return {12: (2, 0), 10: (0, 0), 16: (2, 4), 18: (4, 4)}[current().optimizer_bytes]
+
+
 def state_bytes(*, param_bytes: Any = 2, grad_bytes: Any = 2, master_bytes: Any = 0,
                 moment_bytes: Any = 4, n_moments: int = 2) -> dict[str, sp.Expr]:
     """Bytes per parameter of a training state, by part: ``params``, ``grads``, ``master``,
@@ -218,16 +229,19 @@ def state_bytes(*, param_bytes: Any = 2, grad_bytes: Any = 2, master_bytes: Any 
 
 def train_memory(model: Transformer, batch: Any, seq: Any,
                  remat: str | tuple[str, ...] = "none", *, param_bytes: Any = 2,
-                 grad_bytes: Any = 2, master_bytes: Any = 0, moment_bytes: Any = 4,
-                 n_moments: int = 2, attention: str = "naive") -> dict[str, sp.Expr]:
+                 grad_bytes: Any = None, master_bytes: Any = None, moment_bytes: Any = 4,
+                 n_moments: int = 2, attention: str = "naive",
+                 conventions: Any = None) -> dict[str, sp.Expr]:
     """Bytes of one training step's state, whole model, unsharded: ``params``, ``grads``,
     ``master`` (fp32 master weights, 0 by default), ``moments`` (Adam's two) and
     ``activations`` (the sum of :func:`saved_activations`).
 
     With P = ``model.params``: params P*param_bytes, grads P*grad_bytes, master
-    P*master_bytes, moments n_moments*P*moment_bytes (:func:`state_bytes`). The default
-    counts bf16 gradients (12 bytes per parameter); the book's 10 bytes per parameter (bf16
-    weights, fp32 moments, no gradients or master copy) is ``grad_bytes=0``.
+    P*master_bytes, moments n_moments*P*moment_bytes (:func:`state_bytes`). Gradient and
+    master widths left out come from the conventions' ``optimizer_bytes``: symroof's counts
+    bf16 gradients (12 bytes per parameter); the book's 10 bytes per parameter (bf16
+    weights, fp32 moments, no gradients or master copy) is ``conventions="book"`` (or
+    ``grad_bytes=0``).
 
     >>> from symroof.symbols import B, S
     >>> from symroof.models import model
@@ -236,7 +250,14 @@ def train_memory(model: Transformer, batch: Any, seq: Any,
     10
     >>> mem["activations"] == 2*B*S*((32 + 2)*4096 + 128256 + 1)  # inputs, final, logits, lse
     True
+    >>> book = train_memory(model("llama-3.1-8b"), B, S, "full", conventions="book")
+    >>> sum(book[k] for k in ("params", "grads", "master", "moments")) == 10 * 8030261248
+    True
     """
+    with using(conventions):
+        grads, master = state_widths()
+    grad_bytes = grads if grad_bytes is None else grad_bytes
+    master_bytes = master if master_bytes is None else master_bytes
     B, S = as_dimension(batch, "batch"), as_dimension(seq, "seq")
     per = state_bytes(param_bytes=param_bytes, grad_bytes=grad_bytes,
                       master_bytes=master_bytes, moment_bytes=moment_bytes,

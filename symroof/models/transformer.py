@@ -22,7 +22,7 @@ from typing import Any
 
 import sympy as sp
 
-from .. import ops as op
+from ..conventions import using
 from ..cost import Cost, as_dimension, as_exact
 from ..symbols import D, F, G, H, L, V, d_h
 from ..workload import as_step
@@ -66,6 +66,8 @@ OP_GROUPS: dict[str, list[str]] = {
                     "moe/shared/geglu", "logit_softcap"],
     "lm_head": ["lm_head"],
 }
+
+_ROW_KEYS = {k for keys in OP_GROUPS.values() for k in keys}
 
 
 def group(rows: dict[str, Cost], groups: dict[str, list[str]] | None = None) -> dict[str, Cost]:
@@ -233,23 +235,52 @@ class Transformer(Sizes):
 
     # -- one forward step, op by op -----------------------------------------------------
     def ops(self, batch: Any, new_tokens: Any = None, cached: Any = 0, last_only: bool = False,
-            attention: str = "naive", tokens_per_expert: Any = None) -> dict[str, Cost]:
+            attention: str = "naive", tokens_per_expert: Any = None,
+            conventions: Any = None) -> dict[str, Cost]:
         """Costs of every op of one forward step over ``batch`` sequences, each adding
         ``new_tokens`` to ``cached`` ones (S = cached + new_tokens), as ``dict[str, Cost]``;
         ``batch`` may be a :class:`~symroof.Step` that says all three.
 
         ``attention``: "naive", "fused" or "flash" (attention_rows.core);
         ``tokens_per_expert``: the MoE routing, "balanced" (default), "worst" or counts
-        (moe_rows.loads).
+        (moe_rows.loads); ``conventions``: a profile name or
+        :class:`~symroof.conventions.Conventions` (default: the one in force, "symroof").
 
         >>> from symroof.symbols import B, T
         >>> rows = Transformer().ops(B, T, 0)
         >>> rows["mlp/down"].flops
         2*B*D*F*L*T
+        >>> Transformer().ops(B, T, 0, conventions="llm-viewer")["attn_norm"].flops
+        7*B*D*L*T
         >>> import symroof as sr
         >>> Transformer().ops(sr.Step(B, T)) == rows
         True
         """
+        with using(conventions) as cv:
+            m = self if cv.head_dim == "config" else self._head_dim_from_width()
+            rows = m._ops(batch, new_tokens, cached, last_only, attention, tokens_per_expert)
+            omit = cv.omit
+            unknown = [k for k in omit if k not in _ROW_KEYS]
+            if unknown:
+                raise ValueError(f"convention omit names unknown row(s) {unknown}; rows are "
+                                 f"{', '.join(sorted(_ROW_KEYS))}")
+            rows = {k: c_ for k, c_ in rows.items() if k not in omit}
+            if cv.activation_traffic == "none":
+                rows = {k: Cost(flops=c_.flops, useful_flops=c_.useful_flops,
+                                weight_bytes=c_.weight_bytes, kv_bytes=c_.kv_bytes)
+                        for k, c_ in rows.items()}
+            return rows
+
+    def _head_dim_from_width(self) -> Transformer:
+        """This model with d_h = D/H (convention ``head_dim="D/H"``)."""
+        d = self.D / self.H
+        if d.is_number and not d.is_integer:
+            raise ValueError(f"convention head_dim='D/H' needs H ({self.H}) to divide D "
+                             f"({self.D})")
+        return replace(self, d_h=d)
+
+    def _ops(self, batch: Any, new_tokens: Any, cached: Any, last_only: bool, attention: str,
+             tokens_per_expert: Any) -> dict[str, Cost]:
         if attention not in CORE_MODES:
             raise ValueError(f"attention must be one of {CORE_MODES}, got {attention!r}")
         B, T, c = as_step(batch, new_tokens, cached)
@@ -266,7 +297,7 @@ class Transformer(Sizes):
                  "attn/o_proj": rw.linear(n, d_o, D, ab=ab, wb=wb, bias=self.o_bias)}
         if self.post_norms:
             after["attn/post_norm"] = rw.norm(self.norm, n, D, ab=ab, wb=wb)
-        after |= {"attn/residual": op.add(n * D, x_bytes=ab),
+        after |= {"attn/residual": rw.residual(n * D, ab=ab),
                   "mlp_norm": rw.norm(self.norm, n, D, ab=ab, wb=wb)}
         rows |= {key: L * cost for key, cost in after.items()}
         if self.dense_layers != 0:
@@ -275,11 +306,11 @@ class Transformer(Sizes):
             rows |= moe_rows(self, n, self.moe_layers, tokens_per_expert)
         tail = {"mlp/post_norm": rw.norm(self.norm, n, D, ab=ab, wb=wb)} if self.post_norms \
             else {}
-        rows |= {k: L * c_ for k, c_ in (tail | {"mlp/residual": op.add(n * D, x_bytes=ab)}
+        rows |= {k: L * c_ for k, c_ in (tail | {"mlp/residual": rw.residual(n * D, ab=ab)}
                                           ).items()}
         n_out = B if last_only else n
         rows["final_norm"] = rw.norm(self.norm, n_out, D, ab=ab, wb=wb)
-        rows["lm_head"] = op.matmul(n_out, D, V, x_bytes=ab, w_bytes=wb, out_bytes=ab)
+        rows["lm_head"] = rw.lm_head(n_out, D, V, ab=ab, wb=wb)
         if self.final_softcap is not None:
             rows["logit_softcap"] = rw.softcap(n_out * V, ab=ab)
         return rows

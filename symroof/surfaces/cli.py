@@ -33,8 +33,10 @@ from .cli_args import (
     SIZE,
     WIDTH,
     add_chip_options,
+    add_conventions_options,
     arg_type,
     chip_of,
+    conventions_of,
     load_chip,
     size,
 )
@@ -68,6 +70,10 @@ EXAMPLES = """examples:
   symroof problems --chapter sharding --seed 2027  a problem sheet and its worked solutions
   symroof notes --audience students --chapters 1,4 a handout of chapters 1 and 4
 """
+
+
+#: commands whose numbers follow --conventions (the others refuse any but symroof's)
+_APPLY_CONVENTIONS = ("report", "conventions", "chips", "models")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -190,7 +196,8 @@ def _measure() -> Any:  # lazy: only `symroof measure` pays for importing it
 #: the commands with a module of their own: name -> (module, the function adding its options)
 _FAMILIES = {"report": ("cli_report", "add_report"), "train": ("cli_train", "add_train"),
              "serve": ("cli_serve", "add_serve"), "solve": ("cli_solve", "add_solve"),
-             "problems": ("cli_problems", "add_problems")}
+             "problems": ("cli_problems", "add_problems"),
+             "conventions": ("cli_conventions", "add_conventions")}
 
 
 def build_parser(with_measure: bool = False, only: str | None = None
@@ -215,6 +222,7 @@ def build_parser(with_measure: bool = False, only: str | None = None
         """A subcommand; ``on_chip`` adds --chip (required if True) and --dtype."""
         c = sub.add_parser(name, help=text, description=text)
         c.set_defaults(run=run)
+        add_conventions_options(c)
         if formats:
             c.add_argument("--format", choices=formats, default=formats[0],
                            help="output format (default: %(default)s)")
@@ -297,6 +305,7 @@ def _main(argv: list[str]) -> int:
         if args.command is None:
             build_parser().print_help()
             return 0
+        args.conventions = conventions_of(args, args.command in _APPLY_CONVENTIONS)
         return args.run(args)
     except BrokenPipeError:  # e.g. `symroof chips | head`: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -25,6 +25,7 @@ from typing import Any
 
 import sympy as sp
 
+from ..conventions import PROFILES, Conventions, parse_assignment, profile
 from ..hardware import CHIPS, Chip, chip, mesh
 from ..hardware.chip import STORAGE_BYTES as WIDTHS  # their one home
 from ..hardware.mesh import CUSTOM_HINT
@@ -32,7 +33,7 @@ from ..models import model
 
 __all__ = ["size", "width", "arg_type", "SIZE", "WIDTH", "load_model", "load_chip",
            "add_chip_options", "chip_of", "add_mesh_options", "mesh_of", "dumps",
-           "OVERRIDE"]
+           "OVERRIDE", "add_conventions_options", "conventions_of"]
 
 #: sizes take binary suffixes, as contexts are quoted (128k = 131,072, 4M = 4 x 2^20)
 _SUFFIX = {"": 1, "k": 2**10, "K": 2**10, "M": 2**20, "G": 2**30}
@@ -159,6 +160,43 @@ def mesh_of(text: str, args: argparse.Namespace | None = None) -> Any:
         raise ValueError(f"--mesh {text!r}: " + str(err).replace("dcn=(...)", "--dcn AXES")
                          .replace("dcn= is", "--dcn is").replace(" " + CUSTOM_HINT, "")
                          .replace(" or a dict {'X': 4, ...}", "")) from None
+
+
+def add_conventions_options(parser: argparse.ArgumentParser) -> None:
+    """``--conventions NAME`` and ``--convention FIELD=VALUE`` (repeatable): the accounting
+    conventions of every cost the command builds (see ``symroof conventions``)."""
+    parser.add_argument("--conventions", metavar="NAME", default="symroof",
+                        help=f"accounting conventions: {', '.join(PROFILES)} (default: "
+                        "%(default)s; symroof conventions lists every field)")
+    parser.add_argument("--convention", action="append", metavar="FIELD=VALUE", default=[],
+                        help="change one field of --conventions (repeatable), e.g. "
+                        "--convention softmax_flops=5")
+
+
+def conventions_of(args: argparse.Namespace, applied: bool = True) -> Conventions:
+    """The conventions the arguments name: the profile, then each ``--convention`` change.
+    A command that does not apply conventions (``applied`` False) refuses any but symroof's.
+
+    >>> ns = argparse.Namespace(conventions="llm-viewer", convention=["softmax_flops=6"],
+    ...                         command="report")
+    >>> print(conventions_of(ns))
+    conventions: llm-viewer, softmax_flops=6
+    >>> conventions_of(argparse.Namespace(conventions="x", convention=[], command="report"))
+    Traceback (most recent call last):
+    ...
+    ValueError: --conventions 'x': unknown conventions 'x'; profiles are symroof, book, ...
+    """
+    name = getattr(args, "conventions", None) or "symroof"
+    try:
+        cv = profile(name)
+    except ValueError as err:
+        raise ValueError(f"--conventions {name!r}: {err}") from None
+    changes = dict(parse_assignment(text) for text in getattr(args, "convention", None) or ())
+    cv = cv.replace(**changes)
+    if not applied and cv != profile("symroof"):
+        raise ValueError(f"symroof {args.command} does not apply --conventions yet (its numbers "
+                         f"are symroof's); conventions apply to: report --chip, conventions")
+    return cv
 
 
 def _finite(x: Any) -> Any:

@@ -1,0 +1,352 @@
+"""Conventions as data: the record, its profiles, the CLI flags, and LLM-Viewer reproduced.
+
+tests/data/llm_viewer_472f71f.json.gz holds LLM-Viewer's own output (hahnyuan/LLM-Viewer at
+commit 472f71f1a1807e80b573252e9185fd5e8d795e95, ``ModelAnalyzer(...).analyze(seqlen,
+batchsize, w_bit, a_bit, kv_bit, use_flashattention)`` with its configs/Llama.py and
+hardware presets; transformers 4.57.6): 168 runs, 2 models x 4 GPU presets x 3 shapes x 7
+bit / attention variants, each a prefill and a decode step, per-op OPs, bytes by kind and
+times of one transformer block (the lm_head row: the whole model). The file keeps those
+fields of the runs and the header that says how they were made.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import re
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+import symroof as sr
+from symroof.conventions import FIELDS, PROFILES, Conventions, profile, using
+from symroof.surfaces.cli import build_parser, main
+
+DATA = Path(__file__).parent / "data" / "llm_viewer_472f71f.json.gz"
+#: LLM-Viewer's row -> symroof's row of the same op
+NAMES = {"q_proj": "attn/q_proj", "k_proj": "attn/k_proj", "v_proj": "attn/v_proj",
+         "out_proj": "attn/o_proj", "gate_proj": "mlp/gate", "up_proj": "mlp/up",
+         "down_proj": "mlp/down", "qk_matmul": "attn/scores", "sv_matmul": "attn/av",
+         "softmax": "attn/softmax", "fused_attention": "attn/core", "attn_norm": "attn_norm",
+         "mlp_norm": "mlp_norm", "attn_add": "attn/residual", "mlp_add": "mlp/residual",
+         "mlp_act": "mlp/swiglu", "lm_head": "lm_head"}
+KINDS = ("load_weight", "load_act", "store_act", "load_kv_cache", "store_kv_cache")
+
+
+@pytest.fixture(scope="module")
+def peer(tmp_path_factory):
+    data = json.loads(gzip.decompress(DATA.read_bytes()))
+    folder = tmp_path_factory.mktemp("llm_viewer_configs")
+    configs = {}
+    for name, config in data["model_configs"].items():
+        path = folder / f"{name}.json"
+        path.write_text(json.dumps(config))
+        configs[name] = path
+    return data, configs
+
+
+def _step(run: dict, phase: str) -> dict:
+    """The run's step in symroof's words: prefill is T = S = seqlen; decode one new token
+    at context seqlen (LLM-Viewer's decode reads seqlen cached positions)."""
+    S = run["seqlen"]
+    T = S if phase == "prefill" else 1
+    # LLM-Viewer's get_hardware_info: the INT8 peak when w, a and kv bits are all <= 8
+    dtype = "int8" if max(run["w_bit"], run["a_bit"], run["kv_bit"]) <= 8 else "fp16"
+    return {"batch": run["batchsize"], "new_tokens": T, "cached": S - T, "dtype": dtype,
+            "attention": "fused" if run["use_flashattention"] else "naive"}
+
+
+def _expected(row: dict, layers: int) -> dict:
+    """LLM-Viewer's row as symroof's kinds (act = loads + stores; KV: only one is nonzero)."""
+    return {"flops": Fraction(row["OPs"]) * layers,
+            "weight_bytes": Fraction(row["load_weight"]) * layers,
+            "act_bytes": Fraction(row["load_act"] + row["store_act"]) * layers,
+            "kv_bytes": Fraction(row["load_kv_cache"] + row["store_kv_cache"]) * layers}
+
+
+def test_the_peers_file_says_how_it_was_made(peer):
+    data, _ = peer
+    assert data["tool"] == "hahnyuan/LLM-Viewer"
+    assert data["commit"] == "472f71f1a1807e80b573252e9185fd5e8d795e95"
+    assert len(data["runs"]) == 168
+    assert {(r["model"], r["hardware"]) for r in data["runs"]} == {
+        (m, h) for m in data["model_configs"] for h in data["hardware_presets"]}
+
+
+def test_llm_viewer_presets_are_chips_with_its_figures(peer):
+    data, _ = peer
+    for name, figures in data["hardware_presets"].items():
+        c = sr.chip(f"llm-viewer/{name}")
+        assert c.name == "llm-viewer/" + name.lower().replace("_", "-")
+        assert c.hbm_bw == Fraction(figures["bandwidth"])
+        assert c.peak("fp16") == Fraction(figures["FP16"])
+        assert c.peak("int8") == Fraction(figures["INT8"])
+        assert "LLM-Viewer hardwares/hardware_params.py" in c.sources["peaks.fp16"]
+    assert sr.chip("h100").hbm_bw == 3_350_000_000_000  # the datasheet's record is untouched
+
+
+def test_llm_viewer_every_run_every_row_reproduced(peer):
+    data, configs = peer
+    models = {name: sr.model(str(path)) for name, path in configs.items()}
+    checked = 0
+    for run in data["runs"]:
+        m = models[run["model"]].replace(w_bytes=Fraction(run["w_bit"], 8),
+                                         act_bytes=Fraction(run["a_bit"], 8),
+                                         kv_bytes=Fraction(run["kv_bit"], 8))
+        chip = sr.chip("llm-viewer/" + run["hardware"])
+        L = int(m.L)
+        for phase in ("prefill", "decode"):
+            t = sr.roofline_table(m, chip, **_step(run, phase), conventions="llm-viewer")
+            layers = run[phase]["layers"]
+            assert sorted(NAMES[k] for k in layers) == sorted(t.numbers), (run["quant"], phase)
+            where = f"{run['model']} {run['hardware']} {run['quant']} S={run['seqlen']} " \
+                    f"B={run['batchsize']} {phase}"
+            for name, row in layers.items():
+                n = 1 if name == "lm_head" else L  # LLM-Viewer's rows are one block's
+                v = t.numbers[NAMES[name]]
+                got = {k: Fraction(getattr(v, k)) for k in ("flops", "weight_bytes",
+                                                           "act_bytes", "kv_bytes")}
+                assert got == _expected(row, n), f"{where} {name}"
+                assert row["load_kv_cache"] == 0 or row["store_kv_cache"] == 0
+                assert math.isclose(v.lower, row["inference_time"] * n, rel_tol=1e-12), \
+                    f"{where} {name} time"
+                checked += 1
+            totals = run[phase]["totals"]  # sum(per block) * layers + lm_head
+            assert t._total.flops == totals["OPs"]
+            assert t._total.weight_bytes == totals["load_weight"]
+            assert t._total.act_bytes == totals["load_act"] + totals["store_act"]
+            assert t._total.kv_bytes == totals["load_kv_cache"] + totals["store_kv_cache"]
+            assert math.isclose(float(t._per_op_sum), totals["inference_time"], rel_tol=1e-12)
+    flash = sum(r["use_flashattention"] for r in data["runs"])
+    assert flash == 24 and checked == 2 * (168 * 16 - flash * 2)  # 16 rows; flash: 1 for 3
+
+
+@pytest.mark.parametrize("index", [0, 41, 118, 167])  # naive and flash, bf16 and int8 runs
+def test_llm_viewer_through_the_report_command(peer, capsys, index):
+    data, configs = peer
+    run = data["runs"][index]
+    for phase in ("prefill", "decode"):
+        step = _step(run, phase)
+        status = main(["report", "--model", str(configs[run["model"]]), "--chip",
+                       "llm-viewer/" + run["hardware"], "--phase", phase, "--batch",
+                       str(run["batchsize"]), "--context", str(run["seqlen"]), "--dtype",
+                       step["dtype"], "--w-bytes", str(Fraction(run["w_bit"], 8)),
+                       "--act-bytes", str(Fraction(run["a_bit"], 8)), "--kv-bytes",
+                       str(Fraction(run["kv_bit"], 8)), "--attention", step["attention"],
+                       "--conventions", "llm-viewer", "--format", "json"])
+        assert status == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["conventions"]["name"] == "llm-viewer"
+        L = data["model_configs"][run["model"]]["num_hidden_layers"]
+        for name, row in run[phase]["layers"].items():
+            n = 1 if name == "lm_head" else L
+            got = out["rows"][NAMES[name]]
+            assert {k: Fraction(got[k]) for k in ("flops", "weight_bytes", "act_bytes",
+                                                 "kv_bytes")} == _expected(row, n)
+            assert math.isclose(got["t_lower_s"], row["inference_time"] * n, rel_tol=1e-12)
+        assert math.isclose(out["per_op_sum_s"], run[phase]["totals"]["inference_time"],
+                            rel_tol=1e-12)
+
+
+def test_default_profile_is_symroof_and_changes_nothing():
+    assert profile("symroof") == Conventions() and Conventions().changed() == {}
+    m = sr.model("llama-3.1-8b")
+    for attention in ("naive", "fused", "flash"):
+        assert m.ops(4, 16, 100, attention=attention) == m.ops(
+            4, 16, 100, attention=attention, conventions="symroof")
+    # the kv_write, residual and lm_head rows that llm-viewer changes keep symroof's counts
+    rows = m.ops(1, 1, 2047, last_only=True)
+    assert rows["attn/residual"].act_bytes == 32 * 3 * 4096 * 2  # reads 2, writes 1
+    assert rows["lm_head"].flops == 2 * 4096 * 128256  # 2 FLOPs per multiply-add
+
+
+def test_profiles_change_only_what_their_docstrings_name():
+    from symroof.conventions import DOCS
+
+    for name, record in PROFILES.items():
+        assert record.name == name and record.changed() == {}
+        for field in Conventions().differences(record):
+            assert re.search(rf"\b{field}=", DOCS[name]), f"{name} does not explain {field}"
+
+
+def test_each_field_is_read_in_exactly_one_place():
+    """Each field is read (``.field``, outside doctests, comments and strings) exactly once,
+    in the module FIELDS names for it."""
+    package = Path(sr.__file__).parent
+    where: dict[str, list[str]] = {f: [] for f in FIELDS}
+    for path in package.rglob("*.py"):
+        module = ".".join(path.relative_to(package).with_suffix("").parts)
+        for line in path.read_text(encoding="utf-8").splitlines():
+            stripped = line.strip()
+            if stripped.startswith((">>>", "...", "#")):  # doctests and comments out
+                continue
+            code = re.sub(r'"[^"]*"', '""', stripped)  # and string literals
+            for field in FIELDS:
+                where[field] += [module] * len(re.findall(rf"\.{field}\b", code))
+    for field, (_, _, named) in FIELDS.items():
+        named = "conventions." + named if named.startswith("Conventions.") else named
+        assert len(where[field]) == 1 and named.startswith(where[field][0] + "."), \
+            f"{field} is read in {where[field]}, FIELDS says {named}"
+
+
+def test_bad_values_are_one_line_naming_field_value_and_allowed():
+    with pytest.raises(ValueError, match=r"^convention attention_pairs must be one of "
+                       r"'causal', 'all'; got 'half'$"):
+        Conventions(attention_pairs="half")
+    with pytest.raises(ValueError, match=r"unknown convention field\(s\) softmax; fields are "
+                       r"flops_per_mac, attention_pairs"):
+        profile("book").replace(softmax=5)
+    with pytest.raises(ValueError, match="convention omit names unknown row"):
+        sr.model("tiny").ops(1, 1, 0, conventions=profile("symroof").replace(omit="attn/x"))
+
+
+def test_every_command_takes_conventions():
+    parser = build_parser()
+    commands = parser._subparsers._group_actions[0].choices
+    for name, sub in commands.items():
+        flags = {s for a in sub._actions for s in a.option_strings}
+        assert {"--conventions", "--convention"} <= flags, name
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["--conventions", "xla"], "unknown conventions 'xla'; profiles are symroof, book, "
+                               "llm-viewer, llm-analysis"),
+    (["--convention", "softmax=5"], "unknown convention field 'softmax'; fields are "
+                                    "flops_per_mac, attention_pairs"),
+    (["--convention", "softmax_flops=-3"], "convention softmax_flops must be one of 'exact', "
+                                           "a count per element; got -3"),
+])
+def test_cli_refuses_unknown_profiles_and_fields_in_one_line(capsys, argv, says):
+    status = main(["report", "--model", "tiny", "--chip", "h100", "--phase", "decode",
+                   "--batch", "1", "--context", "8", *argv])
+    err = capsys.readouterr().err
+    assert status == 2 and says in err and err.count("\n") == 1
+
+
+def test_commands_that_do_not_apply_conventions_refuse_them(capsys):
+    status = main(["critical-batch", "--chip", "h100", "--conventions", "book"])
+    err = capsys.readouterr().err
+    assert status == 2 and "does not apply --conventions yet" in err
+
+
+def test_outputs_name_the_conventions():
+    m, h100 = sr.model("tiny"), sr.chip("h100")
+    plain = sr.roofline_table(m, h100, batch=1, new_tokens=1, cached=7, title="t")
+    assert plain.to_text().splitlines()[1].endswith("; conventions: symroof")
+    assert plain.as_dict()["conventions"]["changed"] == []
+    changed = sr.roofline_table(m, h100, batch=1, new_tokens=1, cached=7, title="t",
+                                conventions=profile("llm-viewer").replace(softmax_flops=6))
+    assert "conventions: llm-viewer, softmax\\_flops=6}" in changed.to_latex()
+    assert changed.to_markdown().startswith("**t** (conventions: llm-viewer, softmax_flops=6)")
+
+
+def test_using_sets_and_restores_the_record_in_force():
+    from symroof.conventions import current
+
+    with using("book") as outer:
+        with using("llm-viewer"):
+            assert current().name == "llm-viewer"
+        assert current() is outer
+    assert current().name == "symroof"
+
+
+def test_compare_conventions_explains_every_row_by_field_on_llama3_8b():
+    m, h100 = sr.model("llama-3.1-8b"), sr.chip("h100")
+    for step in ((1, 1, 2047), (1, 2048, 0)):  # decode and prefill
+        for other in ("book", "llm-viewer", "llm-analysis"):
+            d = sr.compare_conventions(m, h100, *step, "symroof", other)
+            assert d.explained, (step, other)
+            for name, row in d.rows.items():  # the parts add up to the whole difference
+                for q in ("flops", "weight_bytes", "act_bytes", "kv_bytes"):
+                    parts = sum(getattr(c, q) for c in row.by_field.values())
+                    assert getattr(row.b, q) - getattr(row.a, q) == parts, (name, q)
+    d = sr.compare_conventions(m, h100, 1, 1, 2047, "symroof", "llm-viewer")
+    # LLM-Viewer's RMSNorm: 7 ops an element, no weight read (symroof: 4D + 2 a row, reads w)
+    assert d.rows["attn_norm"].fields() == ["norm_flops", "norm_weights"]
+    assert d.rows["attn_norm"].by_field["norm_flops"].flops == 32 * (7 * 4096 - (4 * 4096 + 2))
+    assert d.rows["lm_head"].fields() == ["lm_head_flops_per_mac"]
+    assert d.rows["lm_head"].b.flops * 2 == d.rows["lm_head"].a.flops == 2 * 4096 * 128256
+    assert d.rows["attn/rope"].b == sr.Cost() and d.rows["attn/rope"].fields() == ["omit"]
+
+
+def test_compare_conventions_formula_is_the_symbolic_difference():
+    d = sr.compare_conventions(sr.model("llama-3.1-8b"), "h100", 1, 1, 2047, "symroof",
+                               "llm-viewer")
+    from symroof.symbols import B, S
+
+    # softmax: 5 an element against 6n - 2 a row, over H = 32 heads and L = 32 layers
+    assert d.formula("attn/core", "flops") == 32 * 32 * B * (2 - S)
+    assert d.formula("attn/residual", "act_bytes") == -32 * 4096 * 2 * B
+
+
+def test_conventions_command_lists_shows_and_diffs(capsys):
+    assert main(["conventions", "--format", "json"]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    assert set(listing["profiles"]) == set(PROFILES) and set(listing["fields"]) == set(FIELDS)
+    assert main(["conventions", "llm-viewer"]) == 0
+    shown = capsys.readouterr().out
+    assert shown.startswith("conventions: llm-viewer\n") and "model_analyzer.py at 472f71f" in shown
+    assert main(["conventions", "--diff", "symroof,llm-viewer", "--model", "llama-3.1-8b",
+                 "--chip", "h100", "--phase", "decode", "--batch", "1", "--context", "2048",
+                 "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["explained"] and out["rows"]["lm_head"]["fields"] == ["lm_head_flops_per_mac"]
+    assert main(["conventions", "--diff", "symroof", "--model", "tiny"]) == 2
+    assert "--diff wants two profiles" in capsys.readouterr().err
+
+
+def test_ring_factor_book_drops_the_rings_share():
+    node = sr.mesh("h100", {"X": 8})
+    V = 450 * 10**9  # a GPU's NVLink egress moves this in one second
+    assert sr.all_gather(node, V, "X").t_bw == Fraction(7, 8)
+    assert sr.all_gather(node, V, "X", conventions="book").t_bw == 1
+    # the bytes each chip sends are the exact count under either
+    assert sr.all_gather(node, V, "X", conventions="book").net_bytes == V * 7 // 8
+
+
+def _other_value(field: str):
+    """A value of ``field`` other than symroof's."""
+    allowed, default = FIELDS[field][0], getattr(Conventions(), field)
+    if allowed == ("rows",):
+        return ("attn/rope",)
+    return next(v if v != "int" else 3 for v in reversed(allowed) if v != default)
+
+
+@pytest.mark.parametrize("field", [f for f in FIELDS if f not in
+                                   ("ring_factor", "lm_head_positions", "time_flops",
+                                    "optimizer_bytes")])
+def test_every_row_field_changes_some_row(field):
+    """No field is a dead switch: moving it off symroof's value changes some row of a
+    prefill (naive or fused core) of Llama-3.1-8B or Gemma-7B (whose d_h is not D/H)."""
+    changed = profile("symroof").replace(**{field: _other_value(field)})
+    step = sr.Step(2, 16)
+    differs = any(m.ops(step, attention=a) != m.ops(step, attention=a, conventions=changed)
+                  for m in (sr.model("llama-3.1-8b"), sr.model("gemma-7b"))
+                  for a in ("naive", "fused"))
+    assert differs, field
+
+
+def test_the_table_level_fields_change_the_table():
+    m, h100, step = sr.model("llama-3.1-8b"), sr.chip("h100"), sr.Step(1, 512)
+    base = sr.roofline_table(m, h100, step, attention="naive")
+    executed = sr.roofline_table(m, h100, step, attention="naive",
+                                 conventions=profile("symroof").replace(time_flops="executed"))
+    scores = "attn/scores"  # the naive core executes all T x S pairs, uses the causal half
+    assert executed.numbers[scores].t_math > base.numbers[scores].t_math
+    assert executed.numbers[scores].flops == base.numbers[scores].flops
+    every = sr.roofline_table(m, h100, step,
+                              conventions=profile("symroof").replace(lm_head_positions="all"))
+    assert every.numbers["lm_head"].flops == 512 * base.numbers["lm_head"].flops
+
+
+def test_optimizer_bytes_sets_the_training_state_per_parameter():
+    from symroof.symbols import B, S
+
+    m = sr.model("llama-3.1-8b")
+    for name, per_param in (("symroof", 12), ("book", 10), ("llm-analysis", 18)):
+        mem = sr.train_memory(m, B, S, "full", conventions=name)
+        assert sum(mem[k] for k in ("params", "grads", "master", "moments")) == per_param * m.params
+    mixed = profile("symroof").replace(optimizer_bytes=16)
+    assert sr.train_memory(m, B, S, conventions=mixed)["master"] == 4 * m.params
