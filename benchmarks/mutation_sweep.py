@@ -68,7 +68,7 @@ MUTANTS: list[tuple[str, str, str, str, list[str]]] = [
      "return V * worst / (4 * n), t_lat", "return V * worst / (2 * n), t_lat",
      ["tests/test_collectives.py"]),
     ("GPU AllGather without the (d-1)/d", "symroof/hardware/collectives.py",
-     "terms = [V * (lv.degree - 1) / (lv.degree * lv.bw) for lv in levels]",
+     "terms = [V * ring_fraction(lv.degree) / lv.bw for lv in levels]",
      "terms = [V / lv.bw for lv in levels]", ["tests/test_placement.py"]),
     # -- layouts and search --------------------------------------------------------------
     ("TP allowed up to twice the heads", "symroof/parallel/layout.py",

@@ -90,7 +90,9 @@ TPU_NETS = {
 
 
 def test_every_preset_is_in_the_table():
-    assert set(SHEETS) == set(CHIPS) == set(GPU_NETS) | set(TPU_NETS)
+    # the presets; "tool/name" records are other tools' figures, kept to compare with them
+    presets = {name for name in CHIPS if "/" not in name}
+    assert set(SHEETS) == presets == set(GPU_NETS) | set(TPU_NETS)
 
 
 @pytest.mark.parametrize("name", sorted(SHEETS))
