@@ -53,6 +53,7 @@ _NAMES = {
     "check_training": ".models.check_training", "train_plan": ".parallel.strategies",
     **dict.fromkeys(("training_run", "min_training_slice"), ".parallel.runs"),
     "strategy_search": ".parallel.search",
+    "nearby": ".parallel.search",  # what would work where a batch gets no split
     # many chips: sharded matmuls in the book's notation, serving plans
     "shard_matmul": ".parallel.matmul", "serve": ".parallel.serving",
     "shard_array": ".parallel.sharding",

@@ -68,8 +68,8 @@ def configs(draw):
         D=draw(st.integers(1, 12)), F=draw(st.integers(1, 16)), L=draw(st.integers(1, 2)),
         H=H, G=G, d_h=2 * draw(st.integers(1, 3)), V=draw(st.integers(2, 20)),
         tied=draw(st.booleans()), qkv_bias=draw(st.booleans()),
-        w_bytes=draw(st.sampled_from([1, 2, 4])), kv_bytes=draw(st.sampled_from([1, 2])),
-        name="random")
+        w_bytes=draw(st.sampled_from([1, 2, 4])), act_bytes=draw(st.sampled_from([1, 2, 4])),
+        kv_bytes=draw(st.sampled_from([1, 2, 4])), name="random")  # each width on its own
 
 
 @settings(max_examples=120, deadline=None)

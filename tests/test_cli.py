@@ -729,11 +729,18 @@ def test_train_that_fits_nowhere_says_what_it_needs(runs):
     data = json.loads(runs["train-nofit-json"].stdout)
     need = sr.min_training_slice("llama-3.1-70b", "tpu-v5p", batch_tokens=4 * 2**20)
     assert data["chosen"] is None and data["strategies"] == []
-    assert data["answer"] == (
+    head, sep, rest = data["answer"].partition("; on these 64 chips, a batch of ")
+    assert head == (
         f"llama-3.1-70b does not fit on tpu-v5p 4x4x4 with any strategy: needs at least "
         f"{need.chips} tpu-v5p chips (7.56 TB of weights, optimizer state and activations, "
         f"96 GB each): the smallest slice with them is {need.slice} ({need.slice_chips} chips)")
-    assert runs["train-nofit-text"].stdout.rstrip().endswith("4x4x8 (128 chips)")
+    # the smaller batch it offers has a plan on these chips, one more sequence has none
+    offered = int(re.search(r"--batch (\d+)", rest)[1])
+    res = sr.strategy_search("llama-3.1-70b", sr.mesh("tpu-v5p", "4x4x4"),
+                             batch_tokens=[offered, offered + 4096])
+    assert sep and "(the largest that does)" in rest and res.best[0] >= 0 and res.best[1] < 0
+    assert "4x4x8 (128 chips); on these 64 chips, a batch of " in \
+        runs["train-nofit-text"].stdout
     small = json.loads(runs["train-small-json"].stdout)  # a tie: the search's choice wins
     assert small["chosen"]["strategy"] == "zero3" and "tied with" in small["answer"]
 

@@ -253,9 +253,9 @@ def test_latex_of_conditions():
     (dict(strategy="sp"), "unknown strategy part 'sp'"),
     (dict(strategy="fsdp+ep"), "splits the experts of a mixture of experts, and "
                                "llama-3.1-70b is dense"),
-    (dict(strategy="fsdp", tp="X"), "axes given for tp='X'"),
+    (dict(strategy="fsdp", tp="X"), "axes X given for tp, but"),
     (dict(strategy="dp", batch=3000, seq=1000),
-     "batch_tokens = 3000 is not divisible by the data-parallel width X = 64"),
+     "batch_tokens = 3000 is not divisible by the data-parallel width 64"),
     (dict(strategy="dp", batch=1000), "not a whole number of sequences"),
     (dict(strategy="dp", microbatches=4), "needs a pipeline"),
     (dict(strategy="dp", remat="some"), "remat must be a policy"),

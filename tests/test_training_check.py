@@ -57,11 +57,19 @@ def configs(draw):
         name="random")
 
 
+WIDTHS = st.sampled_from([1, 2, 4])
+
+
 @settings(max_examples=60, deadline=None)
 @given(model=configs(), batch=st.integers(1, 3), seq=st.integers(1, 5),
-       remat=st.sampled_from(POLICIES), master=st.sampled_from([0, 4]))
-def test_random_configs(model, batch, seq, remat, master):
-    report = sr.check_training(model, batch, seq, remat, master_bytes=master)
+       remat=st.sampled_from(POLICIES), grad=WIDTHS, moment=WIDTHS,
+       master=st.sampled_from([0, 2, 4]))
+def test_random_configs(model, batch, seq, remat, grad, moment, master):
+    """Every width drawn on its own (weights, activations in ``configs``; gradients,
+    optimizer moments, master copy here): a figure booked at another kind's width (a
+    bias gradient at the weights' width) shows wherever the two differ."""
+    report = sr.check_training(model, batch, seq, remat, grad_bytes=grad,
+                               moment_bytes=moment, master_bytes=master)
     assert report.ok, str(report)
 
 

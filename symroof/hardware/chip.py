@@ -17,6 +17,7 @@ C/W
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -233,12 +234,15 @@ def _from_record(record: dict) -> Chip:
 CHIPS: dict[str, Chip] = {record["name"]: _from_record(record) for record in _RECORDS}
 
 
-def chip(name: str | Chip) -> Chip:
-    """The preset called ``name`` (case-insensitive; ``_`` may stand for ``-``); a ``Chip``
-    passes through as it is.
+def chip(name: str | os.PathLike | Chip) -> Chip:
+    """The preset called ``name`` (case-insensitive; ``_`` may stand for ``-``), or the JSON
+    chip record at a path ending in ``.json`` (:mod:`symroof.hardware.chip_file`, the file
+    the CLI's ``--chip`` reads); a ``Chip`` passes through as it is.
 
     >>> chip("TPU_v5e").peak("int8")
     394000000000000
+    >>> chip("docs/example-chip.json").name
+    'example-chip'
     >>> chip(chip("h100")) is chip("h100")
     True
     >>> chip("tpu-v9")
@@ -248,6 +252,11 @@ def chip(name: str | Chip) -> Chip:
     """
     if isinstance(name, Chip):
         return name
+    if isinstance(name, (str, os.PathLike)) and (str(name).endswith(".json")
+                                                 or os.path.isfile(name)):
+        from .chip_file import read_chip_file
+
+        return read_chip_file(name, Chip, chip)
     key = name.strip().lower().replace("_", "-") if isinstance(name, str) else name
     if not isinstance(key, str) or key not in CHIPS:
         raise ValueError(f"unknown chip {name!r}; known chips: {', '.join(CHIPS)}")

@@ -37,8 +37,8 @@ _ACTS = {"silu": "silu", "swish": "silu", "gelu": "gelu", "gelu_new": "gelu_tanh
 def _need(config: Mapping[str, Any], kind: str, fields: tuple[str, ...]) -> dict[str, int]:
     missing = [f for f in fields if f not in config]
     if missing:
-        raise ValueError(f"config is missing field(s) {missing} (a {kind} config.json needs "
-                         + ", ".join(fields) + ")")
+        raise ValueError(f"config is missing field(s) {', '.join(missing)} (a {kind} "
+                         "config.json needs " + ", ".join(fields) + ")")
     return {f: _positive_int(config, f) for f in fields}
 
 

@@ -146,8 +146,8 @@ def _transformer(config: Mapping[str, Any], source: str) -> Transformer:
                          "is supported")
     missing = [f for f in _REQUIRED if f not in config]
     if missing:
-        raise ValueError(f"config is missing field(s) {missing} (a Llama-style config.json "
-                         "needs " + ", ".join(_REQUIRED) + ")")
+        raise ValueError(f"config is missing field(s) {', '.join(missing)} (a Llama-style "
+                         "config.json needs " + ", ".join(_REQUIRED) + ")")
     dims = {field: _positive_int(config, field) for field in _REQUIRED}
     H = dims["num_attention_heads"]
     G = _positive_int(config, "num_key_value_heads", default=H)  # absent or null: MHA

@@ -18,7 +18,7 @@ _NAMES = {
     **dict.fromkeys(("STRATEGIES", "ShardedMatmul", "Step", "shard_matmul"), ".matmul"),
     **dict.fromkeys(("MinSlice", "TrainingRun", "mfu", "min_training_slice", "training_run"),
                     ".runs"),
-    **dict.fromkeys(("SearchResult", "strategy_search"), ".search"),
+    **dict.fromkeys(("SearchResult", "strategy_search", "nearby"), ".search"),
     **dict.fromkeys(("ServePlan", "serve"), ".serving"),
     **dict.fromkeys(("ParamModel", "PrefillPlan", "prefill", "serve_params"), ".serving_book"),
     "ici_condition": ".serving_2d",

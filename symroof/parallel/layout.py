@@ -95,14 +95,24 @@ def check_degrees(model: Any, n: dict) -> None:
                          "chip holds a whole number of them)")
 
 
+def _names(axes: Any) -> str:
+    """Axes as the user wrote them: "XY" or ("X", "Y") both read X, Y."""
+    return ", ".join(axes) if isinstance(axes, (tuple, list)) else str(axes)
+
+
+def mesh_text(mesh: Mesh) -> str:
+    """A mesh in words, as titles print it: ``tpu-v5p 4x4x4``."""
+    return f"{mesh.chip.name} {'x'.join(str(a.size) for a in mesh.axes)}"
+
+
 def assign_axes(mesh: Mesh, roles: tuple[str, ...],
                 given: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
     """Mesh axes per role. ``given`` maps roles to axes ("X", ("X", "Y") or "XY"); a single
     role left out gets every axis the others do not use. Every axis serves one role."""
     for role, axes in given.items():
         if axes is not None and role not in roles:
-            raise ValueError(f"axes given for {role}={axes!r}, but the strategy's roles are "
-                             f"{', '.join(roles)}")
+            raise ValueError(f"axes {_names(axes)} given for {role}, but the strategy's "
+                             f"roles are {', '.join(roles)}")
     out = {r: () for r in ROLES}
     for role in roles:
         if given.get(role) is not None:
@@ -110,7 +120,9 @@ def assign_axes(mesh: Mesh, roles: tuple[str, ...],
     used = [a for r in roles for a in out[r]]
     twice = sorted({a for a in used if used.count(a) > 1})
     if twice:
-        raise ValueError(f"mesh axis {', '.join(twice)} is given to two roles: {out}")
+        owners = "; ".join(f"{r}: {', '.join(out[r])}" for r in roles if set(out[r]) & set(twice))
+        raise ValueError(f"mesh axis {', '.join(twice)} is given to two roles ({owners}); "
+                         "give each axis to one role")
     missing = [r for r in roles if not out[r]]
     rest = tuple(a for a in mesh.names if a not in used)
     if len(missing) == 1 and rest:

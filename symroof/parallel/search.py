@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,12 +40,20 @@ from ..models.transformer import Transformer
 from ..render import fmt_si
 from ..symbols import B as _B
 from .inverse import min_chips
-from .layout import ROLES, SYM, a2a_link, check_experts, parse_strategy, role_links
+from .layout import (
+    ROLES,
+    SYM,
+    a2a_link,
+    check_experts,
+    mesh_text,
+    parse_strategy,
+    role_links,
+)
 from .rows import pass_times, step_rows, template_make
 from .strategies import EP_STRATEGIES, STRATEGIES, _check_remat, plan_memory, train_plan
 
 __all__ = ["STRATEGIES", "EP_STRATEGIES", "Candidate", "SearchResult", "strategy_search",
-           "candidates", "template", "BOUNDS"]
+           "candidates", "template", "BOUNDS", "Nearby", "nearby"]
 
 BOUNDS = ("compute", "memory", "network")
 
@@ -211,20 +220,109 @@ def strategy_search(model: Transformer | str, meshes: Mesh | Sequence[Mesh], *, 
         bad = batch[(batch <= 0) | (batch % seq != 0)]
         raise ValueError(f"batch_tokens must be positive whole numbers of sequences of "
                          f"seq = {seq} tokens; got {bad[:3].tolist()}")
-    remat = _check_remat(remat)
-    cands, args = _table(tuple(meshes), tuple(strategies), microbatches)
-    exprs = template(model, chip, seq, remat, tuple(sorted((widths or {}).items())), dtype,
-                     overlap_axes)
+    return _search(model, tuple(meshes), batch, seq, tuple(strategies), _check_remat(remat),
+                   tuple(sorted((widths or {}).items())), microbatches, dtype, overlap_axes)
+
+
+def _search(model: Any, meshes: tuple, batch: np.ndarray, seq: int, strategies: tuple,
+            remat: Any, widths: tuple, microbatches: Any, dtype: str,
+            overlap_axes: bool) -> SearchResult:
+    """``strategy_search`` on checked arguments (``batch`` in tokens, any integers)."""
+    chip = meshes[0].chip
+    cands, args = _table(meshes, strategies, microbatches)
+    exprs = template(model, chip, seq, remat, widths, dtype, overlap_axes)
     names = {s.name for s in free_symbols(exprs)}
     values = {k: v[None, :] for k, v in args.items() if k in names}
     out = evaluate(exprs, B=batch[:, None].astype(float), **values)
     return _choose(model, chip, batch, cands, out, args)
 
 
+@dataclass(frozen=True)
+class Nearby:
+    """What would work where a batch gets no split: the nearest whole-sequence batches
+    below and above that get one (``SearchResult.choice`` dicts, or None), and the
+    cheapest ``uneven`` split of the batch itself: its data shards differ by a token, the
+    step is priced as the batch padded to ``padded`` tokens (``choice`` of that batch on
+    that split), ``idle`` the padding's share of the step."""
+
+    below: dict | None
+    above: dict | None
+    uneven: dict | None
+
+
+def nearby(model: Transformer | str, meshes: Mesh | Sequence[Mesh], *, batch_tokens: int,
+           **kwargs: Any) -> Nearby:
+    """The nearest batches with a plan, and an uneven split of this one (:class:`Nearby`);
+    arguments as :func:`strategy_search`.
+
+    >>> import symroof as sr
+    >>> near = nearby("llama-3.1-70b", sr.mesh("tpu-v5p", "16x20x28"), batch_tokens=2**22)
+    >>> near.below["batch"] // 4096, near.above["batch"] // 4096
+    (1022, 1025)
+    >>> print(near.below["candidate"])          # 448 data shards of 9,344 tokens, TP 20
+    fsdp+tp on 16x20x28 (fsdp: X,Z; tp: Y)
+    >>> u = near.uneven                          # 560 shards, some a token short
+    >>> print(u["candidate"], u["padded"] - u["batch"])
+    fsdp+tp on 16x20x28 (fsdp: Y,Z; tp: X) 96
+    """
+    from ..models import model as _model
+
+    model = _model(model) if isinstance(model, str) else model
+    res = strategy_search(model, meshes, batch_tokens=batch_tokens, **kwargs)
+    seq = kwargs.get("seq", 4096)
+    B = int(res.batch[0])
+    cands = res.candidates
+    shards = [c.degrees["dp"] * c.degrees["fsdp"] * c.degrees["ep"] * c.microbatches
+              for c in cands]
+    steps = sorted({math.lcm(w, seq) for w in shards})
+    tries = sorted({b for k in steps for b in (B // k * k, -(-B // k) * k) if 0 < b != B})
+    out = {"below": None, "above": None}
+    if tries:
+        near = strategy_search(model, meshes, batch_tokens=tries, **kwargs)
+        had = [near.choice(i) for i in range(len(tries)) if near.best[i] >= 0]
+        out["below"] = max((c for c in had if c["batch"] < B), key=lambda c: c["batch"],
+                           default=None)
+        out["above"] = min((c for c in had if c["batch"] > B), key=lambda c: c["batch"],
+                           default=None)
+    return Nearby(**out, uneven=_uneven(model, res, B, shards, kwargs))
+
+
+def _uneven(model: Any, res: SearchResult, B: int, shards: list[int], kwargs: dict) -> Any:
+    """The cheapest split of ``B`` tokens into data shards that differ by a token."""
+    padded = sorted({-(-B // w) * w for w in shards} - {B})
+    if not padded:
+        return None
+    args = dict(seq=4096, strategies=None, remat="full", widths=None, microbatches=None,
+                dtype="bf16", overlap_axes=True) | kwargs
+    strategies = args["strategies"] or (STRATEGIES + (EP_STRATEGIES if model.moe is not None
+                                                      else ()))
+    out = _search(model, tuple(dict.fromkeys(c.mesh for c in res.candidates)),
+                  np.array(padded, dtype=np.int64), args["seq"], tuple(strategies),
+                  _check_remat(args["remat"]), tuple(sorted((args["widths"] or {}).items())),
+                  args["microbatches"], args["dtype"], args["overlap_axes"])
+    row = {b: i for i, b in enumerate(padded)}
+    at = [row.get(-(-B // w) * w) for w in shards]  # each split's padded batch's row
+    best = min(((out.lower[i, j], j) for j, i in enumerate(at)
+                if i is not None and np.isfinite(out.lower[i, j])), default=None)
+    if best is None:
+        return None
+    j = best[1]
+    i = at[j]
+    p = int(out.batch[i])
+    return {"batch": B, "padded": p, "shards": shards[j], "candidate": out.candidates[j],
+            "lower": float(out.lower[i, j]), "upper": float(out.upper[i, j]),
+            "bound": BOUNDS[out.bound[i, j]], "memory": float(out.memory[i, j]),
+            "idle": (p - B) / p}
+
+
 @functools.lru_cache(maxsize=64)
 def _table(meshes: tuple, strategies: tuple, microbatches: Any) -> tuple[tuple, dict]:
     """The candidates of ``meshes`` and their template arguments, one array per symbol."""
     cands = tuple(c for m in meshes for c in candidates(m, strategies, microbatches))
+    if not cands:
+        shapes = ", ".join(mesh_text(m) for m in meshes)
+        raise ValueError(f"no split of {shapes} serves {', '.join(strategies)}: each role "
+                         "needs an axis of its own, and none may mix DCN and ICI axes")
     rows = [c.args() for c in cands]
     return cands, {k: np.array([r[k] for r in rows]) for k in rows[0]}
 

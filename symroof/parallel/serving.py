@@ -121,6 +121,32 @@ class ServePlan:
         return self.time.bound
 
     @property
+    def bounds(self) -> dict[str, str]:
+        """Per collective row, "latency" or "bandwidth": which term sets one layer's
+        collective's time (``layer_comm``; every layer's is the same)."""
+        return {k: c.bound for k, (_, c) in self.layer_comm.items()}
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the plan prices that cannot be done as laid out: attention split over more
+        chips than the model has query heads (``train`` refuses such a TP degree).
+
+        >>> import symroof as sr
+        >>> (w,) = sr.serve("llama-3.1-8b", sr.mesh("tpu-v5e", "16x16"), batch=32,
+        ...                 context=8192).warnings
+        >>> for part in w.split("; "):
+        ...     print(part)
+        attention split 256 ways over llama-3.1-8b's 32 query heads (each cut 8 ways)
+        1-D model parallelism splits whole heads: at most 32 chips
+        """
+        H, N = self.model.H, self.n
+        if self.layout != "1d" or sp.sympify(N > H) is not sp.true:
+            return ()
+        return (f"attention split {N} ways over {self.model.name}'s {H} query heads (each "
+                f"cut {sp.ceiling(sp.Rational(N, H))} ways); 1-D model parallelism splits "
+                f"whole heads: at most {H} chips",)
+
+    @property
     def conditions(self) -> dict[str, Any]:
         """Where 2-D weight-stationary pays, solved with ``sr.crossover``: ``x_opt`` (a 2-D
         plan's best D degree) and ``2d`` (the chips above which 2-D beats 1-D); see
@@ -205,15 +231,18 @@ class ServePlan:
                 f"{self.batch}, context {self.context}, weights {self.weights}, KV {self.kv}"
                 + (f", 2-D (D over {','.join(self.d_axes)})" if self.layout == "2d" else "")
                 + ":")
-        fit = (f"memory per chip {fmt_si(self.hbm_used, 'B')} of "
-               f"{fmt_si(self.mesh.chip.hbm_bytes, 'B')} (weights "
-               f"{fmt_si(mem['weights'], 'B')}, KV {fmt_si(mem['kv'], 'B')}); largest batch "
+        fit = (f"memory per chip {_si(self.hbm_used, 'B')} of "
+               f"{_si(self.mesh.chip.hbm_bytes, 'B')} (weights "
+               f"{_si(mem['weights'], 'B')}, KV {_si(mem['kv'], 'B')}); largest batch "
                f"{self.max_batch}")
         if self.fits is False:
             return "\n  ".join([head, fit, f"DOES NOT FIT: the weights alone need at least "
                                              f"{self.min_chips} chips"])
-        speed = f"{float(self.tokens_per_s_per_chip):.0f} tokens/s per chip"
-        return "\n  ".join([head, fit, f"step {self.time}", speed])
+        rate = self.tokens_per_s_per_chip
+        speed = (f"{float(rate):.0f} tokens/s per chip" if rate.is_number else
+                 f"tokens/s per chip = {rate}")
+        return "\n  ".join([head, fit, f"step {self.time}", speed, *(
+            f"warning: {w}" for w in self.warnings)])
 
 
 def serve(model: Any, mesh: Mesh, step: Step | None = None, *, batch: Any = None,
@@ -293,6 +322,11 @@ def serve(model: Any, mesh: Mesh, step: Step | None = None, *, batch: Any = None
               "kv": B * m.kv_cache_bytes(S) / kv_ways}
     return ServePlan(m, mesh, B, S, weights, kv or _name(m.kv_bytes), rows, memory,
                      compute_dtype, layout=layout, d_axes=d, layer_comm=layer)
+
+
+def _si(x: Any, unit: str) -> str:
+    """SI text of a number, the expression itself where it is symbolic."""
+    return fmt_si(x, unit) if sp.sympify(x).is_number else str(x)
 
 
 def _name(w: sp.Expr) -> str:

@@ -43,10 +43,19 @@ from ..models.transformer import Transformer
 from ..render import fmt_si
 from ..workload import TrainStep
 from .conditions import derive
-from .layout import ROLES, assign_axes, check_degrees, check_experts, parse_strategy, role_links
+from .layout import (
+    ROLES,
+    assign_axes,
+    check_degrees,
+    check_experts,
+    mesh_text,
+    parse_strategy,
+    role_links,
+)
 from .rows import layer_rows, pass_times, routed_params, step_rows
 
-__all__ = ["TrainPlan", "train_plan", "plan_memory", "STRATEGIES", "EP_STRATEGIES"]
+__all__ = ["TrainPlan", "train_plan", "plan_memory", "STRATEGIES", "EP_STRATEGIES",
+           "BatchSplitError"]
 
 #: the strategies ``strategy_search`` compares by default (here, not in the search, so that
 #: naming them does not load NumPy)
@@ -259,7 +268,7 @@ def train_plan(model: Transformer | str, mesh: Mesh, strategy: str = "fsdp", *,
     try:
         axes = assign_axes(mesh, roles, {"dp": dp, "fsdp": fsdp, "tp": tp, "pp": pp, "ep": ep})
     except ValueError as err:
-        raise ValueError(f"strategy {strategy!r} on {mesh!r}: {err}") from None
+        raise ValueError(f"strategy {strategy!r} on {mesh_text(mesh)}: {err}") from None
     n = {r: mesh.size(axes[r]) if axes[r] else 1 for r in ROLES}
     check_degrees(model, n)
     if step is not None:
@@ -301,6 +310,30 @@ def train_plan(model: Transformer | str, mesh: Mesh, strategy: str = "fsdp", *,
                      overlap_axes=overlap_axes, widths=widths, notes=notes)
 
 
+class BatchSplitError(ValueError):
+    """A global batch that does not divide over the data degree (times microbatches):
+    ``batch``, ``seq`` and ``width`` (data degree x microbatches) in tokens, sequences and
+    shards, and the nearest whole-sequence batches that divide, ``below`` (0: none) and
+    ``above``.
+
+    >>> err = BatchSplitError(2**22, 4096, 560, 1)
+    >>> err.below // 4096, err.above // 4096
+    (1015, 1050)
+    """
+
+    def __init__(self, batch: int, seq: int, width: int, microbatches: int) -> None:
+        self.batch, self.seq, self.width = batch, seq, width * microbatches
+        self.degree, self.microbatches = width, microbatches
+        step = math.lcm(self.width, seq)
+        self.below, self.above = batch // step * step, -(-batch // step) * step
+        times = f" times microbatches = {microbatches}" if microbatches != 1 else ""
+        nearest = " or ".join(f"{b} ({b // seq} sequences)" for b in (self.below, self.above)
+                              if b)
+        super().__init__(f"batch_tokens = {batch} is not divisible by the data-parallel width "
+                         f"{width} (dp x fsdp x ep){times}; the nearest whole-sequence "
+                         f"batches that are: {nearest}")
+
+
 def _check_batch(B: sp.Expr, seq: sp.Expr, X: Any, m: Any) -> tuple[str, ...]:
     """Whole sequences, divisible by the data degree (times microbatches); a note where the
     data degree exceeds the sequences (the plan then also shards sequences)."""
@@ -310,8 +343,7 @@ def _check_batch(B: sp.Expr, seq: sp.Expr, X: Any, m: Any) -> tuple[str, ...]:
         raise ValueError(f"batch_tokens = {B} is not a whole number of sequences of "
                          f"seq = {seq} tokens")
     if B % (X * m):
-        raise ValueError(f"batch_tokens = {B} is not divisible by the data-parallel width "
-                         f"X = {X}" + (f" times microbatches = {m}" if m != 1 else ""))
+        raise BatchSplitError(int(B), int(seq), int(X), int(m))
     sequences = B // seq
     if X > sequences:
         return (f"data degree {X} > {sequences} sequences: each sequence is split "

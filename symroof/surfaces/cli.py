@@ -15,12 +15,14 @@ import importlib.util
 import json
 import os
 import sys
+import warnings
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from .. import __version__
 from ..analysis import critical_batch
 from ..hardware import CHIPS, dtype_bytes
+from ..hardware.chip_file import ChipWarning
 from ..hardware.internals import ROOFS
 from ..hardware.internals import roof as roof_of
 from ..models import MODELS
@@ -151,8 +153,9 @@ def cmd_critical_batch(args: argparse.Namespace) -> int:
                if args.d is None else "exact root in B of intensity = C/W, intensity = "
                + str(matmul(B, args.d, args.f, x_bytes=xb, w_bytes=wb, out_bytes=ob).intensity))
     if args.format == "json":
-        return _emit(args, {"chip": c.name, "dtype": dtype, "x_bytes": xb, "w_bytes": wb,
-                            "out_bytes": ob, "D": args.d, "F": args.f, "roof": args.roof,
+        return _emit(args, {"chip": c.name, "dtype": dtype, "x_bytes": num(xb),
+                            "w_bytes": num(wb), "out_bytes": num(ob), "D": args.d, "F": args.f,
+                            "roof": args.roof,
                             "critical_batch": num(value), "critical_batch_exact": str(value),
                             "ridge": float(ridge), "ridge_exact": str(ridge),
                             "formula": formula}, [[]])
@@ -291,6 +294,18 @@ def build_parser(with_measure: bool = False, only: str | None = None
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status (0 ok, 1 check failed, 2 error)."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", ChipWarning)
+        warnings.showwarning = _warn_line
+        return _main(argv)
+
+
+def _warn_line(message: Any, category: Any, *_: Any, **__: Any) -> None:
+    """A warning as one line on stderr, in the form of the errors."""
+    print(f"symroof: warning: {message}", file=sys.stderr)
+
+
+def _main(argv: list[str]) -> int:
     try:
         args = build_parser(with_measure=argv[:1] == ["measure"],
                             only=argv[0] if argv else None).parse_args(argv)

@@ -21,7 +21,6 @@ import math
 import os
 import re
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 import sympy as sp
@@ -39,6 +38,8 @@ __all__ = ["size", "width", "arg_type", "SIZE", "WIDTH", "load_model", "load_chi
 #: sizes take binary suffixes, as contexts are quoted (128k = 131,072, 4M = 4 x 2^20)
 _SUFFIX = {"": 1, "k": 2**10, "K": 2**10, "M": 2**20, "G": 2**30}
 _SIZE = re.compile(r"(\d*\.?\d+(?:[eE][+-]?\d+)?)([kKMG]?)")
+#: the largest size a flag takes: NumPy's int64 holds its products with small factors
+_LARGEST = 2**62
 #: the source of a figure given by a flag
 OVERRIDE = "command-line override"
 #: flag -> the chip figure it sets (``--peak`` sets the peak of ``--dtype``)
@@ -54,6 +55,8 @@ def size(text: str, minimum: int = 1) -> int:
         what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
         raise ValueError(f"must be {what}, got {text!r} (write 4096, 8k = 8,192, "
                          "4M = 4,194,304 or 1e6)")
+    if value > _LARGEST:  # sizes reach NumPy's int64 arrays (the searches, the sweeps)
+        raise ValueError(f"must be at most 2^62 = {_LARGEST:.3g}, got {text!r}")
     return int(value)
 
 
@@ -106,65 +109,11 @@ def load_model(name: str) -> Any:
     return model(os.path.join(name, "config.json") if os.path.isdir(name) else name)
 
 
-def _figure(value: Any, where: str) -> tuple[Any, str]:
-    """A record's ``[value, "source"]`` pair, checked."""
-    if not (isinstance(value, list) and len(value) == 2 and isinstance(value[1], str)
-            and value[1].strip() and isinstance(value[0], (int, float))):
-        raise ValueError(f"{where} must be [number, \"its source\"], got {value!r}")
-    return value[0], value[1]
-
-
-def _chip_file(path: Path) -> Chip:
-    """A chip record from JSON: ``name``, optional ``base`` (a preset whose figures and
-    network it starts from), ``peaks`` {dtype: [value, source]}, ``hbm_bw``, ``hbm_bytes``,
-    ``link_bw`` (each [value, source]); without ``base`` every figure is required."""
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ValueError(f"chip file '{path}' is not valid JSON: {err}") from None
-    known = ("name", "base", "peaks", "hbm_bw", "hbm_bytes", "link_bw")
-    if not isinstance(record, dict):
-        raise ValueError(f"chip file '{path}' must hold one JSON object (a chip record), got "
-                         f"a {type(record).__name__}")
-    if set(record) - set(known):
-        raise ValueError(f"chip file '{path}': unknown field(s) "
-                         f"{sorted(set(record) - set(known))}; fields are {', '.join(known)}")
-    name = record.get("name", path.stem)
-    figures = {k: _figure(record[k], f"chip file '{path}': {k}")
-               for k in known[3:] if k in record}
-    if not isinstance(record.get("peaks", {}), dict):
-        raise ValueError(f"chip file '{path}': peaks must be {{dtype: [number, \"its "
-                         f"source\"]}}, got {record['peaks']!r}")
-    peaks = {d: _figure(v, f"chip file '{path}': peaks.{d}")
-             for d, v in record.get("peaks", {}).items()}
-    if "base" not in record:
-        missing = [k for k in known[2:] if k not in record]
-        if missing:
-            raise ValueError(f"chip file '{path}' needs {', '.join(missing)} (or a \"base\" "
-                             f"preset to start from: {', '.join(CHIPS)})")
-        return Chip(name, {d: v for d, (v, _) in peaks.items()},
-                    sources={**{f"peaks.{d}": s for d, (_, s) in peaks.items()},
-                             **{k: s for k, (_, s) in figures.items()}},
-                    **{k: v for k, (v, _) in figures.items()})
-    out = chip(record["base"]).replace(name=name)
-    for d, (value, source) in peaks.items():
-        out = out.replace(peaks={d: value}, note=source)
-    for k, (value, source) in figures.items():
-        out = out.replace(**{k: value}, note=source)
-    return out
-
-
 def load_chip(text: str, overrides: dict[str, str] | None = None, dtype: str = "bf16") -> Chip:
     """A preset or a JSON chip file (``mychip.json``), with ``overrides`` ({"hbm_bw":
     "6.7e12", "peak": "2e15", ...}: the flag's text) applied, each sourced as a
     command-line override; the chip is then named for them."""
-    if text.endswith(".json") or os.path.isfile(text):
-        path = Path(text)
-        if not path.is_file():
-            raise ValueError(f"chip file not found: {text!r}")
-        c = _chip_file(path)
-    else:
-        c = chip(text)
+    c = chip(text)  # a preset, or a JSON chip record (read_chip_file)
     given = {k: v for k, v in (overrides or {}).items() if v is not None}
     for flag, value in given.items():
         try:
@@ -225,8 +174,8 @@ def mesh_of(text: str, args: argparse.Namespace | None = None) -> Any:
         return mesh(c, shape.strip(), dcn=dcn)
     except ValueError as err:
         raise ValueError(f"--mesh {text!r}: " + str(err).replace("dcn=(...)", "--dcn AXES")
-                         .replace("dcn= is", "--dcn is").replace(" " + CUSTOM_HINT, "")) \
-            from None
+                         .replace("dcn= is", "--dcn is").replace(" " + CUSTOM_HINT, "")
+                         .replace(" or a dict {'X': 4, ...}", "")) from None
 
 
 def add_conventions_options(parser: argparse.ArgumentParser) -> None:

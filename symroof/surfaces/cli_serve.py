@@ -64,15 +64,24 @@ def _slices(plan: Any, kv: str | None) -> dict[str, str | None]:
 
 def _layout(plan: Any) -> str:
     n, G = plan.n, plan.model.G
-    kv = f"over the {G} KV heads, then the batch" if n > G else f"over KV heads ({n} ways)"
+    if plan.model.mla is not None:  # one latent vector per token, shared by every head
+        kv = (f"(MLA's latent cache, shared by all heads) over the batch "
+              f"({min(n, int(plan.batch))} ways)")
+    else:
+        kv = (f"over the {G} KV heads, then the batch" if n > G else
+              f"over KV heads ({n} ways)")
     return (f"layout: 1-D model parallelism over all {n} chips (MLP weights over F, attention "
             f"over heads, book ch. 7); KV cache {kv}")
 
 
 def _collectives(plan: Any) -> list[str]:
     L = plan.model.L
+    def floor(key: str) -> str:
+        return ", latency-bound" if plan.bounds.get(key) == "latency" else ""
+
     return [f"{k.removeprefix('comm/')}: {fmt_si(c.net_bytes, 'B')} sent per chip, "
-            f"{fmt_si(c.net_time, 's')} (all {L} layers)" for k, c in plan.collectives.items()]
+            f"{fmt_si(c.net_time, 's')} (all {L} layers{floor(k)})"
+            for k, c in plan.collectives.items()]
 
 
 def _fit_line(plan: Any) -> str:
@@ -124,6 +133,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                   f"{fmt_si(plan.book_time, 's')}", _layout(plan)]
         if args.generated:
             lines.insert(-1, _requests_line(plan, args.generated))
+        lines += [f"warning: {w}" for w in plan.warnings]
     else:
         lines.append(_need_line(plan, slices))
     sizes = [f"{w}{'/fp8' if w == 'int8' else '/fp4' if w == 'int4' else ''}: "
@@ -165,8 +175,10 @@ def _serve_data(args: argparse.Namespace, plan: Any, dtype: str, slices: dict,
                         plan.requests_per_s_per_chip(args.generated))} if args.generated
                        else {}),
                     "collectives": {k.removeprefix("comm/"): {
-                        "net_bytes": num(c.net_bytes), "t_s": float(c.net_time)}
-                        for k, c in plan.collectives.items()}})
+                        "net_bytes": num(c.net_bytes), "t_s": float(c.net_time),
+                        "bound": plan.bounds.get(k)}
+                        for k, c in plan.collectives.items()},
+                    "warnings": list(plan.warnings)})
     return out
 
 
@@ -259,7 +271,7 @@ def report_mesh(args: argparse.Namespace, model: Any, dtype: str, widths: dict,
     if args.groups:
         rows = group(rows, {**OP_GROUPS, "collectives": list(plan.collectives)})
     huge = mesh.chip.replace(hbm_bytes=10**30)  # HBM is checked per chip, below
-    warnings = step_warnings(plan.model, huge, args.batch, args.context)
+    warnings = step_warnings(plan.model, huge, args.batch, args.context) + list(plan.warnings)
     slices = _slices(plan, names["kv_bytes"])
     if not plan.fits:
         warnings.insert(0, _fit_line(plan) + "; " + _need_line(plan, slices))

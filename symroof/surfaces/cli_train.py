@@ -14,8 +14,8 @@ import math
 from typing import Any
 
 from ..models import REMAT_POLICIES
-from ..parallel.layout import ROLES
-from ..parallel.strategies import STRATEGIES, train_plan
+from ..parallel.layout import ROLES, assign_axes, parse_strategy
+from ..parallel.strategies import STRATEGIES, BatchSplitError, train_plan
 from ..render import fmt_si
 from .cli_args import SIZE, add_chip_options, add_mesh_options, dumps, load_model, mesh_of
 from .cli_format import num, table
@@ -66,7 +66,7 @@ def _excluded(res: Any, idx: list[int], model: Any) -> str:
     if all(wide.values()):
         return "every split that fits has " + " or ".join(
             dict.fromkeys(w for ws in wide.values() for w in ws))
-    return "no split that fits divides the batch by its data degree (x microbatches)"
+    return "no split that fits divides --batch over its data shards (x microbatches)"
 
 
 def _search(args: argparse.Namespace, model: Any, mesh: Any) -> tuple[list, list, Any]:
@@ -94,23 +94,99 @@ def _search(args: argparse.Namespace, model: Any, mesh: Any) -> tuple[list, list
 
 
 def _need(args: argparse.Namespace, model: Any, mesh: Any) -> str:
-    """What a run that fits nowhere on ``mesh`` needs, sharded over every chip."""
+    """What a run that fits nowhere on ``mesh`` needs, sharded over every chip, and the
+    smaller changes that would make it fit on these chips (remat, a smaller batch)."""
+    import numpy as np
+
     from ..parallel.runs import min_training_slice
+    from ..parallel.search import strategy_search
 
     try:
         need = min_training_slice(model, mesh.chip, batch_tokens=args.batch, seq=args.seq,
                                   remat=args.remat_value)
+        text = (f"needs at least {need.chips} {mesh.chip.name} chips ("
+                f"{fmt_si(need.total, 'B')} of weights, optimizer state and activations, "
+                f"{fmt_si(mesh.chip.hbm_bytes, 'B')} each): the smallest slice with them is "
+                f"{need.slice} ({need.slice_chips} chips)")
     except ValueError as err:  # more than the largest slice on record
-        return str(err).removeprefix("does not fit: ").removeprefix(f"{model.name} ")
-    return (f"needs at least {need.chips} {mesh.chip.name} chips ({fmt_si(need.total, 'B')} "
-            f"of weights, optimizer state and activations, {fmt_si(mesh.chip.hbm_bytes, 'B')}"
-            f" each): the smallest slice with them is {need.slice} ({need.slice_chips} chips)")
+        text = str(err).removeprefix("does not fit: ").removeprefix(f"{model.name} ")
+    options = {"strategies": [args.strategy] if args.strategy else None,
+               "microbatches": args.microbatches, "dtype": args.dtype_}
+    if args.remat_value != "full":
+        full = strategy_search(model, mesh, batch_tokens=args.batch, seq=args.seq,
+                               remat="full", **options)
+        if full.best[0] >= 0:
+            return text + f"; on these {mesh.n_chips} chips, --remat full fits: " + _brief(
+                full.choice(0))
+    sequences = args.batch // args.seq
+    if sequences < 2:
+        return text
+    # every smaller batch where that is cheap (then the one found is the largest), else a
+    # log-spaced sample of them
+    every = sequences <= _SCAN
+    tries = np.arange(1, sequences) if every else np.unique(np.geomspace(
+        1, sequences - 1, _SCAN).astype(np.int64))
+    smaller = strategy_search(model, mesh, batch_tokens=args.seq * tries, seq=args.seq,
+                              remat=args.remat_value, **options)
+    ok = np.flatnonzero(smaller.best >= 0)
+    if len(ok):
+        c = smaller.choice(int(ok[-1]))
+        text += (f"; on these {mesh.n_chips} chips, a batch of "
+                 f"{_sequences(c['batch'] // args.seq)} fits"
+                 + (" (the largest that does)" if every else "")
+                 + f" (--batch {c['batch']}): " + _brief(c))
+    return text
+
+
+#: the most smaller batches ``_need`` tries, one search over them all
+_SCAN = 4096
+
+
+def _brief(c: dict) -> str:
+    """A search choice in a few words: split, step, memory per chip."""
+    return (f"{c['candidate'].strategy} ({_split(c['candidate'].axes)}), "
+            f"{fmt_si(c['lower'], 's')} .. {fmt_si(c['upper'], 's')}, "
+            f"{fmt_si(c['memory'], 'B')} per chip")
+
+
+def _nearby(args: argparse.Namespace, model: Any, mesh: Any) -> tuple[list[str], dict]:
+    """Where no split divides the batch: the nearest batches that have a plan, and the
+    cheapest uneven split of this one (``sr.nearby``)."""
+    from ..parallel.search import nearby
+
+    near = nearby(model, mesh, batch_tokens=args.batch, seq=args.seq,
+                  strategies=[args.strategy] if args.strategy else None,
+                  remat=args.remat_value, microbatches=args.microbatches, dtype=args.dtype_)
+    lines, data = [], {}
+    found = [(k, c) for k, c in (("below", near.below), ("above", near.above)) if c]
+    if found:
+        lines.append("nearest batches with a plan: " + "; ".join(
+            f"{_sequences(c['batch'] // args.seq)} (--batch {c['batch']}): {_brief(c)}"
+            for _, c in found))
+    u = near.uneven
+    if u:
+        lines.append(f"or split {_sequences(args.batch // args.seq)} unevenly over "
+                     f"{u['shards']:,} data shards ({u['padded'] - u['batch']:,} of them a "
+                     f"token short): {u['candidate'].strategy} ({_split(u['candidate'].axes)}),"
+                     f" priced as {u['padded']:,} tokens, {fmt_si(u['lower'], 's')} .. "
+                     f"{fmt_si(u['upper'], 's')} ({u['idle']:.4%} of the step idle)")
+    for key, c in (*found, ("uneven", u)):
+        if c:
+            data[key] = {"batch_tokens": c["batch"], "strategy": c["candidate"].strategy,
+                         "split": _split(c["candidate"].axes), "lower_s": c["lower"],
+                         "upper_s": c["upper"], "memory_bytes": c["memory"],
+                         **({"padded_tokens": c["padded"], "shards": c["shards"],
+                             "idle": c["idle"]} if key == "uneven" else {})}
+    return lines, data
 
 
 def _answer(rows: list, why: str | None, args: argparse.Namespace, model: Any,
             mesh: Any) -> str:
     """The chosen strategy and why, or why there is none."""
     if not rows or not rows[0]["fits"]:
+        if why and why.startswith("no split that fits divides"):
+            return (f"no strategy chosen: no split that fits divides --batch {args.batch:,} "
+                    "tokens over its data shards (x microbatches)")
         if why and not why.startswith("does not fit"):
             return f"no strategy chosen: {why}"
         what = f"with {args.strategy}" if args.strategy else "with any strategy"
@@ -136,6 +212,22 @@ def _answer(rows: list, why: str | None, args: argparse.Namespace, model: Any,
         "every condition holds" if best["conditions"] else "no conditions"))
 
 
+def _split_error(err: BatchSplitError, args: argparse.Namespace, mesh: Any,
+                 axes: dict) -> str:
+    """A batch that does not divide over the data shards of the axes given, in flags."""
+    roles, _ = parse_strategy(args.strategy)
+    given = assign_axes(mesh, roles, {r: a for r, a in axes.items() if r in roles})
+    data = [(r, given[r]) for r in ("dp", "fsdp", "ep") if given[r]]
+    where = ", ".join(f"--{r} {''.join(a)} ({' x '.join(str(mesh[x].size) for x in a)})"
+                      for r, a in data)
+    times = f" x {err.microbatches} microbatches" if err.microbatches != 1 else ""
+    near = " or ".join(f"--batch {b} ({_sequences(b // args.seq)})"
+                       for b in (err.below, err.above) if b)
+    return (f"--batch {args.batch:,} tokens ({_sequences(args.batch // args.seq)} of --seq "
+            f"{args.seq}) does not divide over {err.degree:,} data shards{times} ({where}); "
+            f"the nearest that do: {near}")
+
+
 def _sequences(n: int) -> str:
     return f"{n:,} sequence" + ("" if n == 1 else "s")
 
@@ -152,8 +244,11 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise ValueError("--dp, --fsdp, --tp and --pp give the axes of --strategy's roles: "
                          "add --strategy (e.g. --strategy fsdp+tp --fsdp XY --tp Z)")
     if args.strategy and any(axes.values()):
-        rows, excluded, why = [_row(_plan(args, model, mesh, args.strategy, axes,
-                                          args.microbatches))], [], None
+        try:
+            plan = _plan(args, model, mesh, args.strategy, axes, args.microbatches)
+        except BatchSplitError as err:
+            raise ValueError(_split_error(err, args, mesh, axes)) from None
+        rows, excluded, why = [_row(plan)], [], None
     else:
         rows, excluded, why = _search(args, model, mesh)
     shape = "x".join(str(a.size) for a in mesh.axes)
@@ -161,6 +256,9 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"{args.batch:,} tokens ({_sequences(args.batch // args.seq)} of {args.seq}), "
             f"remat {args.remat}, {args.dtype_} peak")
     answer = _answer(rows, why, args, model, mesh)
+    near, near_data = ([], {}) if not answer.startswith("no strategy chosen: no split that "
+                                                        "fits divides") else \
+        _nearby(args, model, mesh)
     if args.format == "json":
         print(dumps({"query": {"model": args.model, "model_name": model.name,
                                "chip": mesh.chip.name, "mesh": shape, "chips": mesh.n_chips,
@@ -170,7 +268,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                      "strategies": rows, "excluded": [{"strategy": s, "why": w}
                                                       for s, w in excluded],
                      "chosen": rows[0] if rows and rows[0]["fits"] else None,
-                     "answer": answer}))
+                     "answer": answer, "nearby": near_data}))
         return 0
     md = args.format == "markdown"
     cells = [["strategy", "split", "step", "bound", "memory/chip", "conditions"]]
@@ -185,6 +283,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         lines.append(("\n" if md else "") + "no split of this mesh works for:")
         lines += [f"{'- ' if md else '  '}{s}: {w}" for s, w in excluded]
     lines.append(("\n" if md else "") + answer)
+    lines += [f"- {n}" if md else n for n in near]
     if rows and rows[0]["fits"]:
         plan = rows[0]["plan"]
         lines.append(f"```\n{plan}\n```" if md else plan)

@@ -1,0 +1,190 @@
+"""Mutation sweep: plant one realistic bug at a time and see whether the tests catch it.
+
+Each mutant is a textual replacement in one source file (the text must occur exactly once),
+applied in a temporary copy of the tree, never in place; the tests named for it run there
+(``pytest -x``), and the mutant is *caught* if they fail, *survived* if they pass. The first
+five are the survivors of an earlier sweep; the rest are planted in chips, chip files,
+layouts, collectives, the time rule, blocks, rows, serving and the CLI. A survivor is a
+missing test.
+
+    python benchmarks/mutation_sweep.py            # every mutant (a few minutes)
+    python benchmarks/mutation_sweep.py h200 ep    # the mutants whose name has a word given
+    python benchmarks/mutation_sweep.py --list     # the mutants, without running them
+
+It prints one row per mutant (name, file, caught or survived, seconds) and exits 1 if any
+survived or did not apply.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+#: (name, file, text, replacement, tests): the tests are pytest arguments run in the copy
+MUTANTS: list[tuple[str, str, str, str, list[str]]] = [
+    # -- the five survivors of the earlier sweep ---------------------------------------
+    ("h200 HBM bandwidth 2% high", "symroof/hardware/chips.py",
+     'hbm_bw=(4800 * G, _H200', 'hbm_bw=(4896 * G, _H200', ["tests/test_chip_sheets.py"]),
+    ("pipeline hop across nodes at NVLink", "symroof/parallel/layout.py",
+     "bw = min(lv.bw_per_gpu for lv in mesh.levels((name,)))", "bw = axis.link_bw",
+     ["tests/test_placement.py"]),
+    ("MoE matmul params count all E experts", "symroof/models/sizes.py",
+     "routed = moe.k * moe.expert_params(D)", "routed = moe.E * moe.expert_params(D)",
+     ["tests/test_family_quantities.py"]),
+    ("serve JSON t_net_s in milliseconds", "symroof/surfaces/cli_serve.py",
+     '"t_net_s": float(t.t_net)', '"t_net_s": float(t.t_net) * 1000',
+     ["tests/test_json_fields.py", "-k", "serve"]),
+    ("twin books bias gradients at the weights' width", "symroof/numeric/backward.py",
+     'ops.write(db, "grad")', 'ops.write(db, "weight")',
+     ["tests/test_training_check.py", "-k", "random_configs"]),
+    # -- chips ----------------------------------------------------------------------------
+    ("tpu-v5e ICI link 5e10 (GCP's) not the book's", "symroof/hardware/chips.py",
+     'link_bw=(45 * G, _BOOK_ROOF', 'link_bw=(50 * G, _BOOK_ROOF', ["tests/test_chip_sheets.py"]),
+    ("b200 fp4 peak sparse, not dense", "symroof/hardware/chips.py",
+     '"fp4": (18000 * T // 2, _HGX_B200', '"fp4": (18000 * T, _HGX_B200',
+     ["tests/test_chip_sheets.py"]),
+    ("a100 leaf NIC share at 50 GB/s", "symroof/hardware/chips.py",
+     '("leaf", 20, 8, 200 * G // 8)', '("leaf", 20, 8, 400 * G // 8)',
+     ["tests/test_chip_sheets.py"]),
+    ("chip file: fp4 ranked with fp8", "symroof/hardware/chip_file.py",
+     '"fp4": 5, "int4": 5}', '"fp4": 4, "int4": 4}', ["tests/test_chip_file.py"]),
+    ("chip file: left-over twin only when equal", "symroof/hardware/chip_file.py",
+     "PRECISION[d] == PRECISION[kept]\n                     and w != v]",
+     "PRECISION[d] == PRECISION[kept]\n                     and w == v]",
+     ["tests/test_chip_file.py"]),
+    # -- collectives -------------------------------------------------------------------
+    ("AllReduce priced as one ReduceScatter", "symroof/hardware/collectives.py",
+     "bytes_sent(key, V, n), 2 * rs.t_bw, 2 * rs.t_lat)",
+     "bytes_sent(key, V, n), rs.t_bw, 2 * rs.t_lat)",
+     ["tests/test_collectives.py", "tests/test_placement.py"]),
+    ("AllToAll on a ring without the 1/4", "symroof/hardware/collectives.py",
+     "return V * worst / (4 * n), t_lat", "return V * worst / (2 * n), t_lat",
+     ["tests/test_collectives.py"]),
+    ("GPU AllGather without the (d-1)/d", "symroof/hardware/collectives.py",
+     "terms = [V * ring_fraction(lv.degree) / lv.bw for lv in levels]",
+     "terms = [V / lv.bw for lv in levels]", ["tests/test_placement.py"]),
+    # -- layouts and search --------------------------------------------------------------
+    ("TP allowed up to twice the heads", "symroof/parallel/layout.py",
+     '(("tp", model.H, "query heads', '(("tp", 2 * model.H, "query heads',
+     ["tests/test_strategies.py"]),
+    ("search forgets microbatches in the data width", "symroof/parallel/search.py",
+     'width = (args["n_dp"] * args["n_fsdp"] * args["n_ep"] * args["n_mb"])',
+     'width = (args["n_dp"] * args["n_fsdp"] * args["n_ep"])',
+     ["tests/test_search.py", "tests/test_trust.py"]),
+    ("search lower bound without the backward pass", "symroof/parallel/search.py",
+     "lower = f.max(0) + b.max(0)", "lower = f.max(0) + 0 * b.max(0)",
+     ["tests/test_search.py"]),
+    ("nearest batch steps by the shards, not lcm(shards, seq)", "symroof/parallel/strategies.py",
+     "step = math.lcm(self.width, seq)", "step = self.width", ["tests/test_trust.py"]),
+    ("uneven split pads down", "symroof/parallel/search.py",
+     "padded = sorted({-(-B // w) * w for w in shards} - {B})",
+     "padded = sorted({B // w * w for w in shards} - {B})",
+     ["tests/test_json_fields.py", "-k", "nearby"]),
+    # -- rows (training) and blocks ---------------------------------------------------------
+    ("pipeline sends one hop fewer", "symroof/parallel/rows.py",
+     '_put(rows, "forward/pp/send activations", make("send", "pp", act / Y, m + Z - 2))',
+     '_put(rows, "forward/pp/send activations", make("send", "pp", act / Y, m + Z - 3))',
+     ["tests/test_trust.py"]),
+    ("KV cache of one token: K only", "symroof/models/sizes.py",
+     "return self.L * self._cached()[0] * self.kv_bytes",
+     "return self.L * self._cached()[0] * self.kv_bytes / 2",
+     ["tests/test_serving.py", "tests/test_transformer.py"]),
+    ("attention matmuls: k and v counted once", "symroof/models/sizes.py",
+     "return D * H * d_h + 2 * D * G * d_h + H * d_h * D",
+     "return D * H * d_h + D * G * d_h + H * d_h * D", ["tests/test_family_quantities.py"]),
+    # -- serving ------------------------------------------------------------------------
+    ("MLA latent cache split over KV heads", "symroof/parallel/serving.py",
+     'heads = 1 if getattr(m, "mla", None) else m.G', "heads = m.G",
+     ["tests/test_trust.py"]),
+    ("serve warns only past twice the heads", "symroof/parallel/serving.py",
+     "sp.sympify(N > H) is not sp.true", "sp.sympify(N > 2 * H) is not sp.true",
+     ["tests/test_trust.py"]),
+    ("serve labels no collective latency-bound", "symroof/surfaces/cli_serve.py",
+     'return ", latency-bound" if plan.bounds.get(key) == "latency" else ""', 'return ""',
+     ["tests/test_trust.py"]),
+    ("time upper bound is the max, not the sum", "symroof/analysis.py",
+     "return sp.Add(*self._terms().values())",
+     "return sp.Max(*self._terms().values())",
+     ["tests/test_json_fields.py", "-k", "report"]),
+    ("cube slices wrap on a multiple of 2", "symroof/hardware/topology.py",
+     "whole = len(shape) == self.rank and all(n % 4 == 0 for n in shape)",
+     "whole = len(shape) == self.rank and all(n % 2 == 0 for n in shape)",
+     ["tests/test_collectives.py", "tests/test_hardware.py"]),
+    ("MLA block: kv_b without the values", "symroof/models/spec.py",
+     "self.kv_rank * H * (self.d_nope + self.d_v)", "self.kv_rank * H * self.d_nope",
+     ["tests/test_families.py", "tests/test_check_families.py"]),
+    # -- CLI -------------------------------------------------------------------------------
+    ("--batch error names the Python argument", "symroof/surfaces/cli_train.py",
+     'return (f"--batch {args.batch:,} tokens ({_sequences(args.batch // args.seq)} of --seq "',
+     'return (f"batch_tokens = {args.batch:,} tokens ({_sequences(args.batch // args.seq)} of '
+     '--seq "', ["tests/test_trust.py"]),
+    ("critical-batch JSON: widths as exact objects", "symroof/surfaces/cli.py",
+     '"x_bytes": num(xb),', '"x_bytes": xb,', ["tests/test_trust.py"]),
+]
+
+
+def _copy_tree(dest: Path) -> None:
+    """The tracked and untracked-but-not-ignored files of the repository, into ``dest``."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard"], cwd=ROOT,
+                           capture_output=True, text=True, check=True).stdout.split("\n")
+    for name in filter(None, files):
+        src = ROOT / name
+        if src.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+
+
+def run(mutants: list[tuple]) -> list[tuple[str, str, str, float]]:
+    """Apply each mutant in one temporary copy (restoring the file after it) and run its
+    tests; (name, file, verdict, seconds) per mutant."""
+    out = []
+    with tempfile.TemporaryDirectory(prefix="symroof-mutants-") as tmp:
+        copy = Path(tmp)
+        _copy_tree(copy)
+        env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
+        for name, path, text, new, tests in mutants:
+            target = copy / path
+            original = target.read_text(encoding="utf-8")
+            if original.count(text) != 1:
+                out.append((name, path, f"not applied ({original.count(text)} matches)", 0.0))
+                continue
+            target.write_text(original.replace(text, new), encoding="utf-8")
+            start = time.perf_counter()
+            done = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-n0",
+                                   "-p", "no:cacheprovider", *tests], cwd=copy, env=env,
+                                  capture_output=True, text=True)
+            seconds = time.perf_counter() - start
+            target.write_text(original, encoding="utf-8")
+            verdict = {0: "SURVIVED", 1: "caught"}.get(done.returncode,
+                                                       f"caught (pytest exit {done.returncode})")
+            out.append((name, path, verdict, seconds))
+            print(f"  {verdict:9} {name}", file=sys.stderr, flush=True)
+    return out
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--list"]:
+        for name, path, *_ in MUTANTS:
+            print(f"{name} ({path})")
+        return 0
+    chosen = [m for m in MUTANTS if not argv or any(w in m[0] for w in argv)]
+    rows = run(chosen)
+    width = max(len(r[0]) for r in rows)
+    print(f"{'mutant':{width}}  {'file':32}  verdict   seconds")
+    for name, path, verdict, seconds in rows:
+        print(f"{name:{width}}  {path.removeprefix('symroof/'):32}  {verdict:8}  {seconds:7.1f}")
+    bad = [r for r in rows if r[2] == "SURVIVED" or r[2].startswith("not applied")]
+    print(f"{len(rows)} mutants: {len(rows) - len(bad)} caught, {len(bad)} survived or "
+          "not applied")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,168 @@
+"""Every field of each command's JSON output, cross-checked against the same quantity asked
+of the Python API, units included (seconds as seconds, bytes as bytes): a field written in
+milliseconds, or from a second formula, fails here. Each test also asserts the set of
+fields, so a new field must be checked before it ships."""
+
+import contextlib
+import io
+import json
+
+import pytest
+import sympy as sp
+
+import symroof as sr
+from symroof.hardware import CHIPS
+from symroof.models import MODELS
+from symroof.surfaces.cli import main
+
+
+def cli_json(line: str) -> dict:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main([*line.split(), "--format", "json"]) == 0
+    return json.loads(out.getvalue())
+
+
+def close(a: float, b) -> bool:
+    return a == pytest.approx(float(b), rel=1e-12, abs=0)
+
+
+def test_serve_json():
+    d = cli_json("serve --model llama-3.1-70b --mesh tpu-v5e:4x4 --batch 32 --context 8k "
+                 "--weights int8 --kv fp8")
+    plan = sr.serve("llama-3.1-70b", sr.mesh("tpu-v5e", "4x4"), batch=32, context=8192,
+                    weights="int8", kv="fp8")
+    t, m = plan.time, plan.model
+    assert set(d) == {"query", "fits", "max_batch", "min_chips_weights", "min_chips",
+                      "bytes_needed", "memory_per_chip", "hbm_bytes", "smallest_slice",
+                      "lines", "t_math_s", "t_mem_s", "t_net_s", "lower_s", "upper_s",
+                      "bound", "book_s", "tokens_per_s_per_chip", "collectives", "warnings"}
+    assert d["query"] == {"model": "llama-3.1-70b", "model_name": "llama-3.1-70b",
+                          "chip": "tpu-v5e", "mesh": "4x4", "chips": 16, "batch": 32,
+                          "context": 8192, "weights": "int8", "kv": "fp8", "dtype": "bf16"}
+    assert d["fits"] is plan.fits and d["max_batch"] == plan.max_batch
+    assert d["min_chips_weights"] == plan.min_chips
+    needed = m.params * m.w_bytes + 32 * 8192 * m.kv_bytes_per_token
+    assert d["bytes_needed"] == needed and d["min_chips"] == -(-needed // (16 * 10**9))
+    assert d["memory_per_chip"] == {k: int(v) for k, v in plan.memory.items()}
+    assert d["hbm_bytes"] == 16 * 10**9
+    for key in ("t_math", "t_mem", "t_net"):  # seconds
+        assert close(d[f"{key}_s"], getattr(t, key))
+    assert close(d["lower_s"], t.lower) and close(d["upper_s"], t.upper)
+    assert d["bound"] == t.bound and close(d["book_s"], plan.book_time)
+    assert close(d["tokens_per_s_per_chip"], 32 / (t.lower * 16))
+    assert set(d["collectives"]) == {k.removeprefix("comm/") for k in plan.collectives}
+    for key, c in plan.collectives.items():
+        row = d["collectives"][key.removeprefix("comm/")]
+        assert row["net_bytes"] == c.net_bytes and close(row["t_s"], c.net_time)
+        assert row["bound"] == plan.bounds[key]
+    assert sum(r["t_s"] for r in d["collectives"].values()) == pytest.approx(d["t_net_s"])
+    assert d["warnings"] == list(plan.warnings)
+    assert d["smallest_slice"] == {w: sr.smallest_slice("llama-3.1-70b", "tpu-v5e",
+                                                         weights=w, kv="fp8", batch=32,
+                                                         context=8192)
+                                   for w in ("bf16", "int8", "int4")}
+
+
+def test_train_json():
+    d = cli_json("train --model llama-3.1-8b --mesh tpu-v5p:2x2x2 --batch 1M")
+    assert set(d) == {"query", "strategies", "excluded", "chosen", "answer", "nearby"}
+    mesh = sr.mesh("tpu-v5p", "2x2x2")
+    assert d["query"]["chips"] == mesh.n_chips == 8 and d["query"]["batch_tokens"] == 2**20
+    for row in d["strategies"]:
+        axes = {r: tuple(a) for r, a in row["axes"].items()}
+        plan = sr.train_plan("llama-3.1-8b", mesh, row["strategy"], batch_tokens=2**20,
+                             **axes)
+        assert set(row) == {"strategy", "split", "axes", "degrees", "lower_s", "upper_s",
+                            "bound", "memory_bytes", "fits", "conditions", "notes", "plan"}
+        assert close(row["lower_s"], plan.lower) and close(row["upper_s"], plan.upper)
+        assert close(row["memory_bytes"], plan.memory_total) and row["fits"] is plan.fits
+        assert row["degrees"] == plan.degrees and row["bound"] == plan.bound
+        assert row["plan"] == str(plan) and row["notes"] == list(plan.notes)
+        by_name = {c.name: c for c in plan.conditions.values()}
+        for c in row["conditions"]:
+            cond = by_name[c["name"]]
+            assert c["holds"] is cond.holds and c["threshold_exact"] == str(cond.threshold)
+    assert d["chosen"] == d["strategies"][0]
+
+
+def test_train_json_nearby_is_sr_nearby():
+    d = cli_json("train --model llama-3.1-70b --mesh tpu-v5p:16x20x28 --batch 4M")
+    near = sr.nearby("llama-3.1-70b", sr.mesh("tpu-v5p", "16x20x28"), batch_tokens=2**22)
+    assert set(d["nearby"]) == {"below", "above", "uneven"}
+    for key in ("below", "above", "uneven"):
+        row, c = d["nearby"][key], getattr(near, key)
+        assert row["batch_tokens"] == c["batch"] and row["strategy"] == c["candidate"].strategy
+        assert close(row["lower_s"], c["lower"]) and close(row["upper_s"], c["upper"])
+        assert close(row["memory_bytes"], c["memory"])
+    u = d["nearby"]["uneven"]
+    assert u["padded_tokens"] % u["shards"] == 0 and u["padded_tokens"] - 2**22 < u["shards"]
+    assert close(u["idle"], (u["padded_tokens"] - 2**22) / u["padded_tokens"])
+
+
+def test_critical_batch_json():
+    d = cli_json("critical-batch --chip b200 --dtype fp8 --x-bytes 2")
+    c = sr.chip("b200")
+    value = sr.critical_batch(c, dtype="fp8", x_bytes=2, w_bytes=1, out_bytes=2)
+    assert set(d) == {"chip", "dtype", "x_bytes", "w_bytes", "out_bytes", "D", "F", "roof",
+                      "critical_batch", "critical_batch_exact", "ridge", "ridge_exact",
+                      "formula"}
+    assert (d["x_bytes"], d["w_bytes"], d["out_bytes"]) == (2, 1, 2)
+    assert d["critical_batch_exact"] == str(value) and close(d["critical_batch"], value)
+    ridge = c.peak("fp8") / c.hbm_bw  # FLOP per byte
+    assert d["ridge_exact"] == str(ridge) and close(d["ridge"], ridge)
+
+
+def test_chips_json():
+    d = cli_json("chips")
+    assert set(d) == set(CHIPS)
+    for name, row in d.items():
+        c = sr.chip(name)
+        assert set(row) == {"peaks", "hbm_bw", "hbm_bytes", "link_bw", "ridge", "ridge_exact",
+                            "network", "sources"}
+        assert row["peaks"] == {k: int(v) for k, v in c.peaks.items()}
+        assert (row["hbm_bw"], row["hbm_bytes"], row["link_bw"]) == (c.hbm_bw, c.hbm_bytes,
+                                                                    c.link_bw)
+        for dtype, value in row["ridge"].items():
+            assert close(value, c.critical_intensity(dtype))
+            assert row["ridge_exact"][dtype] == str(c.critical_intensity(dtype))
+        assert row["sources"] == dict(c.sources)
+
+
+def test_models_json():
+    d = cli_json("models")
+    assert set(d) == set(MODELS)
+    for name, row in d.items():
+        m = sr.model(name)
+        assert {k: row[k] for k in ("D", "F", "L", "H", "G", "d_h", "V")} == {
+            k: int(getattr(m, k)) for k in ("D", "F", "L", "H", "G", "d_h", "V")}
+        assert row["params"] == m.params and row["tied"] is m.tied
+
+
+def test_report_json_rows_are_the_exact_costs():
+    d = cli_json("report --model llama-3.1-8b --chip h100 --phase decode --batch 8 "
+                 "--context 2048")
+    m, chip = sr.model("llama-3.1-8b"), sr.chip("h100")
+    ops = m.ops(8, 1, 2047, last_only=True, attention="fused")
+    assert set(d["rows"]) == set(ops)
+    for name, cost in ops.items():
+        row, t = d["rows"][name], sr.time(cost, chip)
+        for field in ("flops", "weight_bytes", "kv_bytes", "act_bytes"):
+            assert row[field] == getattr(cost, field), (name, field)
+        assert close(row["t_math_s"], t.t_math) and close(row["t_mem_s"], t.t_mem), name
+        assert close(row["t_lower_s"], t.lower) and close(row["t_upper_s"], t.upper), name
+    total = sum(ops.values(), sr.Cost())
+    assert d["total"]["flops"] == total.flops
+    assert close(d["per_op_sum_s"], sum(sr.time(c, chip).lower for c in ops.values()))
+    assert close(d["ridge"], chip.critical_intensity())
+
+
+def test_solve_json_sides_are_the_step_rows_times():
+    d = cli_json("solve t_math=t_mem --for batch --model llama-3.1-8b --chip h100 "
+                 "--context 4096")
+    from symroof.symbols import B
+    rows = sr.model("llama-3.1-8b").ops(B, 1, 4095, last_only=True, attention="fused")
+    t = sr.time(sum(rows.values(), sr.Cost()), sr.chip("h100"))  # seconds
+    assert (d["lhs"], d["rhs"]) == (str(t.t_math), str(t.t_mem))
+    assert d["root"] is None and d["never"].startswith("t_mem > t_math at every batch")
+    assert float(sp.limit(t.t_math / t.t_mem, B, sp.oo)) == pytest.approx(0.106, abs=5e-4)
