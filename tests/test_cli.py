@@ -39,7 +39,7 @@ WARN = "report --model llama-2-7b --chip h100 --phase decode --batch 512 --conte
 OVERRIDE = "--hbm-bw 6.7e12 --peak 2e15"
 MESH_REPORT = "report --model llama-3.1-70b --mesh tpu-v5e:4x4 --phase decode --batch 32 " \
     "--context 8k"
-TRAIN = "train --model llama-3.1-70b --mesh tpu-v5p:16x16x16 --batch 4M --seq 4096"
+TRAIN = "train --model llama-3.1-70b --mesh tpu-v5p:16x16x16 --tokens 4M --seq 4096"
 SERVE = "serve --model llama-3.1-70b --mesh tpu-v5e:4x4 --batch 32 --context 8k"
 #: decode never turns compute-bound at context 4096, at any batch (only below context 393)
 # lecture 1's whole-model view: its numbers are the ones these tests derive by hand
@@ -123,7 +123,7 @@ CASES = {
     "train-axes-json": f"{TRAIN} --strategy fsdp+tp --fsdp XY --tp Z --format json",
     "train-nofit-json": TRAIN.replace("16x16x16", "4x4x4") + " --format json",
     "train-nofit-text": TRAIN.replace("16x16x16", "4x4x4") + " --strategy fsdp+tp",
-    "train-small-json": "train --model llama-3.1-8b --mesh tpu-v5p:4x4x4 --batch 1M --format "
+    "train-small-json": "train --model llama-3.1-8b --mesh tpu-v5p:4x4x4 --tokens 1M --format "
     "json",
     **{f"serve-{f}": f"{SERVE} --format {f}" for f in ("text", "markdown", "json")},
     "serve-int8-json": f"{SERVE} --weights int8 --kv fp8 --format json",
@@ -296,7 +296,7 @@ def test_error_messages_name_the_input(runs):
     ("err-size-suffix", ["got '4m'"]),
     ("err-width", ["--w-dtype: must be a positive number of bytes or a dtype", "int4",
                    "got 'int3'"]),
-    ("err-train-seq", ["--batch 1,000,000 tokens is not a whole number of sequences of --seq "
+    ("err-train-seq", ["--tokens 1,000,000 is not a whole number of sequences of --seq "
                        "4096"]),
     ("err-train-strategy", ["unknown strategy part 'xp' in 'fsdp+xp'"]),
     ("err-train-axes", ["give the axes of --strategy's roles: add --strategy"]),
@@ -735,7 +735,7 @@ def test_train_that_fits_nowhere_says_what_it_needs(runs):
         f"{need.chips} tpu-v5p chips (7.56 TB of weights, optimizer state and activations, "
         f"96 GB each): the smallest slice with them is {need.slice} ({need.slice_chips} chips)")
     # the smaller batch it offers has a plan on these chips, one more sequence has none
-    offered = int(re.search(r"--batch (\d+)", rest)[1])
+    offered = int(re.search(r"--tokens (\d+)", rest)[1])
     res = sr.strategy_search("llama-3.1-70b", sr.mesh("tpu-v5p", "4x4x4"),
                              batch_tokens=[offered, offered + 4096])
     assert sep and "(the largest that does)" in rest and res.best[0] >= 0 and res.best[1] < 0

@@ -153,9 +153,9 @@ def test_every_run_exits_0_with_output_or_2_with_one_line(args):
 
 @pytest.mark.parametrize("args", [
     # the cases, each one clear line (or a plan)
-    ["train", "--model", "llama-3.1-70b", "--mesh", "tpu-v5p:16x20x28", "--batch", "4M",
+    ["train", "--model", "llama-3.1-70b", "--mesh", "tpu-v5p:16x20x28", "--tokens", "4M",
      "--strategy", "fsdp+tp", "--fsdp", "YZ", "--tp", "X"],
-    ["train", "--model", "llama-3.1-70b", "--mesh", "tpu-v5p:4x4x4", "--batch", "4M",
+    ["train", "--model", "llama-3.1-70b", "--mesh", "tpu-v5p:4x4x4", "--tokens", "4M",
      "--strategy", "fsdp+tp", "--fsdp", "XY", "--tp", "XY"],
     ["serve", "--model", "deepseek-v3", "--mesh", "tpu-v5p:2x2x2", "--batch", "8",
      "--context", "1k"],

@@ -126,3 +126,13 @@ def test_the_workload_spellings_are_one_step():
     assert sr.train_ops(M8, train) == sr.train_ops(M8, 256, 4096)
     plan = sr.train_plan(M8, sr.mesh("tpu-v5p", "4x4x4"), "fsdp", step=train)
     assert plan == sr.train_plan(M8, sr.mesh("tpu-v5p", "4x4x4"), "fsdp", batch_tokens=2**20)
+
+
+def test_batch_counts_sequences_on_every_command():
+    """train's --batch counts sequences as report's and serve's do; --tokens is the book's
+    B (the global batch in tokens)."""
+    by_tokens = cli_json("train --model llama-3.1-8b --mesh tpu-v5p:4x4x4 --tokens 1M "
+                         "--format json")
+    by_sequences = cli_json("train --model llama-3.1-8b --mesh tpu-v5p:4x4x4 --batch 256 "
+                            "--format json")
+    assert by_tokens == by_sequences and by_tokens["query"]["batch_tokens"] == 2**20

@@ -65,7 +65,7 @@ def test_serve_json():
 
 
 def test_train_json():
-    d = cli_json("train --model llama-3.1-8b --mesh tpu-v5p:2x2x2 --batch 1M")
+    d = cli_json("train --model llama-3.1-8b --mesh tpu-v5p:2x2x2 --tokens 1M")
     assert set(d) == {"query", "strategies", "excluded", "chosen", "answer", "nearby"}
     mesh = sr.mesh("tpu-v5p", "2x2x2")
     assert d["query"]["chips"] == mesh.n_chips == 8 and d["query"]["batch_tokens"] == 2**20
@@ -87,7 +87,7 @@ def test_train_json():
 
 
 def test_train_json_nearby_is_sr_nearby():
-    d = cli_json("train --model llama-3.1-70b --mesh tpu-v5p:16x20x28 --batch 4M")
+    d = cli_json("train --model llama-3.1-70b --mesh tpu-v5p:16x20x28 --tokens 4M")
     near = sr.nearby("llama-3.1-70b", sr.mesh("tpu-v5p", "16x20x28"), batch_tokens=2**22)
     assert set(d["nearby"]) == {"below", "above", "uneven"}
     for key in ("below", "above", "uneven"):

@@ -76,13 +76,13 @@ def test_nearest_batches_that_divide():
         sr.train_plan("llama-3.1-70b", sr.mesh("tpu-v5p", "16x20x28"), "fsdp+tp",
                       batch_tokens=2**22, fsdp="YZ", tp="X")
     status, out, err_text = cli("train", "--model", "llama-3.1-70b", "--mesh",
-                                "tpu-v5p:16x20x28", "--batch", "4M", "--strategy", "fsdp+tp",
+                                "tpu-v5p:16x20x28", "--tokens", "4M", "--strategy", "fsdp+tp",
                                 "--fsdp", "YZ", "--tp", "X")
     assert status == 2 and out == ""
     assert err_text == (
-        "symroof: error: --batch 4,194,304 tokens (1,024 sequences of --seq 4096) does not "
-        "divide over 560 data shards (--fsdp YZ (20 x 28)); the nearest that do: --batch "
-        "4157440 (1,015 sequences) or --batch 4300800 (1,050 sequences)\n")
+        "symroof: error: --tokens 4,194,304 (1,024 sequences of --seq 4096) does not "
+        "divide over 560 data shards (--fsdp YZ (20 x 28)); the nearest that do: --tokens "
+        "4157440 (1,015 sequences) or --tokens 4300800 (1,050 sequences)\n")
     plan = sr.train_plan("llama-3.1-70b", sr.mesh("tpu-v5p", "16x20x28"), "fsdp+tp",
                          batch_tokens=1015 * 4096, fsdp="YZ", tp="X")
     assert plan.degrees["fsdp"] == 560

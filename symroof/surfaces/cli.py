@@ -63,7 +63,7 @@ EXAMPLES = """examples:
   symroof report --model llama-3.1-8b --chip h100 --phase decode --batch 64 --context 2048
   symroof report --model config.json --chip h100 --phase prefill --batch 1 --context 2048
   symroof report --model llama-3.1-70b --mesh tpu-v5e:4x4 --phase decode --batch 32 --context 8k
-  symroof train --model llama-3.1-70b --mesh tpu-v5p:16x16x16 --batch 4M --seq 4096
+  symroof train --model llama-3.1-70b --mesh tpu-v5p:16x16x16 --tokens 4M --seq 4096
   symroof serve --model llama-3.1-70b --mesh tpu-v5e:4x4 --batch 32 --context 8k
   symroof solve "t_math = t_mem" --for batch --model llama-3.1-8b --chip h100 --context 4096
   symroof check --model tiny --batch 4 --new-tokens 16 --cached 0

@@ -29,7 +29,7 @@ def _split(axes: dict) -> str:
 
 def _plan(args: argparse.Namespace, model: Any, mesh: Any, strategy: str, axes: dict,
           microbatches: Any) -> Any:
-    return train_plan(model, mesh, strategy, batch_tokens=args.batch, seq=args.seq,
+    return train_plan(model, mesh, strategy, batch_tokens=args.tokens, seq=args.seq,
                       microbatches=microbatches, remat=args.remat_value, dtype=args.dtype_,
                       **{r: axes.get(r) or None for r in ROLES})
 
@@ -66,7 +66,7 @@ def _excluded(res: Any, idx: list[int], model: Any) -> str:
     if all(wide.values()):
         return "every split that fits has " + " or ".join(
             dict.fromkeys(w for ws in wide.values() for w in ws))
-    return "no split that fits divides --batch over its data shards (x microbatches)"
+    return "no split that fits divides the batch over its data shards (x microbatches)"
 
 
 def _search(args: argparse.Namespace, model: Any, mesh: Any) -> tuple[list, list, Any]:
@@ -75,7 +75,7 @@ def _search(args: argparse.Namespace, model: Any, mesh: Any) -> tuple[list, list
     from ..parallel.search import strategy_search  # NumPy loads for `train` only
 
     strategies = [args.strategy] if args.strategy else None  # None: the search's default
-    res = strategy_search(model, mesh, batch_tokens=args.batch, seq=args.seq,
+    res = strategy_search(model, mesh, batch_tokens=args.tokens, seq=args.seq,
                           strategies=strategies, remat=args.remat_value,
                           microbatches=args.microbatches, dtype=args.dtype_)
     rows, out = [], []
@@ -102,7 +102,7 @@ def _need(args: argparse.Namespace, model: Any, mesh: Any) -> str:
     from ..parallel.search import strategy_search
 
     try:
-        need = min_training_slice(model, mesh.chip, batch_tokens=args.batch, seq=args.seq,
+        need = min_training_slice(model, mesh.chip, batch_tokens=args.tokens, seq=args.seq,
                                   remat=args.remat_value)
         text = (f"needs at least {need.chips} {mesh.chip.name} chips ("
                 f"{fmt_si(need.total, 'B')} of weights, optimizer state and activations, "
@@ -113,12 +113,12 @@ def _need(args: argparse.Namespace, model: Any, mesh: Any) -> str:
     options = {"strategies": [args.strategy] if args.strategy else None,
                "microbatches": args.microbatches, "dtype": args.dtype_}
     if args.remat_value != "full":
-        full = strategy_search(model, mesh, batch_tokens=args.batch, seq=args.seq,
+        full = strategy_search(model, mesh, batch_tokens=args.tokens, seq=args.seq,
                                remat="full", **options)
         if full.best[0] >= 0:
             return text + f"; on these {mesh.n_chips} chips, --remat full fits: " + _brief(
                 full.choice(0))
-    sequences = args.batch // args.seq
+    sequences = args.tokens // args.seq
     if sequences < 2:
         return text
     # every smaller batch where that is cheap (then the one found is the largest), else a
@@ -134,7 +134,7 @@ def _need(args: argparse.Namespace, model: Any, mesh: Any) -> str:
         text += (f"; on these {mesh.n_chips} chips, a batch of "
                  f"{_sequences(c['batch'] // args.seq)} fits"
                  + (" (the largest that does)" if every else "")
-                 + f" (--batch {c['batch']}): " + _brief(c))
+                 + f" (--tokens {c['batch']}): " + _brief(c))
     return text
 
 
@@ -154,18 +154,18 @@ def _nearby(args: argparse.Namespace, model: Any, mesh: Any) -> tuple[list[str],
     cheapest uneven split of this one (``sr.nearby``)."""
     from ..parallel.search import nearby
 
-    near = nearby(model, mesh, batch_tokens=args.batch, seq=args.seq,
+    near = nearby(model, mesh, batch_tokens=args.tokens, seq=args.seq,
                   strategies=[args.strategy] if args.strategy else None,
                   remat=args.remat_value, microbatches=args.microbatches, dtype=args.dtype_)
     lines, data = [], {}
     found = [(k, c) for k, c in (("below", near.below), ("above", near.above)) if c]
     if found:
         lines.append("nearest batches with a plan: " + "; ".join(
-            f"{_sequences(c['batch'] // args.seq)} (--batch {c['batch']}): {_brief(c)}"
+            f"{_sequences(c['batch'] // args.seq)} (--tokens {c['batch']}): {_brief(c)}"
             for _, c in found))
     u = near.uneven
     if u:
-        lines.append(f"or split {_sequences(args.batch // args.seq)} unevenly over "
+        lines.append(f"or split {_sequences(args.tokens // args.seq)} unevenly over "
                      f"{u['shards']:,} data shards ({u['padded'] - u['batch']:,} of them a "
                      f"token short): {u['candidate'].strategy} ({_split(u['candidate'].axes)}),"
                      f" priced as {u['padded']:,} tokens, {fmt_si(u['lower'], 's')} .. "
@@ -185,8 +185,8 @@ def _answer(rows: list, why: str | None, args: argparse.Namespace, model: Any,
     """The chosen strategy and why, or why there is none."""
     if not rows or not rows[0]["fits"]:
         if why and why.startswith("no split that fits divides"):
-            return (f"no strategy chosen: no split that fits divides --batch {args.batch:,} "
-                    "tokens over its data shards (x microbatches)")
+            return (f"no strategy chosen: no split that fits divides the batch of "
+                    f"{args.tokens:,} tokens over its data shards (x microbatches)")
         if why and not why.startswith("does not fit"):
             return f"no strategy chosen: {why}"
         what = f"with {args.strategy}" if args.strategy else "with any strategy"
@@ -221,9 +221,9 @@ def _split_error(err: BatchSplitError, args: argparse.Namespace, mesh: Any,
     where = ", ".join(f"--{r} {''.join(a)} ({' x '.join(str(mesh[x].size) for x in a)})"
                       for r, a in data)
     times = f" x {err.microbatches} microbatches" if err.microbatches != 1 else ""
-    near = " or ".join(f"--batch {b} ({_sequences(b // args.seq)})"
+    near = " or ".join(f"--tokens {b} ({_sequences(b // args.seq)})"
                        for b in (err.below, err.above) if b)
-    return (f"--batch {args.batch:,} tokens ({_sequences(args.batch // args.seq)} of --seq "
+    return (f"--tokens {args.tokens:,} ({_sequences(args.tokens // args.seq)} of --seq "
             f"{args.seq}) does not divide over {err.degree:,} data shards{times} ({where}); "
             f"the nearest that do: {near}")
 
@@ -236,9 +236,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     args.dtype_ = (args.dtype or "bf16").strip().lower()
     args.remat_value = int(args.remat) if args.remat.isdigit() else args.remat
     model, mesh = load_model(args.model), mesh_of(args.mesh, args)
-    if args.batch % args.seq:
-        raise ValueError(f"--batch {args.batch:,} tokens is not a whole number of sequences "
-                         f"of --seq {args.seq} (4M = 4,194,304 = 1,024 x 4096)")
+    if args.tokens is None:  # --batch counts sequences, as on every command
+        args.tokens = args.sequences * args.seq
+    if args.tokens % args.seq:
+        raise ValueError(f"--tokens {args.tokens:,} is not a whole number of sequences "
+                         f"of --seq {args.seq} (4M = 4,194,304 = 1,024 x 4096), or give "
+                         "--batch in sequences")
     axes = {r: getattr(args, r) for r in ROLES}
     if any(axes.values()) and not args.strategy:
         raise ValueError("--dp, --fsdp, --tp and --pp give the axes of --strategy's roles: "
@@ -253,7 +256,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         rows, excluded, why = _search(args, model, mesh)
     shape = "x".join(str(a.size) for a in mesh.axes)
     head = (f"{model.name} on {mesh.chip.name} {shape} ({mesh.n_chips} chips): batch "
-            f"{args.batch:,} tokens ({_sequences(args.batch // args.seq)} of {args.seq}), "
+            f"{args.tokens:,} tokens ({_sequences(args.tokens // args.seq)} of {args.seq}), "
             f"remat {args.remat}, {args.dtype_} peak")
     answer = _answer(rows, why, args, model, mesh)
     near, near_data = ([], {}) if not answer.startswith("no strategy chosen: no split that "
@@ -262,7 +265,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(dumps({"query": {"model": args.model, "model_name": model.name,
                                "chip": mesh.chip.name, "mesh": shape, "chips": mesh.n_chips,
-                               "batch_tokens": args.batch, "seq": args.seq,
+                               "batch_tokens": args.tokens, "seq": args.seq,
                                "remat": args.remat_value, "dtype": args.dtype_,
                                "strategy": args.strategy},
                      "strategies": rows, "excluded": [{"strategy": s, "why": w}
@@ -298,8 +301,12 @@ def add_train(command: Any) -> None:
                 ("text", "markdown", "json"))
     c.add_argument("--model", required=True, help="a preset or a Hugging Face config.json")
     add_mesh_options(c)
-    c.add_argument("--batch", required=True, type=SIZE, metavar="TOKENS", help="global batch "
-                   "in tokens, whole sequences (4M = 4 x 2^20 = 1024 sequences of 4096)")
+    batch = c.add_mutually_exclusive_group(required=True)
+    batch.add_argument("--tokens", type=SIZE, metavar="TOKENS", help="global batch in tokens, "
+                       "whole sequences (4M = 4 x 2^20 = 1024 sequences of 4096; the book's B)")
+    batch.add_argument("--batch", dest="sequences", type=SIZE, metavar="SEQUENCES",
+                       help="global batch in sequences of --seq tokens (as --batch counts "
+                       "sequences on every command)")
     c.add_argument("--seq", type=SIZE, default=4096, metavar="S",
                    help="tokens per sequence (default: %(default)s)")
     c.add_argument("--strategy", help=f"plan this one only, e.g. fsdp+tp (searched: "
