@@ -88,8 +88,8 @@ def add_compare(command: Any) -> None:
     c.add_argument("--chip", help="the chip (unless --chips); a preset or a JSON record")
     c.add_argument("--mesh", metavar="CHIP:SHAPE", help="the slice (unless --meshes): serve "
                    "and train need one; decode on a mesh is sr.serve's per-chip step")
-    c.add_argument("--batch", type=SIZE, metavar="B", help="sequences (train: tokens per "
-                   "step, 4M = 4,194,304)")
+    c.add_argument("--batch", type=SIZE, metavar="B", help="sequences (train: sequences "
+                   "per step, of --context tokens each)")
     c.add_argument("--context", type=SIZE, metavar="S", help="tokens each sequence attends "
                    "to, the new one included (train: the sequence length); 8k = 8,192")
     c.add_argument("--weights", help=f"storage dtype of the weights (unless --dtypes): "

@@ -206,7 +206,7 @@ def _title(question: str, axis: str, base: Setting) -> str:
     if base.mesh is not None and axis != "meshes":
         parts.append(f"on {_mesh_label(base.mesh)}")
     if base.batch is not None:
-        parts.append(f"{'tokens' if question == 'train' else 'batch'} {base.batch:,}")
+        parts.append(f"batch {base.batch:,}")
     if base.context is not None:
         parts.append(f"{'sequence' if question == 'train' else 'context'} {base.context:,}")
     if axis != "dtypes" and "weights" in QUESTIONS[question].reads:

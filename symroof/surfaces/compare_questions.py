@@ -32,8 +32,8 @@ __all__ = ["Setting", "Column", "Question", "QUESTIONS"]
 @dataclass(frozen=True)
 class Setting:
     """Everything a question may read: the model, one chip or a mesh, the storage dtypes
-    of the weights and the KV cache, the peak's dtype, batch and context (``train``: tokens
-    per step and sequence length), and a price per chip-hour with its source."""
+    of the weights and the KV cache, the peak's dtype, batch (sequences) and context
+    (``train``: the sequence length), and a price per chip-hour with its source."""
 
     model: Transformer | None = None
     chip: Chip | None = None
@@ -152,11 +152,8 @@ def _serve(s: Setting) -> dict[str, Any]:
 def _train(s: Setting) -> dict[str, Any]:
     if s.mesh is None:
         raise ValueError("a training plan needs a mesh: give --mesh CHIP:SHAPE or --meshes")
-    if s.batch % s.context:
-        raise ValueError(f"train: batch {s.batch:,} tokens is not a whole number of sequences "
-                         f"of context {s.context:,} (for train, --batch is tokens per step and "
-                         "--context the sequence length: 4M = 1,024 x 4096)")
-    res = strategy_search(s.model, s.mesh, batch_tokens=s.batch, seq=s.context,
+    # batch sequences of context tokens a step, as ``symroof train --batch`` counts them
+    res = strategy_search(s.model, s.mesh, batch_tokens=s.batch * s.context, seq=s.context,
                           dtype=s.dtype)
     best = res.choice(0)
     if best["candidate"] is None:
