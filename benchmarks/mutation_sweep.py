@@ -121,9 +121,9 @@ MUTANTS: list[tuple[str, str, str, str, list[str]]] = [
      "self.kv_rank * H * (self.d_nope + self.d_v)", "self.kv_rank * H * self.d_nope",
      ["tests/test_families.py", "tests/test_check_families.py"]),
     # -- CLI -------------------------------------------------------------------------------
-    ("--batch error names the Python argument", "symroof/surfaces/cli_train.py",
-     'return (f"--batch {args.batch:,} tokens ({_sequences(args.batch // args.seq)} of --seq "',
-     'return (f"batch_tokens = {args.batch:,} tokens ({_sequences(args.batch // args.seq)} of '
+    ("--tokens error names the Python argument", "symroof/surfaces/cli_train.py",
+     'return (f"--tokens {args.tokens:,} ({_sequences(args.tokens // args.seq)} of --seq "',
+     'return (f"batch_tokens = {args.tokens:,} ({_sequences(args.tokens // args.seq)} of '
      '--seq "', ["tests/test_trust.py"]),
     ("critical-batch JSON: widths as exact objects", "symroof/surfaces/cli.py",
      '"x_bytes": num(xb),', '"x_bytes": xb,', ["tests/test_trust.py"]),
@@ -174,7 +174,15 @@ def main(argv: list[str]) -> int:
         for name, path, *_ in MUTANTS:
             print(f"{name} ({path})")
         return 0
+    if argv[:1] in (["-h"], ["--help"]):
+        print("usage: python benchmarks/mutation_sweep.py [--list] [WORD ...]: plant each "
+              "mutant (or those whose names contain a WORD) and run its tests")
+        return 0
     chosen = [m for m in MUTANTS if not argv or any(w in m[0] for w in argv)]
+    if not chosen:
+        print(f"no mutant's name contains {' or '.join(map(repr, argv))}; --list lists them",
+              file=sys.stderr)
+        return 2
     rows = run(chosen)
     width = max(len(r[0]) for r in rows)
     print(f"{'mutant':{width}}  {'file':32}  verdict   seconds")
