@@ -40,6 +40,7 @@ ReduceScatter over Y and AllReduce over X take as many hops as 1-D's AllReduce o
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import sympy as sp
@@ -195,12 +196,22 @@ def ici_condition(plan: Any) -> dict[str, Condition]:
     m, chip = plan.model, plan.mesh.chip
     if not hasattr(m, "F") or isinstance(chip.network, Switched):
         return {}  # no layers; or a GPU, whose NVLink is no ring of per-link figures
-    ring_chip = symbolic_chip(f"{chip.name} ring", C=chip.peak(plan.compute_dtype),
-                              W=chip.hbm_bw, W_net=chip.link_bw)
+    threshold = _ici_threshold(chip, plan.compute_dtype, m.act_bytes, m.w_bytes, plan.batch,
+                               m.D, m.F)
+    return {"ici": Condition("decode stays HBM-bound", "Y", "<", threshold, plan.n,
+                             _ICI_SOURCE)}
+
+
+@functools.lru_cache(maxsize=256)
+def _ici_threshold(chip: Any, dtype: str, act_bytes: Any, w_bytes: Any, batch: Any, D: Any,
+                   F: Any) -> sp.Expr:
+    """The Y of ``ici_condition``, solved once per chip, widths and shape (a plan's
+    conditions are read many times; the ring, the matmul and the solve are the same)."""
+    ring_chip = symbolic_chip(f"{chip.name} ring", C=chip.peak(dtype), W=chip.hbm_bw,
+                              W_net=chip.link_bw)
     ring = _mesh(ring_chip, {"Y": _Y})
     up = shard_matmul(ring, "X[B, D_Y] @ W[D, F_Y] -> [B, F_Y]", strategy="gather",
-                      x_bytes=m.act_bytes, w_bytes=m.w_bytes)  # B, D, F the table's symbols
-    at = {_B: plan.batch, _D: m.D, _F: m.F}
+                      x_bytes=act_bytes, w_bytes=w_bytes)  # B, D, F the table's symbols
+    at = {_B: batch, _D: D, _F: F}
     t_ici, t_hbm = up.t_comms.subs(at), (up.compute.weight_bytes / chip.hbm_bw).subs(at)
-    return {"ici": Condition("decode stays HBM-bound", "Y", "<", crossover(t_ici, t_hbm, _Y),
-                             plan.n, _ICI_SOURCE)}
+    return crossover(t_ici, t_hbm, _Y)
