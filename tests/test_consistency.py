@@ -136,3 +136,14 @@ def test_batch_counts_sequences_on_every_command():
     by_sequences = cli_json("train --model llama-3.1-8b --mesh tpu-v5p:4x4x4 --batch 256 "
                             "--format json")
     assert by_tokens == by_sequences and by_tokens["query"]["batch_tokens"] == 2**20
+
+
+def test_compare_conventions_from_the_command_line_is_the_python_answer():
+    """symroof compare --conventions A,B and symroof conventions --diff A,B print what
+    sr.compare_conventions finds."""
+    step = "--model llama-3.1-8b --chip h100 --phase decode --batch 1 --context 2048"
+    by_compare = cli_json(f"compare --conventions symroof,llm-viewer {step} --format json")
+    by_diff = cli_json(f"conventions --diff symroof,llm-viewer {step} --format json")
+    d = sr.compare_conventions(M8, H100, sr.Step(1, context=2048), "symroof", "llm-viewer")
+    assert by_compare == by_diff == json.loads(json.dumps(d.as_dict()))
+    assert d.explained

@@ -312,6 +312,8 @@ def _main(argv: list[str]) -> int:
         if args.command is None:
             build_parser().print_help()
             return 0
+        if args.command == "compare" and "," in (args.conventions or ""):
+            return args.run(args)  # compare --conventions A,B: two profiles side by side
         args.conventions = conventions_of(args, args.command in _APPLY_CONVENTIONS)
         return args.run(args)
     except BrokenPipeError:  # e.g. `symroof chips | head`: stop quietly

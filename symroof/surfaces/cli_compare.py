@@ -43,7 +43,25 @@ def _read(flag: str, value: str) -> Any:
     return value
 
 
+def _conventions(args: argparse.Namespace) -> int:
+    """``--conventions A,B``: one step's rows under two profiles side by side, with the fields
+    that account for each difference (``sr.compare_conventions``, as ``symroof conventions
+    --diff A,B`` prints it)."""
+    from .cli_conventions import diff_text
+
+    if args.question not in ("decode", "prefill"):
+        raise ValueError(f"--conventions A,B compares one step's rows: use --question decode "
+                         f"or prefill (this is {args.question})")
+    given = [f"--{a}" for a in AXES if getattr(args, a) is not None]
+    if given:
+        raise ValueError(f"--conventions A,B is the thing compared: drop {', '.join(given)}")
+    print(diff_text(args, args.conventions, args.question))
+    return 0
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
+    if isinstance(args.conventions, str) and "," in args.conventions:
+        return _conventions(args)
     given = [a for a in AXES if getattr(args, a) is not None]
     if len(given) != 1:
         raise ValueError("compare varies one thing: give one of "

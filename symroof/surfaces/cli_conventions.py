@@ -54,19 +54,27 @@ def _one(args: argparse.Namespace) -> str:
 
 
 def _diff(args: argparse.Namespace) -> str:
-    pair = [p.strip() for p in args.diff.split(",")]
+    return diff_text(args, args.diff, args.phase, "--diff")
+
+
+def diff_text(args: argparse.Namespace, profiles: str, phase: Any, flag: str = "--conventions"
+              ) -> str:
+    """Two profiles (``"A,B"``) on the step the arguments give, row by row, as text or JSON
+    (``symroof conventions --diff A,B`` and ``symroof compare --conventions A,B``)."""
+    pair = [p.strip() for p in profiles.split(",")]
     if len(pair) != 2:
-        raise ValueError(f"--diff wants two profiles, A,B (e.g. symroof,llm-viewer), got "
-                         f"{args.diff!r}")
-    missing = [f"--{k}" for k in ("model", "chip", "phase", "batch", "context")
-               if getattr(args, k) is None]
+        raise ValueError(f"{flag} wants two profiles, A,B (e.g. symroof,llm-viewer), got "
+                         f"{profiles!r}")
+    given = {"model": args.model, "chip": args.chip, "phase": phase, "batch": args.batch,
+             "context": args.context}
+    missing = [f"--{k}" for k, v in given.items() if v is None]
     if missing:
-        raise ValueError(f"--diff needs a step: {', '.join(missing)}")
+        raise ValueError(f"{flag} needs a step: {', '.join(missing)}")
     S = args.context
-    T = S if args.phase == "prefill" else 1
+    T = S if phase == "prefill" else 1
     d = compare_conventions(_model(args.model), chip_of(args), args.batch, T, S - T, *pair,
                             dtype=(args.dtype or "bf16").strip().lower(),
-                            attention=args.attention)
+                            attention=getattr(args, "attention", "fused"))
     if args.format == "json":
         return json.dumps(d.as_dict(), indent=2)
     return str(d)
