@@ -34,9 +34,8 @@ from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 from ._worker import LAYER_ARRAYS
-from .hlo import parse_collectives
-from .oracle import _DTYPES, run_worker
-from .training import XlaLayer
+from .oracle import _DTYPES
+from .training import XlaLayer, compile_requests
 
 __all__ = ["LAYER_ARRAYS", "LayerCase", "compile_layers"]
 
@@ -122,17 +121,4 @@ def compile_layers(cases: Iterable[LayerCase], timeout: float = 600.0) -> list[X
     requests = {repr(c): {"kind": "layer", "layer": c.layer, "mesh": list(c.mesh_shape.items()),
                           "sizes": dict(c.sizes), "specs": _specs(c), "dtype": _DTYPES[c.dtype]}
                 for c in cases}  # a case given twice compiles once
-    reply = run_worker({"devices": max(math.prod(c.mesh_shape.values()) for c in cases),
-                        "cases": list(requests.values())}, timeout)
-    by_case = dict(zip(requests, reply["results"]))
-    results = [by_case[repr(c)] for c in cases]
-    errors = [f"{c.name}: {r['error']}" for c, r in zip(cases, results) if "error" in r]
-    if errors:
-        raise RuntimeError("XLA could not compile:\n" + "\n".join(errors))
-    out = []
-    for c, r in zip(cases, results):
-        if r["device_ids"] != list(range(math.prod(c.mesh_shape.values()))):
-            raise RuntimeError(f"{c.name}: mesh devices are not in id order")
-        colls = tuple(parse_collectives(r["hlo"], c.mesh_shape))
-        out.append(XlaLayer(c, r["hlo"], colls, r["flops"], reply["jax"]))
-    return out
+    return compile_requests(cases, requests, timeout)

@@ -79,6 +79,12 @@ def compile_mlp_train(cases: Iterable[MlpTrainCase], timeout: float = 600.0) -> 
                           "x": c.x_spec, "w_in": c.w_in_spec, "w_out": c.w_out_spec,
                           "B": c.B, "D": c.D, "F": c.F, "dtype": _DTYPES[c.dtype]}
                 for c in cases}  # a case given twice compiles once
+    return compile_requests(cases, requests, timeout)
+
+
+def compile_requests(cases: list, requests: dict, timeout: float) -> list[XlaLayer]:
+    """Compile ``requests`` (``repr(case)`` -> the worker's case) in one JAX process and read
+    each case's collectives back, in the order of ``cases``."""
     reply = run_worker({"devices": max(math.prod(c.mesh_shape.values()) for c in cases),
                         "cases": list(requests.values())}, timeout)
     by_case = dict(zip(requests, reply["results"]))
