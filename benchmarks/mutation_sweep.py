@@ -89,8 +89,8 @@ MUTANTS: list[tuple[str, str, str, str, list[str]]] = [
      ["tests/test_json_fields.py", "-k", "nearby"]),
     # -- rows (training) and blocks ---------------------------------------------------------
     ("pipeline sends one hop fewer", "symroof/parallel/rows.py",
-     '_put(rows, "forward/pp/send activations", make("send", "pp", act / Y, m + Z - 2))',
-     '_put(rows, "forward/pp/send activations", make("send", "pp", act / Y, m + Z - 3))',
+     '_put(step, "forward/pp/send activations", make("send", "pp", act / Y, m + Z - 2))',
+     '_put(step, "forward/pp/send activations", make("send", "pp", act / Y, m + Z - 3))',
      ["tests/test_trust.py"]),
     ("KV cache of one token: K only", "symroof/models/sizes.py",
      "return self.L * self._cached()[0] * self.kv_bytes",

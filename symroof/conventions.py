@@ -97,6 +97,10 @@ FIELDS: dict[str, tuple[tuple[Any, ...], str, str]] = {
                         "bf16 weights and fp32 Adam moments: 12 (bf16 gradients), 10 (the "
                         "book's: no gradients kept), 16 (+ an fp32 master copy), 18 (fp32 "
                         "master and fp32 gradients)", "models.training_memory.state_widths"),
+    "condition_layer": (("model", "mlp_block"), "the layer a training plan's parallelism "
+                        "conditions are solved from: one whole layer of the model's training "
+                        "rows (attention and MLP), or the book's one MLP block (ch. 5)",
+                        "parallel.rows.condition_rows"),
 }
 
 
@@ -157,6 +161,7 @@ class Conventions:
     omit: tuple[str, ...] = ()
     ring_factor: str = "exact"
     optimizer_bytes: int = 12
+    condition_layer: str = "model"
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -291,7 +296,8 @@ Not modelled here: its MoE MLP FLOPs without top_k; its activation bytes, which 
 its activation-memory model (get_latency_fwd_per_layer_mlp, lines 1136-1147); its time rule
 (max of compute and weight + activation memory a layer, plus communication)."""
 
-BOOK = Conventions(name="book", attention_pairs="all", ring_factor="book", optimizer_bytes=10)
+BOOK = Conventions(name="book", attention_pairs="all", ring_factor="book", optimizer_bytes=10,
+                   condition_layer="mlp_block")
 BOOK_DOC = """How to Scale Your Model (the book), field by field:
 
 - attention_pairs=all: training attention FLOPs over all seq^2 pairs (chapter 4's
@@ -300,7 +306,10 @@ BOOK_DOC = """How to Scale Your Model (the book), field by field:
   without the (N - 1)/N factor (chapter 3), the form the book's printed conditions use;
   on GPUs its C / W_GPU in a node and C / W_node beyond (chapter 12);
 - optimizer_bytes=10: bf16 parameters and fp32 Adam moments, 10 bytes a parameter
-  (chapter 4; no gradient buffer)."""
+  (chapter 4; no gradient buffer);
+- condition_layer=mlp_block: a training plan's parallelism conditions solved from one MLP
+  block In[B, D] W_in[D, F] W_out[F, D] (chapter 5; chapter 12's MoE MLP), not a whole
+  layer with attention."""
 
 #: name -> profile; each profile's fields and their sources are in ``DOCS``.
 PROFILES: dict[str, Conventions] = {c.name: c for c in (SYMROOF, BOOK, LLM_VIEWER, LLM_ANALYSIS)}

@@ -147,3 +147,20 @@ def test_compare_conventions_from_the_command_line_is_the_python_answer():
     d = sr.compare_conventions(M8, H100, sr.Step(1, context=2048), "symroof", "llm-viewer")
     assert by_compare == by_diff == json.loads(json.dumps(d.as_dict()))
     assert d.explained
+
+
+@pytest.mark.parametrize("remat", ["none", "full"])
+def test_training_flops_of_one_step_are_one_number(remat):
+    """One training step's FLOPs from ``train_ops``' rows (checked op by op by the NumPy
+    twin), from a one-chip ``train_plan`` and from ``training_run``: one exact number.
+    Before, the plan retyped B (2 P_active + 4 L H d_h seq) (every seq^2 pair) and the run
+    counted 6 P tokens."""
+    step = sr.TrainStep(8, 4096)
+    total = sum(c.flops for c in sr.train_ops(M8, step, remat=remat).values())
+    one = sr.train_plan(M8, sr.mesh("h100", {"X": 1}, custom=True), "dp", step=step,
+                        remat=remat)
+    assert one.flops == total
+    if remat == "none":  # a run counts no recompute
+        run = sr.training_run(M8, step.tokens, "h100", chips=1, mfu=1, seq=step.seq,
+                              batch_tokens=step.tokens)
+        assert run.flops == total
