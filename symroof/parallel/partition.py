@@ -51,8 +51,8 @@ from ..hardware.collectives import Collective, collective
 from ..hardware.mesh import Mesh
 from .sharding import ArraySpec, parse_array, subscript
 
-__all__ = ["redistribute", "Operands", "operands", "Layout", "shard", "layer_collectives",
-           "local_elements", "as_partition"]
+__all__ = ["redistribute", "moves", "Move", "Operands", "operands", "Layout", "shard",
+           "layer_collectives", "local_elements", "as_partition"]
 
 _BOOK = {"all-gather": "AllGather", "reduce-scatter": "ReduceScatter",
          "all-reduce": "AllReduce", "all-to-all": "AllToAll"}
@@ -81,11 +81,24 @@ def local_elements(spec: ArraySpec, sizes: Mapping[str, Any], mesh: Mesh) -> sp.
     return n
 
 
+@dataclass(frozen=True)
+class Move:
+    """One collective of a change of partition: ``before`` -> ``after`` by ``collective``."""
+
+    before: ArraySpec
+    after: ArraySpec
+    collective: Collective
+
+    def __str__(self) -> str:
+        c = self.collective
+        return f"{_BOOK[c.kind]}{subscript(c.axes)} {self.before} -> {self.after}"
+
+
 def _step(kind: str, axes: tuple, before: ArraySpec, after: ArraySpec, V: Any, mesh: Mesh,
-          out: dict) -> None:
+          out: list) -> None:
     if not axes or mesh.size(axes) == 1:
         return  # a group of one device sends nothing
-    out[f"{_BOOK[kind]}{subscript(axes)} {before} -> {after}"] = collective(kind, mesh, V, axes)
+    out.append(Move(before, after, collective(kind, mesh, V, axes)))
 
 
 def _same(a: ArraySpec, b: ArraySpec) -> bool:
@@ -108,6 +121,18 @@ def redistribute(src: ArraySpec | str, dst: ArraySpec | str, mesh: Mesh,
     >>> redistribute("x[B, D]", "x[B_Y, D_X]", m, {"B": 64, "D": 128})   # slices: free
     {}
     """
+    return {str(m): m.collective for m in moves(src, dst, mesh, sizes, bytes_per_element)}
+
+
+def moves(src: ArraySpec | str, dst: ArraySpec | str, mesh: Mesh, sizes: Mapping[str, Any],
+          bytes_per_element: Any = 2) -> list[Move]:
+    """:func:`redistribute`'s steps as :class:`Move` records (the partitions between them).
+
+    >>> import symroof as sr
+    >>> two = sr.mesh(sr.symbolic_chip(), {"X": 2, "Y": 2})
+    >>> [str(m.after) for m in moves("[B, F]{U_XY}", "[B_X, F]", two, {"B": 8, "F": 8})]
+    ['[B_X, F]{U_Y}', '[B_X, F]']
+    """
     a, b = as_partition(src), as_partition(dst)
     if a.dims != b.dims:
         raise ValueError(f"cannot redistribute {a} to {b}: the dimensions differ")
@@ -118,7 +143,7 @@ def redistribute(src: ArraySpec | str, dst: ArraySpec | str, mesh: Mesh,
         raise ValueError(f"cannot redistribute {a} to {b}: partial sums over "
                          f"{', '.join(more)} cannot be made by communication")
     w = as_exact(bytes_per_element, "bytes_per_element")
-    out: dict[str, Collective] = {}
+    out: list[Move] = []
     used = set(a.mesh_axes) | set(a.unreduced)
     cur = a
     for d in a.dims:  # 1. free slices: axes the target splits d over and nothing here uses
