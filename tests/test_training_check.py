@@ -183,23 +183,23 @@ def test_bad_input_is_named(call, message):
         call()
 
 
-DENSE = [name for name, m in MODELS.items() if m.moe is None and m.mla is None
-         and m.norm == "rms" and m.gated and not m.fused_qkv and not m.post_norms
-         and m.positions == "rope" and m.act == "silu" and not m.qk_norm]  # the Llama family
+DENSE = [name for name, m in MODELS.items() if m.moe is None and m.mla is None]
+LLAMA = [name for name in DENSE if not sr.model(name).features]  # the Llama family
 
 
 @pytest.mark.parametrize("name", DENSE)
-def test_every_llama_family_preset_trains_exactly_at_its_own_head_layout(name):
-    """Each dense Llama-family preset with its own H, G, tying, biases and window, its
-    widths shrunk (D, F, d_h, V, L) so that a float64 backward runs: counted == symbolic."""
+def test_every_dense_preset_trains_exactly_at_its_own_head_layout(name):
+    """Each dense preset with its own H, G, tying, biases, switches and window, its widths
+    shrunk (D, F, d_h, V, L; a window of 6 with 4 tokens, learned positions 8) so that a
+    float64 backward runs: counted == symbolic."""
     m = sr.model(name)
     small = m.replace(D=16, F=24, L=2, d_h=2, V=32, window=None if m.window is None else 6,
-                      max_position=None)
+                      rotary_dim=None, max_position=8 if m.positions == "learned" else None)
     report = sr.check_training(small, 1, 4, "full" if m.H > 32 else "none")
     assert report.ok, str(report)
 
 
-@pytest.mark.parametrize("name", DENSE)
+@pytest.mark.parametrize("name", LLAMA)
 def test_dense_presets_train_at_six_params_plus_attention(name):
     """Training FLOPs per token of each dense preset, from its rows: 6 x matmul parameters
     plus the attention matmuls' 12 L H d_h S, and lower-order terms (norms, softmax, loss,
