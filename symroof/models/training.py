@@ -6,11 +6,18 @@ table, the NumPy twin counts the same keys and :func:`symroof.check_training` co
 
 - ``fwd/<key>``: the forward rows of :meth:`Transformer.ops` with no KV cache (no
   ``attn/kv_write``; K and V are activations), then ``fwd/loss`` (mean cross-entropy);
-- ``bwd/loss``, ``bwd/lm_head/dx``, ``bwd/lm_head/dw``, ``bwd/final_norm``;
+- ``bwd/loss``, (``bwd/logit_softcap``), ``bwd/lm_head/dx``, ``bwd/lm_head/dw``,
+  ``bwd/final_norm``;
 - ``recompute/<key>``: the forward rows the remat policy reruns (training_memory);
-- per layer, backwards: ``bwd/mlp/down/dx`` ... ``bwd/attn_norm``, ``bwd/attn/residual``
-  (a weight matmul's dX and dW one row each; ``*_sum`` rows add gradient contributions);
-- ``bwd/embed`` (scatter-add) and ``optimizer/adam``.
+- per layer, backwards: (``bwd/mlp/post_norm``), ``bwd/mlp/down/dx`` ... ``bwd/attn_norm``,
+  ``bwd/attn/residual`` (a weight matmul's dX and dW one row each; ``*_sum`` rows add
+  gradient contributions); the core's rows hold the windowed and the global layers;
+- (``bwd/pos_embed``), ``bwd/embed`` (scatter-add) and ``optimizer/adam``.
+
+Every dense family trains: its block switches (norm, activation, gating, fused projections,
+biases, positions, partial RoPE, parallel residual, post norms, embedding scale, softcaps,
+q/k norms, sliding windows) each add or change the rows of one function below
+(:mod:`symroof.models.backward_dense` has their ops); MoE and MLA are refused, naming them.
 
 No gradient accumulation across microbatches (one batch per step); a tied embedding's two
 gradients meet in ``bwd/embed``. ``attention="fused"`` (FlashAttention: the forward also
@@ -21,6 +28,10 @@ only; the NumPy twin runs the naive core.
 >>> rows = train_ops(Transformer(), B, S)
 >>> rows["bwd/mlp/down/dw"].flops == rows["fwd/mlp/down"].flops
 True
+>>> neox = train_ops(Transformer(norm="layer", gated=False, act="gelu", fused_qkv=True,
+...                              parallel_residual=True), B, S)
+>>> neox["bwd/mlp/gelu"].flops, neox["bwd/attn/residual"].flops   # act' 10 + 1; three summed
+(11*B*F*L*S, 2*B*D*L*S)
 """
 
 from __future__ import annotations

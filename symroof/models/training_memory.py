@@ -9,7 +9,7 @@ and recomputes the rest from what it kept. Kept tensors are named by the op that
 | policy | keeps per layer | recomputes in the backward |
 |---|---|---|
 | ``none`` | every tensor the backward reads | nothing |
-| ``selective`` | all but the S x S softmax output | scores and softmax (Megatron-LM) |
+| ``selective`` | all but the S x S softmax output (and scores) | scores and softmax (Megatron-LM) |
 | ``matmul_outputs`` | the layer input and the outputs of the weight matmuls | the rest |
 | ``full`` | the layer input | the whole layer forward |
 | a tuple of tensor keys | those tensors | the rest of what the backward reads |
@@ -35,13 +35,13 @@ layer's input.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import sympy as sp
 
 from ..conventions import current, using
 from ..cost import as_dimension, as_exact
-from .rows import act_key
+from .training_graph import LayerGraph, layer_graph
 from .transformer import ATTENTION_MODES, Transformer
 
 __all__ = ["REMAT_POLICIES", "TENSORS", "saved_activations", "train_memory", "state_bytes",
@@ -80,80 +80,6 @@ def _policy(remat: Any, attention: str) -> str | tuple[str, ...]:
         raise ValueError(f"unknown remat policy {remat!r}; known: {list(REMAT_POLICIES)} or a "
                          "tuple of kept tensors")
     return remat
-
-
-class LayerGraph(NamedTuple):
-    """One layer's forward as data: ``ops`` op key -> (tensors read, tensors written), in
-    forward order; ``writer`` tensor -> the op key it is kept under; ``reads`` the tensors
-    the layer's backward reads (docs/accounting.md, "Remat policies")."""
-
-    ops: dict[str, tuple[tuple[str, ...], tuple[str, ...]]]
-    writer: dict[str, str]
-    reads: tuple[str, ...]
-
-
-def _attention_ops(m: Transformer, attention: str) -> dict:
-    """The attention block's ops (tensor names as the NumPy twin's: x, h1, q0, k0, v, ...)."""
-    ops: dict = {"attn_norm": (("x",), ("h1",))}
-    if m.fused_qkv:
-        ops["attn/qkv_proj"] = (("h1",), ("q0", "k0", "v"))
-    else:
-        ops |= {f"attn/{t}_proj": (("h1",), (t + "0" if t != "v" else "v",)) for t in "qkv"}
-    q, k = "q0", "k0"
-    if m.qk_norm:
-        ops |= {"attn/q_norm": (("q0",), ("qn",)), "attn/k_norm": (("k0",), ("kn",))}
-        q, k = "qn", "kn"
-    if m.positions == "rope":
-        ops["attn/rope"] = ((q, k), ("q", "k"))
-        q, k = "q", "k"
-    if attention == "naive":
-        ops |= {"attn/scores": ((q, k), ("s",)), "attn/softmax": (("s",), ("p",)),
-                "attn/av": (("p", "v"), ("o",))}
-    else:  # the fused core writes o and the logsumexp
-        ops["attn/core"] = ((q, k, "v"), ("o",))
-    ops["attn/o_proj"] = (("o",), ("y",))
-    y = "y"
-    if m.post_norms:
-        ops["attn/post_norm"] = (("y",), ("yn",))
-        y = "yn"
-    return ops | {"attn/residual": (("x", y), ("x1",))}
-
-
-def _mlp_ops(m: Transformer) -> dict:
-    """The MLP block's ops, from its norm to the residual add (the next layer's input)."""
-    ops: dict = {"mlp_norm": (("x" if m.parallel_residual else "x1",), ("h2",))}
-    if not m.gated:
-        ops["mlp/up"] = (("h2",), ("u",))
-    elif m.fused_gate_up:
-        ops["mlp/gate_up"] = (("h2",), ("g", "u"))
-    else:
-        ops |= {"mlp/gate": (("h2",), ("g",)), "mlp/up": (("h2",), ("u",))}
-    ops[f"mlp/{act_key(m.act, m.gated)}"] = (("g", "u") if m.gated else ("u",), ("a",))
-    ops["mlp/down"] = (("a",), ("y2",))
-    y = "y2"
-    if m.post_norms:
-        ops["mlp/post_norm"] = (("y2",), ("y2n",))
-        y = "y2n"
-    return ops | {"mlp/residual": (("x1", y), ("x2",))}
-
-
-def layer_graph(model: Transformer, attention: str = "naive") -> LayerGraph:
-    """The :class:`LayerGraph` of one layer of ``model`` (naive or fused attention core).
-
-    >>> g = layer_graph(Transformer())
-    >>> g.ops["attn/av"], g.writer["q"], g.reads[:4]
-    ((('p', 'v'), ('o',)), 'attn/rope', ('x', 'h1', 'q', 'k'))
-    """
-    m = model
-    ops = _attention_ops(m, attention) | _mlp_ops(m)
-    writer = {"x": "layer_input"} | {t: key for key, (_, outs) in ops.items() for t in outs}
-    q, k = ops["attn/core" if attention == "fused" else "attn/scores"][0][:2]
-    reads = ["x", "h1", *(("q0", "k0") if m.qk_norm else ()), q, k, "v"]
-    if attention == "naive":
-        reads += ["p", *(("s",) if m.attn_softcap is not None else ())]
-    reads += ["o", *(("y",) if m.post_norms else ()), ops["mlp_norm"][0][0], "h2",
-              *(("g",) if m.gated else ()), "u", "a", *(("y2",) if m.post_norms else ())]
-    return LayerGraph(ops, writer, tuple(dict.fromkeys(reads)))
 
 
 def _kept_tensors(g: LayerGraph, m: Transformer, remat: str | tuple[str, ...]
@@ -226,7 +152,8 @@ def saved_activations(model: Transformer, batch: Any, seq: Any,
     ``attn/residual``, ``mlp_norm`` n*D, ``mlp/gate``, ``mlp/up``, ``mlp/swiglu`` n*F; once:
     ``final_input`` and ``final_norm`` n*D, ``lm_head`` (logits) n*V, ``loss`` (logsumexp)
     n; all times ``act_bytes``. Which rows appear is the policy's (module docstring), or
-    the tuple's.
+    the tuple's; the other families' tensors (fused projections' slices, q/k norms, post
+    norms, the scores under a softcap, the capped logits) follow :func:`layer_graph`.
 
     >>> from symroof.symbols import B, S
     >>> sa = saved_activations(Transformer(), B, S)
