@@ -58,12 +58,16 @@ ATTENTION_MATMUL_KEYS = ("fwd/attn/scores", "fwd/attn/av", "bwd/attn/av/dp", "bw
                          "bwd/attn/scores/dq", "bwd/attn/scores/dk")
 
 
-def _unsupported(model: Transformer) -> None:
-    """Training rows cover every dense family; what they do not cover yet is named."""
+def _unsupported(model: Transformer, S: Any) -> None:
+    """Training rows cover every dense family; what they do not cover yet is named, and a
+    sequence longer than a model's learned positions is refused."""
     missing = [name for name in ("moe", "mla") if getattr(model, name) is not None]
     if missing:
         raise ValueError(f"training rows cover the dense families; {model.name} has "
                          f"{' and '.join(missing)} (its backward is not written yet)")
+    if model.positions == "learned" and (S - model.max_position).is_positive:
+        raise ValueError(f"seq {S} exceeds {model.name}'s {model.max_position} learned "
+                         "positions")
 
 
 def _forward(model: Transformer, B: Any, S: Any, attention: str) -> dict[str, Cost]:
@@ -241,7 +245,7 @@ def _train_ops(model: Transformer, batch: Any, seq: Any, remat: str, attention: 
         raise ValueError("train_ops() needs a TrainStep (sr.TrainStep(sequences, seq)) or "
                          "batch and seq")
     B, S = as_dimension(batch, "batch"), as_dimension(seq, "seq")
-    _unsupported(model)
+    _unsupported(model, S)
     m, n = model, B * S
     gb = m.w_bytes if grad_bytes is None else grad_bytes
     fwd = _forward(m, B, S, attention)
