@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 import symroof as sr
 from symroof.models import MODELS, REMAT_POLICIES, saved_activations
 from symroof.models.check import _numeric_config
+from symroof.models.training import matmul_keys
 from symroof.numeric import Counter, init_params, loss_and_grads
 from symroof.numeric.optimizer import _get, _leaves
 
@@ -150,12 +151,10 @@ def test_every_dense_preset_trains_at_six_params_plus_biases(name):
     """The 6ND rule from the rows of each dense preset: weight matmuls forward, dX and dW
     are 6 x matmul params x tokens, plus each bias's n adds forward and n - 1 in its dW
     (GPT-2 and Pythia: qkv 3D, o D, up 4D, down D, D = 768, their released configs)."""
-    m = sr.model(name)
-    S = 512
+    m, S = sr.model(name), 512
     rows = sr.train_ops(m, 1, S)
-    matmuls = sum(c.flops for k, c in rows.items()
-                  if k.split("/")[-1] in ("dx", "dw") or k.endswith("_proj")
-                  or k.split("/")[-1] in ("gate", "up", "down", "lm_head", "gate_up"))
+    matmuls = sum(rows[f"{p}/{k}{d}"].flops for k in matmul_keys(m)
+                  for p, d in (("fwd", ""), ("bwd", "/dx"), ("bwd", "/dw")))
     assert matmuls == 6 * m.matmul_params * S + m.L * (2 * S - 1) * BIASED.get(name, 0)
 
 

@@ -48,7 +48,7 @@ from . import rows as rw
 from .training_memory import REMAT_POLICIES, _policy, remat_recompute
 from .transformer import Transformer
 
-__all__ = ["train_ops", "REMAT_POLICIES", "MATMUL_KEYS", "ATTENTION_MATMUL_KEYS"]
+__all__ = ["train_ops", "REMAT_POLICIES", "MATMUL_KEYS", "ATTENTION_MATMUL_KEYS", "matmul_keys"]
 
 #: Forward weight-matmul rows: 6ND counts them (forward, dX, dW).
 MATMUL_KEYS = ("attn/q_proj", "attn/k_proj", "attn/v_proj", "attn/o_proj", "mlp/gate",
@@ -56,6 +56,22 @@ MATMUL_KEYS = ("attn/q_proj", "attn/k_proj", "attn/v_proj", "attn/o_proj", "mlp/
 #: The naive attention core's matmul rows, forward and backward.
 ATTENTION_MATMUL_KEYS = ("fwd/attn/scores", "fwd/attn/av", "bwd/attn/av/dp", "bwd/attn/av/dv",
                          "bwd/attn/scores/dq", "bwd/attn/scores/dk")
+
+
+def matmul_keys(model: Transformer) -> tuple[str, ...]:
+    """The forward weight-matmul rows of ``model`` (fused or not, gated or not): 6ND counts
+    them, forward, dX and dW (:data:`MATMUL_KEYS` is the Llama family's).
+
+    >>> matmul_keys(Transformer()) == MATMUL_KEYS
+    True
+    >>> matmul_keys(Transformer(fused_qkv=True, fused_gate_up=True))[:3]
+    ('attn/qkv_proj', 'attn/o_proj', 'mlp/gate_up')
+    """
+    attn = ("attn/qkv_proj",) if model.fused_qkv else ("attn/q_proj", "attn/k_proj",
+                                                       "attn/v_proj")
+    mlp = ("mlp/up",) if not model.gated else ("mlp/gate_up",) if model.fused_gate_up else \
+        ("mlp/gate", "mlp/up")
+    return (*attn, "attn/o_proj", *mlp, "mlp/down", "lm_head")
 
 
 def _unsupported(model: Transformer, S: Any) -> None:
