@@ -13,7 +13,7 @@ import symroof as sr
 from symroof.models import MODELS, REMAT_POLICIES, saved_activations
 from symroof.models.check import _numeric_config
 from symroof.models.training import matmul_keys
-from symroof.numeric import Counter, init_params, loss_and_grads
+from symroof.numeric import Config, Counter, init_params, loss_and_grads
 from symroof.numeric.optimizer import _get, _leaves
 
 POLICIES = list(REMAT_POLICIES)
@@ -170,3 +170,63 @@ def test_every_dense_preset_trains_at_six_params_plus_biases(name):
 def test_bad_family_input_is_named(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def _counted(cfg, B, T, **widths):
+    """The twin's own counted rows of one training step (no symbolic side)."""
+    counter = Counter(**widths)
+    rng = np.random.default_rng(0)
+    tokens, targets = rng.integers(0, cfg.V, (2, B, T))
+    loss_and_grads(init_params(cfg), cfg, tokens, targets, counter=counter)
+    return counter.rows
+
+
+def _row(flops, useful=None, w=0, act=0):
+    return {"flops": flops, "useful_flops": flops if useful is None else useful,
+            "weight_bytes": w, "kv_bytes": 0, "act_bytes": act}
+
+
+def test_the_twin_counts_docs_accounting_table_for_gpt2_and_neox_blocks():
+    """docs/accounting.md's rows of the dense families, typed in from the page and compared
+    with the twin's own counts (no symbolic side): LayerNorm, an ungated GELU, a fused qkv
+    with biases, the parallel residual's three-way sum, learned positions."""
+    D, F, L, H, G, d_h, V, B, T = 8, 12, 2, 4, 2, 4, 16, 2, 5
+    cfg = Config(D=D, F=F, L=L, H=H, G=G, d_h=d_h, V=V, norm="layer", act="gelu",
+                 gated=False, fused_qkv=True, qkv_bias=True, o_bias=True, mlp_bias=True,
+                 parallel_residual=True, positions="learned", max_position=8)
+    wb, ab, gb, n, qkv = 1, 2, 4, B * T, (H + 2 * G) * d_h
+    rows = _counted(cfg, B, T, w_bytes=wb, act_bytes=ab, grad_bytes=gb)
+    layernorm = _row(n * (13 * D + 2) + (3 * n - 2) * D, w=D * (wb + 2 * gb), act=3 * n * D * ab)
+    assert rows["bwd/final_norm"] == layernorm
+    assert rows["bwd/attn_norm"] == {k: L * v for k, v in layernorm.items()}
+    assert rows["bwd/mlp/gelu"] == _row(L * 11 * n * F, act=L * 3 * n * F * ab)
+    assert rows["bwd/attn/qkv_proj/dw"] == _row(
+        L * (2 * n * D * qkv + (n - 1) * qkv), w=L * (D * qkv + qkv) * gb,
+        act=L * n * (D + qkv) * ab)
+    assert rows["bwd/attn/residual"] == _row(L * 2 * n * D, act=L * 4 * n * D * ab)
+    assert "bwd/mlp/residual" not in rows and "bwd/attn/qkv_sum" not in rows
+    assert rows["bwd/pos_embed"] == _row((B - 1) * T * D, w=T * D * gb, act=n * D * ab)
+
+
+def test_the_twin_counts_docs_accounting_table_for_gemma2_and_qwen3_blocks():
+    """The same for GeGLU, the attention softcap (a window of 3 on every other layer), the
+    logits' softcap, the scaled tied embedding, Qwen3's q norm and Gemma-2's post norm."""
+    D, F, L, H, G, d_h, V, B, T = 8, 12, 2, 4, 2, 4, 16, 2, 5
+    cfg = Config(D=D, F=F, L=L, H=H, G=G, d_h=d_h, V=V, act="gelu_tanh", post_norms=True,
+                 attn_softcap=2.0, final_softcap=3.0, embed_scale=True, qk_norm=True,
+                 tied=True, window=3, window_pattern=(True, False))
+    wb, ab, gb, n = 4, 1, 2, B * T
+    rows = _counted(cfg, B, T, w_bytes=wb, act_bytes=ab, grad_bytes=gb)
+    assert rows["bwd/mlp/geglu"] == _row(L * 20 * n * F, act=L * 5 * n * F * ab)
+    P_global, P_window = T * (T + 1) // 2, 1 + 2 + 3 + 3 + 3  # pairs per sequence and head
+    assert rows["bwd/attn/softmax"] == _row(
+        L * B * H * T * (11 * T - 1), useful=sum(B * H * (11 * P - T) for P in
+                                                (P_window, P_global)),
+        act=L * 4 * B * H * T * T * ab)
+    assert rows["bwd/logit_softcap"] == _row(4 * n * V, act=3 * n * V * ab)
+    assert rows["bwd/embed"] == _row(2 * n * D, w=2 * V * D * gb, act=n * D * ab)
+    assert rows["bwd/attn/q_norm"] == _row(
+        L * (n * H * (9 * d_h + 2) + (2 * n * H - 1) * d_h), w=L * d_h * (wb + gb),
+        act=L * 3 * n * H * d_h * ab)
+    assert rows["bwd/attn/post_norm"] == _row(L * (n * (9 * D + 2) + (2 * n - 1) * D),
+                                              w=L * D * (wb + gb), act=L * 3 * n * D * ab)
