@@ -143,7 +143,8 @@ def _layer(data: tuple, X: int, fsdp: tuple, tp: tuple, Y: int) -> list[dict]:
             out += [coll("all-reduce", data, w // Y, w // Y)]
     if tp:
         act, tokens = TOKENS * D // X, TOKENS // X  # [B/X, D] tokens of one data shard
-        out += [coll("all-gather", tp, act // Y, act), coll("reduce-scatter", tp, act, act // Y)] * 4
+        block = [coll("all-gather", tp, act // Y, act), coll("reduce-scatter", tp, act, act // Y)]
+        out += block * 4  # attention and MLP, forward and backward
         out += [coll("all-reduce", tp, tokens, tokens)] * 4
     return out
 
