@@ -87,10 +87,13 @@ def check_training(model: Transformer, batch: int, seq: int,
     tokens, targets = rng.integers(0, cfg.V, size=(2, B, S))
     counter = Counter(**widths, grad_bytes=gb, moment_bytes=mb, master_bytes=master_bytes or None)
     opt = Adam(params, master=master_bytes > 0)
-    train_step(params, cfg, tokens, targets, opt, remat=remat, counter=counter)
+    trace = [] if model.moe is not None else None  # the twin's routing, per MoE layer
+    train_step(params, cfg, tokens, targets, opt, remat=remat, counter=counter, trace=trace)
 
     rows = train_ops(model, B, S, remat, grad_bytes=gb, moment_bytes=mb,
-                     master_bytes=master_bytes)
+                     master_bytes=master_bytes,
+                     tokens_per_expert=None if trace is None else [[int(t) for t in layer]
+                                                                   for layer in trace])
     symbolic = {op: {q: _int(getattr(cost, q), f"{op}.{q}") for q in QUANTITIES}
                 for op, cost in rows.items()}
     counted = {op: {q: int(r[q]) for q in QUANTITIES} for op, r in counter.rows.items()}

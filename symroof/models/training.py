@@ -33,6 +33,7 @@ from ..cost import Cost, as_dimension
 from ..workload import TrainStep
 from . import attention_rows as ar
 from . import backward as bw
+from . import backward_moe
 from .training_memory import REMAT_POLICIES, _policy, remat_recompute
 from .transformer import Transformer
 
@@ -46,21 +47,28 @@ ATTENTION_MATMUL_KEYS = ("fwd/attn/scores", "fwd/attn/av", "bwd/attn/av/dp", "bw
                          "bwd/attn/scores/dq", "bwd/attn/scores/dk")
 
 
+#: family features the training rows cover beyond the Llama family's (backward_moe)
+_TRAINED = ("moe", "mla")
+
+
 def _llama_family(model: Transformer, S: Any) -> None:
-    """Training rows cover the Llama family (no backward for MoE, MLA, GPT-2, NeoX, Gemma,
-    Phi-3 blocks yet); a sliding window only while the sequence fits in it."""
-    if model.features:
-        raise ValueError(f"training rows cover the Llama family only; {model.name} has "
-                         f"{', '.join(model.features)}")
+    """Training rows cover the Llama family, MoE and MLA (no backward for GPT-2, NeoX,
+    Gemma, Phi-3 blocks yet); a sliding window only while the sequence fits in it."""
+    untrained = [f for f in model.features if f not in _TRAINED]
+    if untrained:
+        raise ValueError(f"training rows cover MoE, MLA and the Llama family only; "
+                         f"{model.name} has {', '.join(untrained)}")
     if model.window is not None and (S - model.window).is_positive:
         raise ValueError(f"training rows attend to the whole sequence; seq {S} exceeds "
                          f"{model.name}'s sliding window of {model.window}")
 
 
-def _forward(model: Transformer, B: Any, S: Any, attention: str) -> dict[str, Cost]:
+def _forward(model: Transformer, B: Any, S: Any, attention: str,
+             tokens_per_expert: Any = None) -> dict[str, Cost]:
     """The forward rows with no KV cache: K and V are activations, nothing is written to a
     cache; a fused core also writes its logsumexp (B*S*H) for the backward."""
-    rows = model.replace(kv_bytes=model.act_bytes).ops(B, S, 0, attention=attention)
+    rows = model.replace(kv_bytes=model.act_bytes).ops(B, S, 0, attention=attention,
+                                                       tokens_per_expert=tokens_per_expert)
     rows.pop("attn/kv_write", None)  # (absent where the projections write the cache)
     out = {key: Cost(flops=c.flops, useful_flops=c.useful_flops, weight_bytes=c.weight_bytes,
                      act_bytes=c.act_bytes + c.kv_bytes) for key, c in rows.items()}
@@ -109,9 +117,12 @@ def _layer_backward(m: Transformer, B: Any, S: Any, attention: str, gb: Any) -> 
 
 def train_ops(model: Transformer, batch: Any, seq: Any = None, remat: str = "none", *,
               attention: str = "naive", grad_bytes: Any = None, moment_bytes: Any = 4,
-              master_bytes: Any = 0, conventions: Any = None) -> dict[str, Cost]:
+              master_bytes: Any = 0, tokens_per_expert: Any = None,
+              conventions: Any = None) -> dict[str, Cost]:
     """The rows of one training step (module docstring), as ``dict[str, Cost]``: ``batch``
-    a :class:`~symroof.TrainStep`, or sequences with their ``seq``.
+    a :class:`~symroof.TrainStep`, or sequences with their ``seq``. MoE layers route
+    ``tokens_per_expert`` ("balanced" by default, or counts: :meth:`Transformer.ops`);
+    MLA trains in its naive form (backward_moe, backward_mla).
 
     Weight matmuls cost 2*n*P_mm forward and 4*n*P_mm backward (n = B*S tokens, P_mm =
     ``model.matmul_params``): 6*n*P_mm, the 6ND rule. The naive attention core's six matmuls
@@ -133,11 +144,12 @@ def train_ops(model: Transformer, batch: Any, seq: Any = None, remat: str = "non
     """
     with using(conventions):
         return _train_ops(model, batch, seq, remat, attention, grad_bytes, moment_bytes,
-                          master_bytes)
+                          master_bytes, tokens_per_expert)
 
 
 def _train_ops(model: Transformer, batch: Any, seq: Any, remat: str, attention: str,
-               grad_bytes: Any, moment_bytes: Any, master_bytes: Any) -> dict[str, Cost]:
+               grad_bytes: Any, moment_bytes: Any, master_bytes: Any,
+               tokens_per_expert: Any = None) -> dict[str, Cost]:
     remat = _policy(remat, attention)
     if isinstance(batch, TrainStep):  # the workload named once: sequences and seq
         if seq is not None:
@@ -148,11 +160,12 @@ def _train_ops(model: Transformer, batch: Any, seq: Any, remat: str, attention: 
                          "batch and seq")
     B, S = as_dimension(batch, "batch"), as_dimension(seq, "seq")
     _llama_family(model, S)
-    m, n = model, B * S
+    m, n = backward_moe.trainable(model, remat, attention), B * S
     ab, gb = m.act_bytes, m.w_bytes if grad_bytes is None else grad_bytes
-    fwd = _forward(m, B, S, attention)
+    fwd = _forward(m, B, S, attention, tokens_per_expert)
     layer_keys = [k for k in fwd if k not in ("embed", "final_norm", "lm_head")]
-    recompute = remat_recompute(remat, attention)
+    recompute = (backward_moe.layer_recompute(m, remat, attention)
+                 if m.moe is not None or m.mla is not None else remat_recompute(remat, attention))
     rows = {f"fwd/{key}": cost for key, cost in fwd.items()}
     rows |= {
         "fwd/loss": bw.cross_entropy(n, m.V, x_bytes=ab),
@@ -164,8 +177,11 @@ def _train_ops(model: Transformer, batch: Any, seq: Any, remat: str, attention: 
     }
     rows |= {f"recompute/{key}": fwd[key]
              for key in (layer_keys if recompute is None else recompute)}
-    rows |= {f"bwd/{key}": m.L * cost
-             for key, cost in _layer_backward(m, B, S, attention, gb).items()}
+    layer = _layer_backward(m, B, S, attention, gb)
+    rows |= {f"bwd/{key}": cost for key, cost in (
+        backward_moe.layers_backward(m, B, S, gb, layer, tokens_per_expert)
+        if m.moe is not None or m.mla is not None else
+        {key: m.L * cost for key, cost in layer.items()}).items()}
     rows["bwd/embed"] = bw.embedding_backward(n, m.D, m.V, x_bytes=ab, grad_bytes=gb,
                                               accumulate=m.tied)
     rows["optimizer/adam"] = bw.adam(m.params, w_bytes=m.w_bytes, grad_bytes=gb,

@@ -117,7 +117,14 @@ def _kept(remat: str | tuple[str, ...], attention: str) -> tuple[str, ...]:
 def _rerun(kept: tuple[str, ...], attention: str) -> tuple[str, ...]:
     """The forward ops to rerun so that every tensor the backward reads (``none``'s list)
     exists again, each rebuilt from what is kept: the closure over :data:`_INPUTS`."""
-    graph = _INPUTS if attention == "naive" else _FUSED_INPUTS
+    return rerun_closure(_INPUTS if attention == "naive" else _FUSED_INPUTS,
+                         _kept("none", attention), kept)
+
+
+def rerun_closure(graph: dict[str, tuple[str, ...]], reads: tuple[str, ...],
+                  kept: tuple[str, ...]) -> tuple[str, ...]:
+    """The ops of ``graph`` (op -> the tensors it reads) to rerun so that every tensor in
+    ``reads`` exists again, each rebuilt from the ``kept`` ones; in forward order."""
     out: set[str] = set()
 
     def rebuild(t: str) -> None:
@@ -126,7 +133,7 @@ def _rerun(kept: tuple[str, ...], attention: str) -> tuple[str, ...]:
             for source in graph[t]:
                 rebuild(source)
 
-    for t in _kept("none", attention):
+    for t in reads:
         rebuild(t)
     return tuple(k for k in graph if k in out)
 
@@ -180,18 +187,27 @@ def saved_activations(model: Transformer, batch: Any, seq: Any,
     remat = _policy(remat, attention)
     B, S = as_dimension(batch, "batch"), as_dimension(seq, "seq")
     m = model
+    n, D = B * S, m.D
+    if m.moe is not None or m.mla is not None:  # their blocks' tensors (backward_moe)
+        from .backward_moe import layer_saved
+        out = layer_saved(m, B, S, remat, attention)
+    else:
+        out = {key: m.L * _per_layer(m, B, S)[key] * m.act_bytes
+               for key in _kept(remat, attention)}
+    once = {"final_input": n * D, "final_norm": n * D, "lm_head": n * m.V, "loss": n}
+    return out | {key: size * m.act_bytes for key, size in once.items()}
+
+
+def _per_layer(m: Transformer, B: Any, S: Any) -> dict[str, sp.Expr]:
+    """Elements of each tensor one Llama layer may keep, by the op that wrote it."""
     n, D, F, H, G, d_h = B * S, m.D, m.F, m.H, m.G, m.d_h
-    per_layer = {
+    return {
         "layer_input": n * D, "attn_norm": n * D, "attn/q_proj": n * H * d_h,
         "attn/k_proj": n * G * d_h, "attn/v_proj": n * G * d_h,
         "attn/rope": n * (H + G) * d_h, "attn/softmax": B * H * S**2, "attn/av": n * H * d_h,
         "attn/core": n * H * (d_h + 1), "attn/o_proj": n * D, "attn/residual": n * D,
         "mlp_norm": n * D, "mlp/gate": n * F, "mlp/up": n * F, "mlp/swiglu": n * F,
     }
-    kept = _kept(remat, attention)
-    out = {key: m.L * per_layer[key] * m.act_bytes for key in kept}
-    once = {"final_input": n * D, "final_norm": n * D, "lm_head": n * m.V, "loss": n}
-    return out | {key: size * m.act_bytes for key, size in once.items()}
 
 
 def _bytes(value: Any, name: str) -> sp.Expr:

@@ -113,19 +113,34 @@ def _rerun_plan(remat: Any) -> list[str]:
     that produce a tensor the backward reads and the policy did not keep (transitively)."""
     if isinstance(remat, str) and remat == "full":
         return list(_LAYER)
-    have = set(_kept(remat))
-    want, plan = set(BACKWARD_READS) - have, []
-    for key in reversed(_LAYER):
-        inputs, outputs, _ = _LAYER[key]
+    return plan_reruns(_LAYER, BACKWARD_READS, _kept(remat))
+
+
+def plan_reruns(table: dict, reads: tuple[str, ...], kept: tuple[str, ...]) -> list[str]:
+    """The ops of a layer ``table`` to rerun so that every tensor in ``reads`` exists
+    again, each rebuilt from the ``kept`` ones (transitively), in forward order."""
+    have = set(kept)
+    want, plan = set(reads) - have, []
+    for key in reversed(table):
+        inputs, outputs, _ = table[key]
         if want & set(outputs.split()):
             plan.append(key)
             want |= set(inputs.split()) - have
     return plan[::-1]
 
 
+#: the Llama layer's training interface; MoE and MLA layers bring their own
+#: (numeric.train_moe): forward table, kept tensors, what they record, reruns, backward.
+_LLAMA_BLOCK = SimpleNamespace(
+    table=_LAYER, kept=lambda remat: _kept(remat),
+    record=lambda keep, t, names: [keep(_WRITER[name], t[name]) for name in names],
+    plan=lambda remat: _rerun_plan(remat),
+    backward=lambda scope, c, t, dx, grads: _layer_backward(scope, c, t, dx, grads))
+
+
 def _run(scope, prefix: str, c, t: dict, keys) -> None:
     for key in keys:
-        inputs, outputs, fn = _LAYER[key]
+        inputs, outputs, fn = c.block.table[key]
         with scope(prefix + key) as ops:
             out = fn(ops, c, *(t[name] for name in inputs.split()))
         t.update(zip(outputs.split(), out if isinstance(out, tuple) else (out,)))
@@ -202,10 +217,11 @@ def _attention_backward(scope, c, t, dx1, grads):
 
 
 def loss_and_grads(params: dict[str, Any], cfg: Config, tokens: Any, targets: Any,
-                   remat: str = "none", counter: Counter | None = None
-                   ) -> tuple[float, dict[str, Any]]:
+                   remat: str = "none", counter: Counter | None = None,
+                   trace: list | None = None) -> tuple[float, dict[str, Any]]:
     """Mean next-token cross-entropy of ``tokens`` (B, T) against ``targets`` (B, T) and its
     gradient for every parameter (a dict shaped like ``params``), under a remat policy.
+    ``trace``: a list that gets, per MoE layer, the tokens each expert was routed (forward).
 
     >>> from symroof.numeric import TINY, init_params
     >>> loss, grads = loss_and_grads(init_params(TINY), TINY, [[1, 2, 3]], [[2, 3, 4]])
@@ -214,9 +230,10 @@ def loss_and_grads(params: dict[str, Any], cfg: Config, tokens: Any, targets: An
     """
     _kept(remat)  # a policy name, or a tuple of kept tensors: fails naming it
     check_params(params, cfg)
-    if cfg.features:
-        raise ValueError(f"the training step runs the Llama family only; {cfg.name}'s config "
-                         f"sets {', '.join(cfg.features)}")
+    untrained = [f for f in cfg.features if f not in ("moe", "mla")]  # train_moe's
+    if untrained:
+        raise ValueError(f"the training step runs MoE, MLA and the Llama family only; "
+                         f"{cfg.name}'s config sets {', '.join(untrained)}")
     tokens = _check_tokens(tokens, cfg)
     if cfg.window is not None and tokens.shape[1] > cfg.window:
         raise ValueError(f"the training step attends to the whole sequence; {tokens.shape[1]} "
@@ -231,10 +248,14 @@ def loss_and_grads(params: dict[str, Any], cfg: Config, tokens: Any, targets: An
     T = tokens.shape[1]
     scope = (lambda key: PLAIN) if counter is None else counter.op
     keep = (lambda key, x: None) if counter is None else counter.keep
-    cos, sin = layers.rope_tables(cfg.d_h, cfg.rope_theta, 0, T, params["embed"].dtype)
+    cos, sin = layers.rope_tables(cfg.rotary, cfg.rope_theta, 0, T, params["embed"].dtype)
     mask = np.tril(np.ones((T, T), dtype=bool))  # (T, S): token i sees 0..i
     ctx = [SimpleNamespace(p=p, eps=cfg.eps, H=cfg.H, G=cfg.G, d_h=cfg.d_h, cos=cos, sin=sin,
-                           keep=mask) for p in params["layers"]]
+                           keep=mask, block=_LLAMA_BLOCK, trace=trace)
+           for p in params["layers"]]
+    if cfg.moe is not None or cfg.mla is not None:
+        from .train_moe import blocks  # MoE and MLA layers' own tables and backward
+        ctx = blocks(cfg, ctx, remat)
     f = _forward(scope, keep, params, cfg, ctx, tokens, targets, remat)
     grads = _backward(scope, params, cfg, ctx, f, tokens, targets, remat)
     grads["layers"] = [{k: g[k] for k in p} for p, g in zip(params["layers"], grads["layers"])]
@@ -249,11 +270,10 @@ def _forward(scope, keep, params, cfg: Config, ctx, tokens, targets, remat: str)
         ops.write(x, "act")
     kept = []
     for c in ctx:
-        t = {"x": x}
-        _run(scope, "fwd/", c, t, _LAYER)
-        kept.append({name: t[name] for name in _kept(remat)})
-        for name in _kept(remat):
-            keep(_WRITER[name], t[name])
+        t, names = {"x": x}, c.block.kept(remat)
+        _run(scope, "fwd/", c, t, c.block.table)
+        kept.append({name: t[name] for name in names})
+        c.block.record(keep, t, names)
         x = t["x2"]
     W = params["embed"].T if cfg.tied else params["lm_head"]  # (D, V)
     with scope("fwd/final_norm") as ops:
@@ -281,10 +301,9 @@ def _backward(scope, params, cfg: Config, ctx, f, tokens, targets, remat: str):
     with scope("bwd/final_norm") as ops:
         dx, grads["final_norm"] = bk.rmsnorm_backward(ops, f.x, params["final_norm"], dhf,
                                                       cfg.eps)
-    plan = _rerun_plan(remat)
     for c, t, g in reversed(list(zip(ctx, f.kept, grads["layers"]))):
-        _run(scope, "recompute/", c, t, plan)
-        dx = _layer_backward(scope, c, t, dx, g)
+        _run(scope, "recompute/", c, t, c.block.plan(remat))
+        dx = c.block.backward(scope, c, t, dx, g)
     if not cfg.tied:
         grads["embed"] = np.zeros_like(params["embed"])  # (V, D)
     with scope("bwd/embed") as ops:

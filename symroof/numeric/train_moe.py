@@ -1,0 +1,291 @@
+"""Training a mixture-of-experts layer in the NumPy decoder: forward with real routing,
+counted backward, and the per-layer interface that composes it with an attention block.
+
+Forward (the rows of :func:`symroof.numeric.mlp.moe`, counted the same way): the router's
+logits, the routing (top-k of the scores on the drawn data), each expert's gate, up,
+SwiGLU and down on the tokens routed to it, the shared expert on every token, the
+weighted combination. Backward, in reverse (docs/accounting.md, "Training MoE and MLA"):
+
+- ``bwd/moe/combine``: dY_j = dy * w_j (the k outputs of a token) and dw_j = dy . Y_j;
+  the shared expert's gradient is dy itself;
+- ``bwd/moe/shared/...`` and ``bwd/moe/{down,swiglu,up,gate}/...``: each expert's
+  backward on its own tokens (an expert no token visited gets a zero gradient, uncounted);
+- ``bwd/moe/route``: the scores recomputed from the kept logits, back through the scale,
+  the renormalisation and the softmax (or sigmoid) into d(logits); the top-k choice, the
+  groups and the routing bias pass no gradient (the bias's gradient is zero);
+- ``bwd/moe/router/dx``, ``/dw``; ``bwd/moe/dx_sum`` adds the router's, the shared
+  expert's and every routed expert's contribution to d(h) (scatter-adds by token).
+
+Routing indices are integers that move no counted bytes (as in the forward). This module
+never imports a formula: every figure comes from the arrays each op touches.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from . import backward as bk
+from . import layers, train
+from .config import Config
+from .mlp import _route
+from .train_mla import MLA_READS, mla_backward, mla_table
+
+__all__ = ["blocks", "moe_table", "moe_backward", "MOE_READS"]
+
+#: the tensors an MoE block's backward reads (``x1`` from the attention block before it)
+MOE_READS = ("x1", "h2", "logits", "idx", "w", "eg", "eu", "ea", "Y")
+_SHARED_READS = ("sg", "su", "sa")
+_GQA_READS = ("x", "h1", "q", "k", "v", "p", "o")
+_DENSE_READS = ("x1", "h2", "g", "u", "a")
+#: tensors kept without counted bytes (integer indices)
+_UNCOUNTED = ("idx",)
+
+
+def _experts(idx: np.ndarray, E: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per expert: (rows, slots) of the (token, choice) pairs routed to it."""
+    return [np.nonzero(idx == e) for e in range(E)]
+
+
+def _each(ops, c, idx, fn) -> list:
+    """fn(ops, p_e, rows, slots) for every expert some token visits (None for the rest)."""
+    return [fn(ops, c.p["experts"][e], rows, slots) if rows.size else None
+            for e, (rows, slots) in enumerate(_experts(idx, c.moe.E))]
+
+
+def _n(h: np.ndarray) -> np.ndarray:
+    return h.reshape(-1, h.shape[-1])  # (n, D)
+
+
+def _down(ops, c, ea, idx):
+    Y = np.zeros((idx.shape[0], c.moe.k, c.D))  # (n, k, D): each token's k outputs
+    outs = [layers.linear(ops, a, c.p["experts"][e]["w_down"]) if a is not None else None
+            for e, a in enumerate(ea)]
+    for (rows, slots), y in zip(_experts(idx, c.moe.E), outs):
+        if y is not None:
+            Y[rows, slots] = y
+    return Y
+
+
+def _combine(ops, c, Y, w, *shared):
+    for part in (Y, w, *shared):
+        ops.read(part, "act")
+    y = ops.sum(ops.mul(Y, w[..., None]), axis=1)[:, 0]  # (n, D): k mul, k - 1 add
+    if shared:
+        y = ops.add(y, shared[0])
+    ops.write(y, "act")
+    return y.reshape(-1, c.keep.shape[0], c.D)  # (B, T, D)
+
+
+def moe_table(cfg: Config) -> dict:
+    """The MoE block's forward ops (train._LAYER's format: inputs, outputs, fn).
+
+    >>> from symroof.numeric import TINY, MoESpec
+    >>> list(moe_table(TINY.replace(moe=MoESpec(E=4, k=2, F=8))))[1:4]
+    ['moe/router', 'moe/route', 'moe/gate']
+    """
+    shared = cfg.moe.shared_F > 0
+    table = {
+        "mlp_norm": train._LAYER["mlp_norm"],
+        "moe/router": ("h2", "logits", lambda ops, c, h: layers.linear(ops, _n(h),
+                                                                        c.p["w_router"])),
+        "moe/route": ("logits", "idx w", lambda ops, c, z: _route(ops, c.moe, z,
+                                                                  c.p.get("router_bias"))),
+        "moe/gate": ("h2 idx", "eg", lambda ops, c, h, idx: _each(
+            ops, c, idx, lambda o, p, rows, _: layers.linear(o, _n(h)[rows], p["w_gate"]))),
+        "moe/up": ("h2 idx", "eu", lambda ops, c, h, idx: _each(
+            ops, c, idx, lambda o, p, rows, _: layers.linear(o, _n(h)[rows], p["w_up"]))),
+        "moe/swiglu": ("eg eu", "ea", lambda ops, c, eg, eu: [
+            None if g is None else layers.activation(ops, "silu", g, u) for g, u in zip(eg, eu)]),
+        "moe/down": ("ea idx", "Y", _down),
+    }
+    if shared:
+        table |= {
+            "moe/shared/gate": ("h2", "sg", lambda ops, c, h: layers.linear(
+                ops, _n(h), c.p["shared"]["w_gate"])),
+            "moe/shared/up": ("h2", "su", lambda ops, c, h: layers.linear(
+                ops, _n(h), c.p["shared"]["w_up"])),
+            "moe/shared/swiglu": ("sg su", "sa", lambda ops, c, g, u: layers.activation(
+                ops, "silu", g, u)),
+            "moe/shared/down": ("sa", "ys", lambda ops, c, a: layers.linear(
+                ops, a, c.p["shared"]["w_down"])),
+        }
+    table["moe/combine"] = ("Y w ys" if shared else "Y w", "y2", _combine)
+    return table | {"mlp/residual": train._LAYER["mlp/residual"]}
+
+
+def _gated_backward(scope, prefix: str, p: dict, h, g, u, a, dy) -> tuple:
+    """One gated expert's backward on its tokens: (dh, its gradients)."""
+    grads = {}
+    with scope(f"{prefix}/down/dx") as ops:
+        da = bk.linear_dx(ops, dy, p["w_down"])
+    with scope(f"{prefix}/down/dw") as ops:
+        grads["w_down"] = bk.linear_dw(ops, a, dy)
+    with scope(f"{prefix}/swiglu") as ops:
+        dg, du = bk.swiglu_backward(ops, g, u, da)
+    dh = []
+    for name, d in (("up", du), ("gate", dg)):
+        with scope(f"{prefix}/{name}/dx") as ops:
+            dh.append(bk.linear_dx(ops, d, p[f"w_{name}"]))
+        with scope(f"{prefix}/{name}/dw") as ops:
+            grads[f"w_{name}"] = bk.linear_dw(ops, h, d)
+    with scope(f"{prefix}/gate_up_sum") as ops:
+        return bk.grad_sum(ops, *dh), grads
+
+
+def combine_backward(ops, dy: np.ndarray, Y: np.ndarray, w: np.ndarray):
+    """Of y = sum_j w_j Y_j: dY_j = dy w_j (n k D), dw_j = dy . Y_j (n k (2D - 1)); reads
+    dy, Y, w; writes dY and dw."""
+    for x in (dy, Y, w):
+        ops.read(x, "act")
+    dY = ops.mul(dy[:, None, :], w[..., None])  # (n, k, D)
+    dw = ops.sum(ops.mul(Y, dy[:, None, :]), axis=-1)[..., 0]  # (n, k)
+    ops.write(dY, "act")
+    ops.write(dw, "act")
+    return dY, dw
+
+
+def route_backward(ops, spec, logits: np.ndarray, idx: np.ndarray, dw: np.ndarray):
+    """d(logits) from d(weights) (n, k): the scores recomputed (softmax 5E - 2, sigmoid 4E),
+    the scale (k), the renormalisation (6k - 2), softmax 4E - 1 or sigmoid 3E per token;
+    reads the logits and dw, writes d(logits)."""
+    ops.read(logits, "act")
+    ops.read(dw, "act")
+    if spec.router == "softmax":
+        e = ops.exp(ops.sub(logits, ops.max(logits)))  # E - 1, E, E
+        s = ops.div(e, ops.sum(e))  # E - 1, E
+    else:
+        s = ops.recip(ops.add(ops.exp(ops.neg(logits)), 1.0))  # 4E
+    d = dw
+    if spec.scale != 1:
+        d = ops.mul(d, spec.scale)  # k
+    if spec.norm_topk:
+        w0 = np.take_along_axis(s, idx, axis=-1)  # (n, k): gather
+        total = ops.sum(w0)  # k - 1
+        w1 = ops.div(w0, total)  # k
+        d = ops.div(ops.sub(d, ops.sum(ops.mul(d, w1))), total)  # k, k - 1, k, k
+    ds = np.zeros_like(s)
+    np.put_along_axis(ds, idx, d, axis=-1)  # (n, E): scatter, selection
+    if spec.router == "softmax":
+        dz = ops.mul(s, ops.sub(ds, ops.sum(ops.mul(ds, s))))  # E, E - 1, E, E
+    else:
+        dz = ops.mul(ds, ops.mul(s, ops.sub(1.0, s)))  # 3E
+    ops.write(dz, "act")
+    return dz
+
+
+def moe_backward(scope, c, t, dx2, grads):
+    """The MoE block's backward, down to d(x1) (the residual stream after attention)."""
+    p, E = c.p, c.moe.E
+    dy, h = _n(dx2), _n(t["h2"])
+    with scope("bwd/moe/combine") as ops:
+        dY, dw = combine_backward(ops, dy, t["Y"], t["w"])
+    parts = []
+    if c.moe.shared_F:
+        dhs, grads["shared"] = _gated_backward(scope, "bwd/moe/shared", p["shared"], h,
+                                               t["sg"], t["su"], t["sa"], dy)
+        parts.append(dhs)
+    grads["experts"] = [{k: np.zeros_like(v) for k, v in pe.items()} for pe in p["experts"]]
+    routed = []
+    for e, (rows, slots) in enumerate(_experts(t["idx"], E)):
+        if rows.size:
+            dh_e, grads["experts"][e] = _gated_backward(
+                scope, "bwd/moe", p["experts"][e], h[rows], t["eg"][e], t["eu"][e],
+                t["ea"][e], dY[rows, slots])
+            routed.append((rows, dh_e))
+    with scope("bwd/moe/route") as ops:
+        dz = route_backward(ops, c.moe, t["logits"], t["idx"], dw)
+    if "router_bias" in p:
+        grads["router_bias"] = np.zeros_like(p["router_bias"])  # the choice only: no gradient
+    with scope("bwd/moe/router/dx") as ops:
+        dh = bk.linear_dx(ops, dz, p["w_router"])
+    with scope("bwd/moe/router/dw") as ops:
+        grads["w_router"] = bk.linear_dw(ops, h, dz)
+    with scope("bwd/moe/dx_sum") as ops:
+        for part in (dh, *parts, *(d for _, d in routed)):
+            ops.read(part, "act")
+        for part in parts:
+            dh = ops.add(dh, part)
+        for rows, d in routed:
+            ops.scatter_add(dh, rows, d)  # one add per element
+        ops.write(dh, "act")
+    dh2 = dh.reshape(dx2.shape)
+    with scope("bwd/mlp_norm") as ops:
+        dx1_norm, grads["mlp_norm"] = bk.rmsnorm_backward(ops, t["x1"], p["mlp_norm"], dh2, c.eps)
+    with scope("bwd/mlp/residual") as ops:
+        return bk.grad_sum(ops, dx2, dx1_norm)
+
+
+def _policy(remat, reads: tuple[str, ...], matmuls: tuple[str, ...]) -> tuple[str, ...]:
+    """The tensors an MoE or MLA layer keeps under ``remat``: ``matmul_outputs`` keeps the
+    layer input and its weight matmuls' outputs (an MoE layer's router, gate, up and down,
+    the shared expert's gate and up)."""
+    if not isinstance(remat, str) or remat not in ("none", "selective", "matmul_outputs",
+                                                   "full"):
+        raise ValueError(f"remat={remat!r}: MoE and MLA layers train under none, selective, "
+                         "matmul_outputs, full (kept-tensor tuples name the Llama layer's "
+                         "tensors)")
+    return {"none": reads, "selective": tuple(r for r in reads if r != "p"),
+            "matmul_outputs": ("x", *matmuls), "full": ("x",)}[remat]
+
+
+def _block(cfg: Config, c, l: int, remat) -> SimpleNamespace:
+    """Layer l's training interface (train._LLAMA_BLOCK's fields) and its context."""
+    attn = mla_table(cfg) if cfg.mla is not None else {
+        k: v for k, v in train._LAYER.items() if not k.startswith("mlp")}
+    moe = cfg.is_moe(l)
+    mlp = moe_table(cfg) if moe else {k: v for k, v in train._LAYER.items()
+                                      if k.startswith("mlp")}
+    table = attn | mlp
+    reads = tuple(dict.fromkeys(
+        (MLA_READS if cfg.mla is not None else _GQA_READS)
+        + ((MOE_READS + (_SHARED_READS if cfg.moe.shared_F else ())) if moe else _DENSE_READS)))
+    writer = {"x": "layer_input"} | {out: key for key, (_, outs, _) in table.items()
+                                     for out in outs.split()}
+    reads = tuple(r for r in reads if r in writer)  # (no q latent: no cq0, cq)
+    matmuls = tuple(m for m in ("q0", "k0", "v", "cq0", "ckv_pe", "kv", "y", "g", "u", "logits",
+                                "eg", "eu", "Y", "sg", "su") if m in writer)
+    kept = _policy(remat, reads, matmuls)
+    plan = list(table) if remat == "full" else train.plan_reruns(table, reads, kept)
+    mlp_bwd = moe_backward if moe else train._mlp_backward
+    attn_bwd = mla_backward if cfg.mla is not None else train._attention_backward
+
+    def record(keep, t, names):
+        for name in names:
+            value = t[name]
+            for arr in value if isinstance(value, list) else [value]:
+                if arr is not None and name not in _UNCOUNTED:
+                    keep(writer[name], arr)
+        if moe and c.trace is not None:
+            c.trace.append(np.bincount(t["idx"].ravel(), minlength=cfg.moe.E))
+
+    return SimpleNamespace(
+        table=table, kept=lambda _: kept, record=record, plan=lambda _: plan,
+        backward=lambda scope, c_, t, dx, g: attn_bwd(scope, c_, t, mlp_bwd(scope, c_, t, dx, g),
+                                                    g))
+
+
+def blocks(cfg: Config, ctx: list, remat) -> list:
+    """Give every layer's context of an MoE or MLA model its block (MoE layers, MLA
+    attention; a DeepSeek-style model's first dense layers keep the dense MLP).
+
+    >>> from symroof.numeric import TINY, MoESpec, init_params
+    >>> from symroof.numeric.train import loss_and_grads
+    >>> cfg, trace = TINY.replace(moe=MoESpec(E=4, k=2, F=8, shared_F=8)), []
+    >>> loss, grads = loss_and_grads(init_params(cfg), cfg, [[1, 2, 3]], [[2, 3, 4]],
+    ...                              trace=trace)
+    >>> [int(n.sum()) for n in trace], grads["layers"][0]["experts"][0]["w_up"].shape
+    ([6, 6], (64, 8))
+    """
+    if cfg.moe is not None and (cfg.moe.shared_gate or cfg.act != "silu"):
+        raise ValueError(f"the training step runs SwiGLU experts without a shared-expert gate; "
+                         f"{cfg.name} has act={cfg.act!r}, shared_gate={cfg.moe.shared_gate}")
+    out = []
+    for l, c in enumerate(ctx):
+        c = SimpleNamespace(**vars(c), moe=cfg.moe, D=cfg.D)
+        if cfg.mla is not None:  # every head its own key and value: G = H; scale 1/sqrt(d_qk)
+            c.G, c.d_h, c.mla = cfg.H, cfg.mla.d_nope + cfg.mla.d_rope, cfg.mla
+        c.block = _block(cfg, c, l, remat)
+        out.append(c)
+    return out
