@@ -8,13 +8,16 @@ token), "balanced" by default or the twin's counts. Per MoE layer, backwards:
 
 - ``moe/combine``: dY = dy*w (n*k*D) and dw = dy . Y (n*k*(2D - 1)); reads dy, Y, w,
   writes dY, dw;
+- ``moe/shared/scale`` (Qwen2-MoE's gate y = ys*sigmoid(x . w)): per token the gate
+  recomputed (2D + 4), dys = dy*gate (D), d(gate) = dy . ys (2D - 1), dz (3), dx = dz w
+  (2D), dw = x^T dz (2D): 9D + 6; reads x, w, ys, dy, writes dys, dx, dw;
 - ``moe/shared/...``: the shared expert's gated backward on every token;
 - ``moe/down/dx`` ... ``moe/gate_up_sum``: each expert's on its own tokens: FLOPs follow
   the assignments, weight (and gradient) bytes the experts that got a token;
 - ``moe/route``: :func:`route_backward_flops` per token; reads the logits and dw, writes
   d(logits); the top-k choice and the routing bias pass no gradient;
-- ``moe/router/dx``, ``moe/router/dw``; ``moe/dx_sum`` adds k + 1 (+ 1 shared)
-  contributions to d(h) per token.
+- ``moe/router/dx``, ``moe/router/dw``; ``moe/dx_sum`` adds k + 1 (+ 1 shared, + 1 its
+  gate) contributions to d(h) per token.
 
 >>> from symroof.models import model
 >>> rows = moe_backward(model("mixtral-8x7b"), 1, 1, None, 2)
@@ -93,6 +96,9 @@ def moe_backward(m: Any, n: Any, L_moe: Any, tokens_per_expert: Any, gb: Any
     scale = 1 if layers else L_moe
     rows = {"moe/combine": L_moe * Cost(flops=n * k * (3 * D - 1),
                                         act_bytes=(n * D + 2 * n * k * D + 2 * n * k) * ab)}
+    if moe.shared_gate:  # y = ys * sigmoid(x . w): shared_scale_flops per token
+        rows["moe/shared/scale"] = L_moe * Cost(
+            flops=n * (9 * D + 6), weight_bytes=D * (wb + gb), act_bytes=5 * n * D * ab)
     if shared:
         rows |= {f"moe/shared/{key}": L_moe * cost
                  for key, cost in _gated(n, D, moe.shared_F, ab, wb, gb).items()}
@@ -101,7 +107,8 @@ def moe_backward(m: Any, n: Any, L_moe: Any, tokens_per_expert: Any, gb: Any
                                      act_bytes=n * (2 * E + k) * ab)
     rows["moe/router/dx"] = L_moe * bw.linear_dx(n, D, E, x_bytes=ab, w_bytes=wb)
     rows["moe/router/dw"] = L_moe * bw.linear_dw(n, D, E, x_bytes=ab, grad_bytes=gb)
-    rows["moe/dx_sum"] = L_moe * bw.grad_sum(n * D, k + 1 + (1 if shared else 0), x_bytes=ab)
+    parts = k + 1 + (1 if shared else 0) + (1 if moe.shared_gate else 0)
+    rows["moe/dx_sum"] = L_moe * bw.grad_sum(n * D, parts, x_bytes=ab)
     return rows
 
 
@@ -167,6 +174,9 @@ def moe_graph(m: Any) -> tuple[dict, tuple, tuple]:
     if shared:
         graph |= {"moe/shared/gate": ("mlp_norm",), "moe/shared/up": ("mlp_norm",),
                   "moe/shared/swiglu": ("moe/shared/gate", "moe/shared/up")}
+    if m.moe.shared_gate:  # its backward reads the shared expert's output
+        graph["moe/shared/down"] = ("moe/shared/swiglu",)
+        sh += ("moe/shared/down",)
     reads = ("attn/residual", "mlp_norm", "moe/router", "moe/route", "moe/gate", "moe/up",
              "moe/swiglu", "moe/down", *sh)
     return graph, reads, ("moe/router", "moe/gate", "moe/up", "moe/down", *sh[:2])
@@ -184,7 +194,7 @@ def _sizes(m: Any, B: Any, S: Any) -> dict[str, Any]:
         sizes |= {"moe/router": n * moe.E, "moe/route": a, "moe/gate": a * moe.F,
                   "moe/up": a * moe.F, "moe/swiglu": a * moe.F, "moe/down": a * m.D}
         sizes |= dict.fromkeys(("moe/shared/gate", "moe/shared/up", "moe/shared/swiglu"),
-                               n * moe.shared_F)
+                               n * moe.shared_F) | {"moe/shared/down": n * m.D}
     return sizes
 
 
@@ -200,7 +210,8 @@ def layer_saved(m: Any, B: Any, S: Any, remat: Any, attention: str) -> dict[str,
     policy keeps outside them), by the op that wrote them: under ``none`` every tensor
     the backward reads (an MoE layer's logits n*E, weights n*k, each expert's gate, up
     and SwiGLU outputs and the experts' outputs: n*k*F three times and n*k*D; the shared
-    expert's n*F_s three times; MLA's in :func:`~symroof.models.backward_mla.mla_sizes`),
+    expert's n*F_s three times, and its output n*D under a gate; MLA's in
+    :func:`~symroof.models.backward_mla.mla_sizes`),
     ``selective`` all but the softmax output, ``matmul_outputs`` the layer input and the
     weight matmuls' outputs (an MoE layer's router, gate, up and down, the shared
     expert's gate and up), ``full`` the layer input.
@@ -244,25 +255,23 @@ def _check_policy(remat: Any) -> str:
 
 def trainable(m: Any, remat: Any, attention: str) -> Any:
     """``m`` as its training step runs it (MLA in the naive form), or a ValueError that
-    names what the training rows do not cover yet (a shared expert's gate; MLA with a
-    fused core; remat policies other than :data:`POLICIES` on MoE and MLA layers).
+    names what the training rows do not cover yet (MLA with a fused core; kept-tensor
+    tuples on MoE and MLA layers).
 
     >>> from symroof.models import model
     >>> trainable(model("deepseek-v3"), "full", "naive").mla.absorb
     False
-    >>> trainable(model("qwen1.5-moe-a2.7b"), "none", "naive")
+    >>> trainable(model("deepseek-v3"), "full", "fused")
     Traceback (most recent call last):
     ...
-    ValueError: training rows do not cover qwen1.5-moe-a2.7b's shared-expert gate yet
+    ValueError: deepseek-v3's latent attention trains with attention='naive', not 'fused'
     """
     if m.moe is None and m.mla is None:
         return m
-    if m.moe is not None and m.moe.shared_gate:
-        raise ValueError(f"training rows do not cover {m.name}'s shared-expert gate yet")
     _check_policy(remat)
     if m.mla is None:
         return m
     if attention != "naive":
-        raise ValueError(f"{m.name}'s latent attention trains with the naive core here "
-                         f"(attention='naive'), got attention={attention!r}")
+        raise ValueError(f"{m.name}'s latent attention trains with attention='naive', "
+                         f"not {attention!r}")
     return m.replace(mla=replace(m.mla, absorb=False))

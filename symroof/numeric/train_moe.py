@@ -8,6 +8,8 @@ weighted combination. Backward, in reverse (docs/accounting.md, "Training MoE an
 
 - ``bwd/moe/combine``: dY_j = dy * w_j (the k outputs of a token) and dw_j = dy . Y_j;
   the shared expert's gradient is dy itself;
+- ``bwd/moe/shared/scale`` (Qwen2-MoE's sigmoid gate on the shared expert: its input's
+  and its weight's gradient in one row, the gate recomputed);
 - ``bwd/moe/shared/...`` and ``bwd/moe/{down,swiglu,up,gate}/...``: each expert's
   backward on its own tokens (an expert no token visited gets a zero gradient, uncounted);
 - ``bwd/moe/route``: the scores recomputed from the kept logits, back through the scale,
@@ -78,6 +80,34 @@ def _combine(ops, c, Y, w, *shared):
     return y.reshape(-1, c.keep.shape[0], c.D)  # (B, T, D)
 
 
+def _shared_scale(ops, c, h, ys):
+    x, wg = _n(h), c.p["w_shared_gate"]
+    ops.read(x, "act")
+    ops.read(wg, "weight")
+    ops.read(ys, "act")
+    z = ops.matmul(x, wg)  # (n, 1): stays on chip
+    ys = ops.mul(ys, ops.recip(ops.add(ops.exp(ops.neg(z)), 1.0)))
+    ops.write(ys, "act")
+    return ys
+
+
+def shared_scale_backward(ops, x: np.ndarray, wg: np.ndarray, ys: np.ndarray, dy: np.ndarray):
+    """Of y = ys * sigmoid(x . wg): the gate recomputed (2D + 4 per token), dys = dy * gate
+    (D), d(gate) = dy . ys (2D - 1), dz = d(gate) gate (1 - gate) (3), dx = dz wg^T (2D),
+    dwg = x^T dz (2D per token); reads x, wg, ys, dy; writes dys, dx, dwg."""
+    for a, kind in ((x, "act"), (wg, "weight"), (ys, "act"), (dy, "act")):
+        ops.read(a, kind)
+    gate = ops.recip(ops.add(ops.exp(ops.neg(ops.matmul(x, wg))), 1.0))  # (n, 1)
+    dys = ops.mul(dy, gate)
+    dgate = ops.sum(ops.mul(dy, ys))  # (n, 1)
+    dz = ops.mul(dgate, ops.mul(gate, ops.sub(1.0, gate)))
+    dx, dwg = ops.matmul(dz, wg.T), ops.matmul(x.T, dz)  # (n, D), (D, 1)
+    ops.write(dys, "act")
+    ops.write(dx, "act")
+    ops.write(dwg, "grad")
+    return dys, dx, dwg
+
+
 def moe_table(cfg: Config) -> dict:
     """The MoE block's forward ops (train._LAYER's format: inputs, outputs, fn).
 
@@ -111,7 +141,10 @@ def moe_table(cfg: Config) -> dict:
             "moe/shared/down": ("sa", "ys", lambda ops, c, a: layers.linear(
                 ops, a, c.p["shared"]["w_down"])),
         }
-    table["moe/combine"] = ("Y w ys" if shared else "Y w", "y2", _combine)
+    if cfg.moe.shared_gate:  # Qwen2-MoE: sigmoid(x . w) scales the shared expert
+        table["moe/shared/scale"] = ("h2 ys", "ysg", _shared_scale)
+    out = "ysg" if cfg.moe.shared_gate else "ys"
+    table["moe/combine"] = (f"Y w {out}" if shared else "Y w", "y2", _combine)
     return table | {"mlp/residual": train._LAYER["mlp/residual"]}
 
 
@@ -182,10 +215,16 @@ def moe_backward(scope, c, t, dx2, grads):
     with scope("bwd/moe/combine") as ops:
         dY, dw = combine_backward(ops, dy, t["Y"], t["w"])
     parts = []
+    if c.moe.shared_gate:
+        with scope("bwd/moe/shared/scale") as ops:
+            dys, dxg, grads["w_shared_gate"] = shared_scale_backward(
+                ops, h, p["w_shared_gate"], t["ys"], dy)
+        parts.append(dxg)
     if c.moe.shared_F:
         dhs, grads["shared"] = _gated_backward(scope, "bwd/moe/shared", p["shared"], h,
-                                               t["sg"], t["su"], t["sa"], dy)
-        parts.append(dhs)
+                                               t["sg"], t["su"], t["sa"],
+                                               dys if c.moe.shared_gate else dy)
+        parts.insert(0, dhs)
     grads["experts"] = [{k: np.zeros_like(v) for k, v in pe.items()} for pe in p["experts"]]
     routed = []
     for e, (rows, slots) in enumerate(_experts(t["idx"], E)):
@@ -240,7 +279,8 @@ def _block(cfg: Config, c, l: int, remat) -> SimpleNamespace:
     table = attn | mlp
     reads = tuple(dict.fromkeys(
         (MLA_READS if cfg.mla is not None else _GQA_READS)
-        + ((MOE_READS + (_SHARED_READS if cfg.moe.shared_F else ())) if moe else _DENSE_READS)))
+        + ((MOE_READS + (_SHARED_READS if cfg.moe.shared_F else ())
+            + (("ys",) if cfg.moe.shared_gate else ())) if moe else _DENSE_READS)))
     writer = {"x": "layer_input"} | {out: key for key, (_, outs, _) in table.items()
                                      for out in outs.split()}
     reads = tuple(r for r in reads if r in writer)  # (no q latent: no cq0, cq)
@@ -278,9 +318,9 @@ def blocks(cfg: Config, ctx: list, remat) -> list:
     >>> [int(n.sum()) for n in trace], grads["layers"][0]["experts"][0]["w_up"].shape
     ([6, 6], (64, 8))
     """
-    if cfg.moe is not None and (cfg.moe.shared_gate or cfg.act != "silu"):
-        raise ValueError(f"the training step runs SwiGLU experts without a shared-expert gate; "
-                         f"{cfg.name} has act={cfg.act!r}, shared_gate={cfg.moe.shared_gate}")
+    if cfg.moe is not None and cfg.act != "silu":
+        raise ValueError(f"the training step runs SwiGLU experts; {cfg.name} has "
+                         f"act={cfg.act!r}")
     out = []
     for l, c in enumerate(ctx):
         c = SimpleNamespace(**vars(c), moe=cfg.moe, D=cfg.D)
