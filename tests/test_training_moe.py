@@ -10,7 +10,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import symroof as sr
-from symroof.models import MLA, MoE, backward_mla, backward_moe, saved_activations
+from symroof.models import (
+    MLA,
+    MoE,
+    backward_mla,
+    backward_moe,
+    saved_activations,
+    training_memory,
+)
 from symroof.models.check import _numeric_config
 from symroof.numeric import init_params, loss_and_grads, train_moe
 from symroof.numeric.optimizer import _get, _leaves
@@ -126,7 +133,7 @@ PLANTED = [
         backward_moe.mla_backward)), "bwd/attn/k_rope_sum"),
     ("qwen-moe-like", lambda mp: mp.setattr(train_moe, "shared_scale_backward", _extra_read(
         train_moe.shared_scale_backward, 3)), "bwd/moe/shared/scale"),
-    ("mla-direct", lambda mp: mp.setattr(backward_moe, "mla_sizes", lambda m, B, S: {
+    ("mla-direct", lambda mp: mp.setattr(training_memory, "mla_sizes", lambda m, B, S: {
         **backward_mla.mla_sizes(m, B, S), "attn/rope": B * S * m.H * m.mla.d_rope}),
      "saved/attn/rope"),  # the shared RoPE key forgotten
 ]

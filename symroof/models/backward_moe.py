@@ -34,12 +34,11 @@ import sympy as sp
 
 from ..cost import Cost
 from . import backward as bw
-from . import training_memory as tm
-from .backward_mla import mla_backward, mla_graph, mla_sizes
+from .backward_mla import mla_backward
 from .moe_rows import loads
 
-__all__ = ["route_backward_flops", "moe_backward", "layers_backward", "layer_saved",
-           "layer_recompute", "moe_graph", "trainable", "POLICIES"]
+__all__ = ["route_backward_flops", "moe_backward", "layers_backward", "moe_graph",
+           "trainable", "check_policy", "POLICIES"]
 
 #: remat policies a MoE or MLA layer trains under (kept-tensor tuples name Llama tensors)
 POLICIES = ("none", "selective", "matmul_outputs", "full")
@@ -136,28 +135,6 @@ def layers_backward(m: Any, B: Any, S: Any, gb: Any, dense: dict[str, Cost],
     return out | {key: m.L * cost for key, cost in attn.items()}
 
 
-def _blocks(m: Any, attention: str) -> list[tuple[Any, dict, tuple, tuple]]:
-    """Per kind of layer (dense MLP, MoE): (how many layers, its forward graph: op -> the
-    tensors it reads, the tensors its backward reads, its weight matmuls' outputs), every
-    tensor named by the op that wrote it, ``layer_input`` the layer's input."""
-    if m.mla is not None:
-        graph, reads, mm = mla_graph(m)
-    else:
-        llama = tm._INPUTS if attention == "naive" else tm._FUSED_INPUTS
-        graph = {k: v for k, v in llama.items() if not k.startswith("mlp")}
-        reads, mm = ([k for k in tm._kept(p, attention) if not k.startswith("mlp")]
-                     for p in ("none", "matmul_outputs"))
-    out = []
-    if m.dense_layers != 0:
-        dense = {k: v for k, v in tm._INPUTS.items() if k.startswith("mlp")}
-        out.append((m.dense_layers, graph | dense, (*reads, *dense),
-                    (*mm, "mlp/gate", "mlp/up")))
-    if m.moe is not None:
-        moe, moe_reads, moe_mm = moe_graph(m)
-        out.append((m.moe_layers, graph | moe, (*reads, *moe_reads), (*mm, *moe_mm)))
-    return out
-
-
 def moe_graph(m: Any) -> tuple[dict, tuple, tuple]:
     """An MoE block's forward graph, the tensors its backward reads, its matmul outputs.
 
@@ -182,70 +159,8 @@ def moe_graph(m: Any) -> tuple[dict, tuple, tuple]:
     return graph, reads, ("moe/router", "moe/gate", "moe/up", "moe/down", *sh[:2])
 
 
-def _sizes(m: Any, B: Any, S: Any) -> dict[str, Any]:
-    """Elements per layer of every tensor a MoE or MLA model's layer may keep."""
-    n = B * S
-    sizes = tm._per_layer(m, B, S)
-    if m.mla is not None:
-        sizes = {k: v for k, v in sizes.items() if not k.startswith("attn")}
-        sizes |= mla_sizes(m, B, S)
-    if m.moe is not None:
-        moe, a = m.moe, n * m.moe.k
-        sizes |= {"moe/router": n * moe.E, "moe/route": a, "moe/gate": a * moe.F,
-                  "moe/up": a * moe.F, "moe/swiglu": a * moe.F, "moe/down": a * m.D}
-        sizes |= dict.fromkeys(("moe/shared/gate", "moe/shared/up", "moe/shared/swiglu"),
-                               n * moe.shared_F) | {"moe/shared/down": n * m.D}
-    return sizes
-
-
-def _kept(remat: str, reads: tuple, mm: tuple) -> tuple:
-    """The tensors a policy keeps, of a layer whose backward reads ``reads``."""
-    kept = {"none": reads, "selective": tuple(r for r in reads if r != "attn/softmax"),
-            "matmul_outputs": ("layer_input", *mm), "full": ("layer_input",)}[remat]
-    return tuple(dict.fromkeys(kept))
-
-
-def layer_saved(m: Any, B: Any, S: Any, remat: Any, attention: str) -> dict[str, sp.Expr]:
-    """Bytes the layers of a MoE or MLA model keep (``saved_activations`` adds what every
-    policy keeps outside them), by the op that wrote them: under ``none`` every tensor
-    the backward reads (an MoE layer's logits n*E, weights n*k, each expert's gate, up
-    and SwiGLU outputs and the experts' outputs: n*k*F three times and n*k*D; the shared
-    expert's n*F_s three times, and its output n*D under a gate; MLA's in
-    :func:`~symroof.models.backward_mla.mla_sizes`),
-    ``selective`` all but the softmax output, ``matmul_outputs`` the layer input and the
-    weight matmuls' outputs (an MoE layer's router, gate, up and down, the shared
-    expert's gate and up), ``full`` the layer input.
-
-    >>> from symroof.models import model
-    >>> layer_saved(model("mixtral-8x7b"), 1, 1, "none", "naive")["moe/down"]  # 32 x 2 x D
-    524288
-    """
-    policy, sizes, out = _check_policy(remat), _sizes(m, B, S), {}
-    for layers, _, reads, mm in _blocks(m, attention):
-        for key in _kept(policy, tuple(dict.fromkeys(("layer_input", *reads))), mm):
-            out[key] = out.get(key, 0) + layers * sizes[key] * m.act_bytes
-    return out
-
-
-def layer_recompute(m: Any, remat: Any, attention: str) -> tuple[str, ...] | None:
-    """The forward rows a policy reruns in a MoE or MLA model's layers (``None``: all of
-    them): each kind of layer's closure over its graph, in forward order.
-
-    >>> from symroof.models import model
-    >>> layer_recompute(model("mixtral-8x7b"), "matmul_outputs", "naive")[-3:]
-    ('mlp_norm', 'moe/route', 'moe/swiglu')
-    """
-    policy = _check_policy(remat)
-    if policy == "full":
-        return None
-    order: dict[str, None] = {}
-    for _, graph, reads, mm in _blocks(m, attention):
-        kept = _kept(policy, tuple(dict.fromkeys(("layer_input", *reads))), mm)
-        order |= dict.fromkeys(tm.rerun_closure(graph, reads, kept))
-    return tuple(order)
-
-
-def _check_policy(remat: Any) -> str:
+def check_policy(remat: Any) -> str:
+    """``remat`` if MoE and MLA layers train under it (:data:`POLICIES`), else a ValueError."""
     if not isinstance(remat, str) or remat not in POLICIES:
         raise ValueError(f"remat={remat!r}: MoE and MLA layers train under "
                          f"{', '.join(POLICIES)} (kept-tensor tuples name the Llama "
@@ -268,7 +183,7 @@ def trainable(m: Any, remat: Any, attention: str) -> Any:
     """
     if m.moe is None and m.mla is None:
         return m
-    _check_policy(remat)
+    check_policy(remat)
     if m.mla is None:
         return m
     if attention != "naive":

@@ -34,7 +34,7 @@ from ..workload import TrainStep
 from . import attention_rows as ar
 from . import backward as bw
 from . import backward_moe
-from .training_memory import REMAT_POLICIES, _policy, remat_recompute
+from .training_memory import REMAT_POLICIES, _policy, layer_recompute, remat_recompute
 from .transformer import Transformer
 
 __all__ = ["train_ops", "REMAT_POLICIES", "MATMUL_KEYS", "ATTENTION_MATMUL_KEYS"]
@@ -164,7 +164,7 @@ def _train_ops(model: Transformer, batch: Any, seq: Any, remat: str, attention: 
     ab, gb = m.act_bytes, m.w_bytes if grad_bytes is None else grad_bytes
     fwd = _forward(m, B, S, attention, tokens_per_expert)
     layer_keys = [k for k in fwd if k not in ("embed", "final_norm", "lm_head")]
-    recompute = (backward_moe.layer_recompute(m, remat, attention)
+    recompute = (layer_recompute(m, remat, attention)
                  if m.moe is not None or m.mla is not None else remat_recompute(remat, attention))
     rows = {f"fwd/{key}": cost for key, cost in fwd.items()}
     rows |= {

@@ -41,10 +41,12 @@ import sympy as sp
 
 from ..conventions import current, using
 from ..cost import as_dimension, as_exact
+from .backward_mla import mla_graph, mla_sizes
+from .backward_moe import check_policy, moe_graph
 from .transformer import ATTENTION_MODES, Transformer
 
 __all__ = ["REMAT_POLICIES", "TENSORS", "saved_activations", "train_memory", "state_bytes",
-           "remat_recompute"]
+           "remat_recompute", "layer_recompute"]
 
 #: policy -> what it keeps (the table in the module docstring).
 REMAT_POLICIES: dict[str, str] = {
@@ -188,9 +190,8 @@ def saved_activations(model: Transformer, batch: Any, seq: Any,
     B, S = as_dimension(batch, "batch"), as_dimension(seq, "seq")
     m = model
     n, D = B * S, m.D
-    if m.moe is not None or m.mla is not None:  # their blocks' tensors (backward_moe)
-        from .backward_moe import layer_saved
-        out = layer_saved(m, B, S, remat, attention)
+    if m.moe is not None or m.mla is not None:  # their blocks' tensors (below)
+        out = _layer_saved(m, B, S, remat, attention)
     else:
         out = {key: m.L * _per_layer(m, B, S)[key] * m.act_bytes
                for key in _kept(remat, attention)}
@@ -208,6 +209,92 @@ def _per_layer(m: Transformer, B: Any, S: Any) -> dict[str, sp.Expr]:
         "attn/core": n * H * (d_h + 1), "attn/o_proj": n * D, "attn/residual": n * D,
         "mlp_norm": n * D, "mlp/gate": n * F, "mlp/up": n * F, "mlp/swiglu": n * F,
     }
+
+
+# -- MoE and MLA layers: each kind of layer from its blocks' graphs ------------------
+def _blocks(m: Any, attention: str) -> list[tuple[Any, dict, tuple, tuple]]:
+    """Per kind of layer (dense MLP, MoE): (how many layers, its forward graph: op -> the
+    tensors it reads, the tensors its backward reads, its weight matmuls' outputs), every
+    tensor named by the op that wrote it, ``layer_input`` the layer's input."""
+    if m.mla is not None:
+        graph, reads, mm = mla_graph(m)
+    else:
+        llama = _INPUTS if attention == "naive" else _FUSED_INPUTS
+        graph = {k: v for k, v in llama.items() if not k.startswith("mlp")}
+        reads, mm = ([k for k in _kept(p, attention) if not k.startswith("mlp")]
+                     for p in ("none", "matmul_outputs"))
+    out = []
+    if m.dense_layers != 0:
+        dense = {k: v for k, v in _INPUTS.items() if k.startswith("mlp")}
+        out.append((m.dense_layers, graph | dense, (*reads, *dense),
+                    (*mm, "mlp/gate", "mlp/up")))
+    if m.moe is not None:
+        moe, moe_reads, moe_mm = moe_graph(m)
+        out.append((m.moe_layers, graph | moe, (*reads, *moe_reads), (*mm, *moe_mm)))
+    return out
+
+
+def _sizes(m: Any, B: Any, S: Any) -> dict[str, Any]:
+    """Elements per layer of every tensor a MoE or MLA model's layer may keep."""
+    n = B * S
+    sizes = _per_layer(m, B, S)
+    if m.mla is not None:
+        sizes = {k: v for k, v in sizes.items() if not k.startswith("attn")}
+        sizes |= mla_sizes(m, B, S)
+    if m.moe is not None:
+        moe, a = m.moe, n * m.moe.k
+        sizes |= {"moe/router": n * moe.E, "moe/route": a, "moe/gate": a * moe.F,
+                  "moe/up": a * moe.F, "moe/swiglu": a * moe.F, "moe/down": a * m.D}
+        sizes |= dict.fromkeys(("moe/shared/gate", "moe/shared/up", "moe/shared/swiglu"),
+                               n * moe.shared_F) | {"moe/shared/down": n * m.D}
+    return sizes
+
+
+def _block_kept(remat: str, reads: tuple, mm: tuple) -> tuple:
+    """The tensors a policy keeps, of a layer whose backward reads ``reads``."""
+    kept = {"none": reads, "selective": tuple(r for r in reads if r != "attn/softmax"),
+            "matmul_outputs": ("layer_input", *mm), "full": ("layer_input",)}[remat]
+    return tuple(dict.fromkeys(kept))
+
+
+def _layer_saved(m: Any, B: Any, S: Any, remat: Any, attention: str) -> dict[str, sp.Expr]:
+    """Bytes the layers of a MoE or MLA model keep (``saved_activations`` adds what every
+    policy keeps outside them), by the op that wrote them: under ``none`` every tensor
+    the backward reads (an MoE layer's logits n*E, weights n*k, each expert's gate, up
+    and SwiGLU outputs and the experts' outputs: n*k*F three times and n*k*D; the shared
+    expert's n*F_s three times, and its output n*D under a gate; MLA's in
+    :func:`~symroof.models.backward_mla.mla_sizes`),
+    ``selective`` all but the softmax output, ``matmul_outputs`` the layer input and the
+    weight matmuls' outputs (an MoE layer's router, gate, up and down, the shared
+    expert's gate and up), ``full`` the layer input.
+
+    >>> from symroof.models import model
+    >>> _layer_saved(model("mixtral-8x7b"), 1, 1, "none", "naive")["moe/down"]  # 32 x 2 x D
+    524288
+    """
+    policy, sizes, out = check_policy(remat), _sizes(m, B, S), {}
+    for layers, _, reads, mm in _blocks(m, attention):
+        for key in _block_kept(policy, tuple(dict.fromkeys(("layer_input", *reads))), mm):
+            out[key] = out.get(key, 0) + layers * sizes[key] * m.act_bytes
+    return out
+
+
+def layer_recompute(m: Any, remat: Any, attention: str) -> tuple[str, ...] | None:
+    """The forward rows a policy reruns in a MoE or MLA model's layers (``None``: all of
+    them): each kind of layer's closure over its graph, in forward order.
+
+    >>> from symroof.models import model
+    >>> layer_recompute(model("mixtral-8x7b"), "matmul_outputs", "naive")[-3:]
+    ('mlp_norm', 'moe/route', 'moe/swiglu')
+    """
+    policy = check_policy(remat)
+    if policy == "full":
+        return None
+    order: dict[str, None] = {}
+    for _, graph, reads, mm in _blocks(m, attention):
+        kept = _block_kept(policy, tuple(dict.fromkeys(("layer_input", *reads))), mm)
+        order |= dict.fromkeys(rerun_closure(graph, reads, kept))
+    return tuple(order)
 
 
 def _bytes(value: Any, name: str) -> sp.Expr:

@@ -30,6 +30,7 @@ from .counter import Counter
 from .model import _check_tokens
 from .params import check_params
 from .primitives import PLAIN
+from .train_moe import blocks
 
 __all__ = ["REMAT", "BACKWARD_READS", "loss_and_grads"]
 
@@ -216,6 +217,12 @@ def _attention_backward(scope, c, t, dx1, grads):
         return bk.grad_sum(ops, dx1, dx_norm)
 
 
+#: the Llama layer's parts that MoE and MLA blocks share (numeric.train_moe.blocks)
+LLAMA_PARTS = SimpleNamespace(layer=_LAYER, scores=_scores, av=_av, plan=plan_reruns,
+                              mlp_backward=_mlp_backward,
+                              attention_backward=_attention_backward)
+
+
 def loss_and_grads(params: dict[str, Any], cfg: Config, tokens: Any, targets: Any,
                    remat: str = "none", counter: Counter | None = None,
                    trace: list | None = None) -> tuple[float, dict[str, Any]]:
@@ -253,9 +260,8 @@ def loss_and_grads(params: dict[str, Any], cfg: Config, tokens: Any, targets: An
     ctx = [SimpleNamespace(p=p, eps=cfg.eps, H=cfg.H, G=cfg.G, d_h=cfg.d_h, cos=cos, sin=sin,
                            keep=mask, block=_LLAMA_BLOCK, trace=trace)
            for p in params["layers"]]
-    if cfg.moe is not None or cfg.mla is not None:
-        from .train_moe import blocks  # MoE and MLA layers' own tables and backward
-        ctx = blocks(cfg, ctx, remat)
+    if cfg.moe is not None or cfg.mla is not None:  # their own tables and backward
+        ctx = blocks(cfg, ctx, remat, LLAMA_PARTS)
     f = _forward(scope, keep, params, cfg, ctx, tokens, targets, remat)
     grads = _backward(scope, params, cfg, ctx, f, tokens, targets, remat)
     grads["layers"] = [{k: g[k] for k in p} for p, g in zip(params["layers"], grads["layers"])]

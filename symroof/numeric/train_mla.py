@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import backward as bk
-from . import layers, train
+from . import layers
 from .config import Config
 
 __all__ = ["mla_table", "mla_backward", "MLA_READS"]
@@ -26,13 +26,17 @@ __all__ = ["mla_table", "mla_backward", "MLA_READS"]
 MLA_READS = ("x", "h1", "cq0", "cq", "q0", "ckv_pe", "ckv", "q_pe", "k_pe", "kv", "p", "o")
 
 
+def _heads(x: np.ndarray, n: int) -> np.ndarray:
+    return x.reshape(*x.shape[:2], n, -1)  # (B, T, n, width)
+
+
 def _lin(w: str):
     return lambda ops, c, x: layers.linear(ops, x, c.p[w])
 
 
 def _rope(ops, c, q0, ckv_pe):
     a, (B, T, _) = c.mla, q0.shape
-    q_pe = train._heads(q0, c.H)[..., a.d_nope:]  # (B, T, H, d_rope)
+    q_pe = _heads(q0, c.H)[..., a.d_nope:]  # (B, T, H, d_rope)
     k_pe = ckv_pe[..., a.kv_rank:].reshape(B, T, 1, a.d_rope)  # one key for every head
     return layers.rope(ops, q_pe, k_pe, c.cos, c.sin)
 
@@ -40,21 +44,25 @@ def _rope(ops, c, q0, ckv_pe):
 def _qk(c, q0, q_pe, kv, k_pe):
     """q (B, T, H, d_qk) and k (B, S, H, d_qk): selections of what the ops wrote."""
     a, H = c.mla, c.H
-    q = np.concatenate([train._heads(q0, H)[..., :a.d_nope], q_pe], axis=-1)
-    k_nope = train._heads(kv, H)[..., :a.d_nope]  # (B, S, H, d_nope)
+    q = np.concatenate([_heads(q0, H)[..., :a.d_nope], q_pe], axis=-1)
+    k_nope = _heads(kv, H)[..., :a.d_nope]  # (B, S, H, d_nope)
     k = np.concatenate([k_nope, np.broadcast_to(k_pe, (*k_nope.shape[:3], a.d_rope))], axis=-1)
     return q, k
 
 
-def mla_table(cfg: Config) -> dict:
-    """The MLA block's forward ops, naive form (train._LAYER's format).
+def mla_table(cfg: Config, llama) -> dict:
+    """The MLA block's forward ops, naive form, in the format of the Llama layer's table
+    ``llama.layer`` (whose norm, softmax, o_proj and residual it shares; the core's two
+    matmuls are ``llama.scores`` and ``llama.av`` with G = H).
 
     >>> from symroof.numeric import TINY, MLASpec
-    >>> list(mla_table(TINY.replace(mla=MLASpec(kv_rank=16, d_nope=8, d_rope=4, d_v=8))))[1:4]
+    >>> from symroof.numeric.train import LLAMA_PARTS
+    >>> cfg = TINY.replace(mla=MLASpec(kv_rank=16, d_nope=8, d_rope=4, d_v=8))
+    >>> list(mla_table(cfg, LLAMA_PARTS))[1:4]
     ['attn/q_proj', 'attn/kv_a_proj', 'attn/kv_a_norm']
     """
-    a = cfg.mla
-    table = {"attn_norm": train._LAYER["attn_norm"]}
+    a, layer = cfg.mla, llama.layer
+    table = {"attn_norm": layer["attn_norm"]}
     if a.q_rank is not None:
         table |= {"attn/q_a_proj": ("h1", "cq0", _lin("wq_a")),
                   "attn/q_a_norm": ("cq0", "cq", lambda ops, c, x: layers.rmsnorm(
@@ -68,13 +76,13 @@ def mla_table(cfg: Config) -> dict:
             ops, x[..., :c.mla.kv_rank], c.p["kv_a_norm"], c.eps)),
         "attn/rope": ("q0 ckv_pe", "q_pe k_pe", _rope),
         "attn/kv_b_proj": ("ckv", "kv", _lin("wkv_b")),
-        "attn/scores": ("q0 q_pe kv k_pe", "s", lambda ops, c, *t: train._scores(
+        "attn/scores": ("q0 q_pe kv k_pe", "s", lambda ops, c, *t: llama.scores(
             ops, c, *_qk(c, *t))),
-        "attn/softmax": train._LAYER["attn/softmax"],
-        "attn/av": ("p kv", "o", lambda ops, c, p, kv: train._av(
-            ops, c, p, train._heads(kv, c.H)[..., c.mla.d_nope:])),
-        "attn/o_proj": train._LAYER["attn/o_proj"],
-        "attn/residual": train._LAYER["attn/residual"],
+        "attn/softmax": layer["attn/softmax"],
+        "attn/av": ("p kv", "o", lambda ops, c, p, kv: llama.av(
+            ops, c, p, _heads(kv, c.H)[..., c.mla.d_nope:])),
+        "attn/o_proj": layer["attn/o_proj"],
+        "attn/residual": layer["attn/residual"],
     }
 
 
@@ -102,7 +110,7 @@ def mla_backward(scope, c, t, dx1, grads):
     B, T = do.shape[:2]
     do = do.reshape(B, T, H, 1, a.d_v)  # (B, T, G = H, 1, d_v)
     q, k = _qk(c, t["q0"], t["q_pe"], t["kv"], t["k_pe"])  # (B, T, H, d_qk) each
-    q, v = q.reshape(B, T, H, 1, -1), train._heads(t["kv"], H)[..., a.d_nope:]
+    q, v = q.reshape(B, T, H, 1, -1), _heads(t["kv"], H)[..., a.d_nope:]
     with scope("bwd/attn/av/dp") as ops:
         dp = bk.attention_grad(ops, "btgrd,bsgd->bgrts", do, v, keep)  # (B, H, 1, T, S)
     with scope("bwd/attn/av/dv") as ops:

@@ -29,7 +29,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from . import backward as bk
-from . import layers, train
+from . import layers
 from .config import Config
 from .mlp import _route
 from .train_mla import MLA_READS, mla_backward, mla_table
@@ -108,16 +108,18 @@ def shared_scale_backward(ops, x: np.ndarray, wg: np.ndarray, ys: np.ndarray, dy
     return dys, dx, dwg
 
 
-def moe_table(cfg: Config) -> dict:
-    """The MoE block's forward ops (train._LAYER's format: inputs, outputs, fn).
+def moe_table(cfg: Config, llama) -> dict:
+    """The MoE block's forward ops, in the format of the Llama layer's table
+    ``llama.layer`` (inputs, outputs, fn; its norm and residual are shared).
 
     >>> from symroof.numeric import TINY, MoESpec
-    >>> list(moe_table(TINY.replace(moe=MoESpec(E=4, k=2, F=8))))[1:4]
+    >>> from symroof.numeric.train import LLAMA_PARTS
+    >>> list(moe_table(TINY.replace(moe=MoESpec(E=4, k=2, F=8)), LLAMA_PARTS))[1:4]
     ['moe/router', 'moe/route', 'moe/gate']
     """
     shared = cfg.moe.shared_F > 0
     table = {
-        "mlp_norm": train._LAYER["mlp_norm"],
+        "mlp_norm": llama.layer["mlp_norm"],
         "moe/router": ("h2", "logits", lambda ops, c, h: layers.linear(ops, _n(h),
                                                                         c.p["w_router"])),
         "moe/route": ("logits", "idx w", lambda ops, c, z: _route(ops, c.moe, z,
@@ -145,7 +147,7 @@ def moe_table(cfg: Config) -> dict:
         table["moe/shared/scale"] = ("h2 ys", "ysg", _shared_scale)
     out = "ysg" if cfg.moe.shared_gate else "ys"
     table["moe/combine"] = (f"Y w {out}" if shared else "Y w", "y2", _combine)
-    return table | {"mlp/residual": train._LAYER["mlp/residual"]}
+    return table | {"mlp/residual": llama.layer["mlp/residual"]}
 
 
 def _gated_backward(scope, prefix: str, p: dict, h, g, u, a, dy) -> tuple:
@@ -269,13 +271,13 @@ def _policy(remat, reads: tuple[str, ...], matmuls: tuple[str, ...]) -> tuple[st
             "matmul_outputs": ("x", *matmuls), "full": ("x",)}[remat]
 
 
-def _block(cfg: Config, c, l: int, remat) -> SimpleNamespace:
-    """Layer l's training interface (train._LLAMA_BLOCK's fields) and its context."""
-    attn = mla_table(cfg) if cfg.mla is not None else {
-        k: v for k, v in train._LAYER.items() if not k.startswith("mlp")}
+def _block(cfg: Config, c, l: int, remat, llama) -> SimpleNamespace:
+    """Layer l's training interface (the Llama block's fields) and its context."""
+    attn = mla_table(cfg, llama) if cfg.mla is not None else {
+        k: v for k, v in llama.layer.items() if not k.startswith("mlp")}
     moe = cfg.is_moe(l)
-    mlp = moe_table(cfg) if moe else {k: v for k, v in train._LAYER.items()
-                                      if k.startswith("mlp")}
+    mlp = moe_table(cfg, llama) if moe else {k: v for k, v in llama.layer.items()
+                                             if k.startswith("mlp")}
     table = attn | mlp
     reads = tuple(dict.fromkeys(
         (MLA_READS if cfg.mla is not None else _GQA_READS)
@@ -287,9 +289,9 @@ def _block(cfg: Config, c, l: int, remat) -> SimpleNamespace:
     matmuls = tuple(m for m in ("q0", "k0", "v", "cq0", "ckv_pe", "kv", "y", "g", "u", "logits",
                                 "eg", "eu", "Y", "sg", "su") if m in writer)
     kept = _policy(remat, reads, matmuls)
-    plan = list(table) if remat == "full" else train.plan_reruns(table, reads, kept)
-    mlp_bwd = moe_backward if moe else train._mlp_backward
-    attn_bwd = mla_backward if cfg.mla is not None else train._attention_backward
+    plan = list(table) if remat == "full" else llama.plan(table, reads, kept)
+    mlp_bwd = moe_backward if moe else llama.mlp_backward
+    attn_bwd = mla_backward if cfg.mla is not None else llama.attention_backward
 
     def record(keep, t, names):
         for name in names:
@@ -306,9 +308,11 @@ def _block(cfg: Config, c, l: int, remat) -> SimpleNamespace:
                                                     g))
 
 
-def blocks(cfg: Config, ctx: list, remat) -> list:
+def blocks(cfg: Config, ctx: list, remat, llama) -> list:
     """Give every layer's context of an MoE or MLA model its block (MoE layers, MLA
-    attention; a DeepSeek-style model's first dense layers keep the dense MLP).
+    attention; a DeepSeek-style model's first dense layers keep the dense MLP), composed
+    with the parts of the Llama layer (``llama``: its table, core matmuls, reruns and
+    backward, from numeric.train) that it keeps.
 
     >>> from symroof.numeric import TINY, MoESpec, init_params
     >>> from symroof.numeric.train import loss_and_grads
@@ -326,6 +330,6 @@ def blocks(cfg: Config, ctx: list, remat) -> list:
         c = SimpleNamespace(**vars(c), moe=cfg.moe, D=cfg.D)
         if cfg.mla is not None:  # every head its own key and value: G = H; scale 1/sqrt(d_qk)
             c.G, c.d_h, c.mla = cfg.H, cfg.mla.d_nope + cfg.mla.d_rope, cfg.mla
-        c.block = _block(cfg, c, l, remat)
+        c.block = _block(cfg, c, l, remat, llama)
         out.append(c)
     return out
