@@ -221,3 +221,10 @@ def test_matmul_rows_follow_the_6nd_rule_with_active_parameters(name):
 def test_what_is_not_covered_is_named(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_a_kept_tuple_keeps_every_tensor_its_op_wrote():
+    """RoPE writes q and k under one key: a tuple that keeps ``attn/rope`` keeps both on
+    the twin too (it once kept only k, and reran q_proj and RoPE for q)."""
+    report = sr.check_training(sr.model("tiny"), 1, 4, ("layer_input", "attn/rope"))
+    assert report.ok, str(report)

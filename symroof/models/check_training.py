@@ -32,6 +32,8 @@ def _float64_bytes(cfg: Any, B: int, S: int) -> int:
     moments and a master copy; every layer's activations with the S x S matrices."""
     params = cfg.L * (cfg.D * (cfg.H + 2 * cfg.G) * cfg.d_h + cfg.H * cfg.d_h * cfg.D
                       + 3 * cfg.D * cfg.F) + 2 * cfg.V * cfg.D
+    if cfg.moe is not None:  # every routed expert's and the shared one's matrices
+        params += cfg.L * 3 * cfg.D * (cfg.moe.E * cfg.moe.F + cfg.moe.shared_F)
     per_layer = B * S * (6 * cfg.D + 3 * cfg.F + 3 * (cfg.H + cfg.G) * cfg.d_h)
     acts = cfg.L * (per_layer + 3 * B * cfg.H * S * S) + 4 * B * S * (cfg.D + cfg.V)
     return 8 * (5 * params + acts)

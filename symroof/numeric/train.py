@@ -97,12 +97,14 @@ def _kept(remat: Any) -> tuple[str, ...]:
     """The tensors a policy keeps per layer; a tuple names them by the keys they are
     recorded under (``"layer_input"``, ``"mlp/gate"``, ...)."""
     if isinstance(remat, (tuple, list)):
-        by_key = {key: t for t, key in _WRITER.items()}
+        by_key: dict[str, list[str]] = {}  # a key -> every tensor its op wrote (rope: q, k)
+        for t, key in _WRITER.items():
+            by_key.setdefault(key, []).append(t)
         unknown = [k for k in remat if k not in by_key]
         if unknown or "layer_input" not in remat:
             raise ValueError(f"remat={tuple(remat)!r}: keep 'layer_input' and tensors of "
                              f"{list(by_key)}; unknown: {unknown}")
-        return tuple(dict.fromkeys(by_key[k] for k in remat))
+        return tuple(dict.fromkeys(t for k in remat for t in by_key[k]))
     if remat not in REMAT:
         raise ValueError(f"unknown remat policy {remat!r}; known: {list(REMAT)} or a tuple of "
                          "kept tensors")
