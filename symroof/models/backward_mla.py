@@ -31,7 +31,13 @@ __all__ = ["mla_backward", "mla_graph", "mla_sizes"]
 
 
 def mla_backward(m: Any, B: Any, S: Any, gb: Any) -> dict[str, Cost]:
-    """One MLA layer's backward rows (module docstring), keys without ``bwd/``."""
+    """One MLA layer's backward rows (module docstring), keys without ``bwd/``.
+
+    >>> from symroof.models import model
+    >>> rows = mla_backward(model("deepseek-v3"), 1, 1, 1)
+    >>> rows["attn/kv_b_proj/dw"].weight_bytes     # 512 x 128 (128 + 128) at 1 byte
+    16777216
+    """
     a, D, H, ab, wb = m.mla, m.D, m.H, m.act_bytes, m.w_bytes
     n, pairs = B * S, ar.pairs(S, 0, None)[1]
 

@@ -82,7 +82,13 @@ def _gated(n: Any, D: Any, F: Any, ab: Any, wb: Any, gb: Any, read: Any = 1
 def moe_backward(m: Any, n: Any, L_moe: Any, tokens_per_expert: Any, gb: Any
                  ) -> dict[str, Cost]:
     """Every MoE backward row (module docstring), summed over the L_moe MoE layers; keys
-    without ``bwd/``; ``tokens_per_expert`` as :meth:`Transformer.ops` takes it."""
+    without ``bwd/``; ``tokens_per_expert`` as :meth:`Transformer.ops` takes it.
+
+    >>> from symroof.models import model
+    >>> m = model("mixtral-8x7b")          # 2 tokens, both to experts 0 and 1: 2 read
+    >>> moe_backward(m, 2, 1, [[2, 2, 0, 0, 0, 0, 0, 0]], 2)["moe/up/dw"].weight_bytes
+    234881024
+    """
     moe, D, ab, wb = m.moe, m.D, m.act_bytes, m.w_bytes
     E, k, shared = moe.E, moe.k, moe.shared_F != 0
     layers = int(L_moe) if sp.sympify(L_moe).is_Integer else None
@@ -160,7 +166,11 @@ def moe_graph(m: Any) -> tuple[dict, tuple, tuple]:
 
 
 def check_policy(remat: Any) -> str:
-    """``remat`` if MoE and MLA layers train under it (:data:`POLICIES`), else a ValueError."""
+    """``remat`` if MoE and MLA layers train under it (:data:`POLICIES`), else a ValueError.
+
+    >>> check_policy("matmul_outputs")
+    'matmul_outputs'
+    """
     if not isinstance(remat, str) or remat not in POLICIES:
         raise ValueError(f"remat={remat!r}: MoE and MLA layers train under "
                          f"{', '.join(POLICIES)} (kept-tensor tuples name the Llama "

@@ -14,6 +14,8 @@ heads), RoPE, kv_b_proj, kv_a_norm, kv_a_proj, q_b_proj, q_a_norm, q_a_proj, the
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 
 from . import backward as bk
@@ -50,7 +52,7 @@ def _qk(c, q0, q_pe, kv, k_pe):
     return q, k
 
 
-def mla_table(cfg: Config, llama) -> dict:
+def mla_table(cfg: Config, llama: SimpleNamespace) -> dict:
     """The MLA block's forward ops, naive form, in the format of the Llama layer's table
     ``llama.layer`` (whose norm, softmax, o_proj and residual it shares; the core's two
     matmuls are ``llama.scores`` and ``llama.av`` with G = H).
@@ -100,8 +102,10 @@ def _latent(scope, name: str, p: dict, x, d, grads: dict, norm: tuple | None = N
     return dx
 
 
-def mla_backward(scope, c, t, dx1, grads):
-    """The MLA block's backward, down to d(layer input)."""
+def mla_backward(scope, c: SimpleNamespace, t: dict, dx1: np.ndarray,
+                 grads: dict) -> np.ndarray:
+    """The MLA block's backward, down to d(layer input); fills ``grads`` with the layer's
+    attention gradients (numeric.train_moe.blocks runs it)."""
     p, a, H, keep = c.p, c.mla, c.H, c.keep
     with scope("bwd/attn/o_proj/dx") as ops:
         do = bk.linear_dx(ops, dx1, p["wo"])

@@ -30,7 +30,7 @@ import numpy as np
 
 from . import backward as bk
 from . import layers
-from .config import Config
+from .config import Config, MoESpec
 from .mlp import _route
 from .train_mla import MLA_READS, mla_backward, mla_table
 
@@ -91,10 +91,18 @@ def _shared_scale(ops, c, h, ys):
     return ys
 
 
-def shared_scale_backward(ops, x: np.ndarray, wg: np.ndarray, ys: np.ndarray, dy: np.ndarray):
+def shared_scale_backward(ops, x: np.ndarray, wg: np.ndarray, ys: np.ndarray,
+                          dy: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Of y = ys * sigmoid(x . wg): the gate recomputed (2D + 4 per token), dys = dy * gate
     (D), d(gate) = dy . ys (2D - 1), dz = d(gate) gate (1 - gate) (3), dx = dz wg^T (2D),
-    dwg = x^T dz (2D per token); reads x, wg, ys, dy; writes dys, dx, dwg."""
+    dwg = x^T dz (2D per token); reads x, wg, ys, dy; writes dys, dx, dwg.
+
+    >>> from symroof.numeric.primitives import PLAIN
+    >>> dys, dx, dwg = shared_scale_backward(PLAIN, np.zeros((1, 2)), np.ones((2, 1)),
+    ...                                      np.ones((1, 2)), np.ones((1, 2)))
+    >>> dys.tolist(), dx.tolist()            # gate 1/2; d(gate) 2, times 1/4
+    ([[0.5, 0.5]], [[0.5, 0.5]])
+    """
     for a, kind in ((x, "act"), (wg, "weight"), (ys, "act"), (dy, "act")):
         ops.read(a, kind)
     gate = ops.recip(ops.add(ops.exp(ops.neg(ops.matmul(x, wg))), 1.0))  # (n, 1)
@@ -108,7 +116,7 @@ def shared_scale_backward(ops, x: np.ndarray, wg: np.ndarray, ys: np.ndarray, dy
     return dys, dx, dwg
 
 
-def moe_table(cfg: Config, llama) -> dict:
+def moe_table(cfg: Config, llama: SimpleNamespace) -> dict:
     """The MoE block's forward ops, in the format of the Llama layer's table
     ``llama.layer`` (inputs, outputs, fn; its norm and residual are shared).
 
@@ -169,9 +177,18 @@ def _gated_backward(scope, prefix: str, p: dict, h, g, u, a, dy) -> tuple:
         return bk.grad_sum(ops, *dh), grads
 
 
-def combine_backward(ops, dy: np.ndarray, Y: np.ndarray, w: np.ndarray):
+def combine_backward(ops, dy: np.ndarray, Y: np.ndarray, w: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
     """Of y = sum_j w_j Y_j: dY_j = dy w_j (n k D), dw_j = dy . Y_j (n k (2D - 1)); reads
-    dy, Y, w; writes dY and dw."""
+    dy, Y, w; writes dY and dw.
+
+    >>> from symroof.numeric import Counter
+    >>> c = Counter()
+    >>> with c.op("combine") as ops:   # n = 3 tokens, k = 2, D = 4
+    ...     dY, dw = combine_backward(ops, np.ones((3, 4)), np.ones((3, 2, 4)), np.ones((3, 2)))
+    >>> dw.tolist()[0], c.rows["combine"]["flops"]
+    ([4.0, 4.0], 66)
+    """
     for x in (dy, Y, w):
         ops.read(x, "act")
     dY = ops.mul(dy[:, None, :], w[..., None])  # (n, k, D)
@@ -181,10 +198,18 @@ def combine_backward(ops, dy: np.ndarray, Y: np.ndarray, w: np.ndarray):
     return dY, dw
 
 
-def route_backward(ops, spec, logits: np.ndarray, idx: np.ndarray, dw: np.ndarray):
+def route_backward(ops, spec: MoESpec, logits: np.ndarray, idx: np.ndarray,
+                   dw: np.ndarray) -> np.ndarray:
     """d(logits) from d(weights) (n, k): the scores recomputed (softmax 5E - 2, sigmoid 4E),
     the scale (k), the renormalisation (6k - 2), softmax 4E - 1 or sigmoid 3E per token;
-    reads the logits and dw, writes d(logits)."""
+    reads the logits and dw, writes d(logits).
+
+    >>> from symroof.numeric.primitives import PLAIN
+    >>> dz = route_backward(PLAIN, MoESpec(E=2, k=1, F=1), np.zeros((1, 2)), np.array([[0]]),
+    ...                     np.ones((1, 1)))
+    >>> dz.tolist()                          # softmax of two equal logits: p (1 - p) = 1/4
+    [[0.25, -0.25]]
+    """
     ops.read(logits, "act")
     ops.read(dw, "act")
     if spec.router == "softmax":
@@ -210,8 +235,10 @@ def route_backward(ops, spec, logits: np.ndarray, idx: np.ndarray, dw: np.ndarra
     return dz
 
 
-def moe_backward(scope, c, t, dx2, grads):
-    """The MoE block's backward, down to d(x1) (the residual stream after attention)."""
+def moe_backward(scope, c: SimpleNamespace, t: dict, dx2: np.ndarray,
+                 grads: dict) -> np.ndarray:
+    """The MoE block's backward, down to d(x1) (the residual stream after attention);
+    fills ``grads`` with the layer's MLP gradients (:func:`blocks` runs it)."""
     p, E = c.p, c.moe.E
     dy, h = _n(dx2), _n(t["h2"])
     with scope("bwd/moe/combine") as ops:
@@ -308,7 +335,7 @@ def _block(cfg: Config, c, l: int, remat, llama) -> SimpleNamespace:
                                                     g))
 
 
-def blocks(cfg: Config, ctx: list, remat, llama) -> list:
+def blocks(cfg: Config, ctx: list, remat: str, llama: SimpleNamespace) -> list:
     """Give every layer's context of an MoE or MLA model its block (MoE layers, MLA
     attention; a DeepSeek-style model's first dense layers keep the dense MLP), composed
     with the parts of the Llama layer (``llama``: its table, core matmuls, reruns and
