@@ -52,6 +52,7 @@ def _mla_direct():  # MLA without a q latent (DeepSeek-V2-Lite's q_proj), dense 
 
 
 FAMILIES = {m.name: m for m in (_mixtral(), _deepseek(), _qwen_moe(), _mla_direct())}
+_MIXTRAL_CFG = _numeric_config(FAMILIES["mixtral-like"])
 
 
 @pytest.mark.parametrize("remat", POLICIES)
@@ -217,8 +218,12 @@ def test_matmul_rows_follow_the_6nd_rule_with_active_parameters(name):
      "mla-direct's latent attention trains with attention='naive', not 'fused'"),
     (lambda: sr.train_ops(FAMILIES["mixtral-like"].replace(act="gelu"), 1, 4),
      "Llama family only; mixtral-like has act=gelu"),
+    (lambda: loss_and_grads(init_params(_MIXTRAL_CFG), _MIXTRAL_CFG, [[1]], [[1]],
+                            ("layer_input", "moe/gate")),
+     r"remat=\('layer_input', 'moe/gate'\): MoE and MLA layers train under none"),
 ])
 def test_what_is_not_covered_is_named(call, message):
+    """Refused on the symbolic side and on the twin's, each naming what was asked."""
     with pytest.raises(ValueError, match=message):
         call()
 
