@@ -360,9 +360,9 @@ def test_ep_shards_the_experts_and_the_batch():
     # (14 FLOPs a parameter: symroof.models.backward.adam, counted by the twin)
     assert ep.step["forward/compute"].flops == dp.step["forward/compute"].flops
     assert dp.flops - ep.flops == 14 * mix.params * (1 - share)
-    forward = mix.replace(kv_bytes=mix.act_bytes).ops(2**22 // 4096, 4096, 0)
+    forward = sr.train_ops(mix, 2**22 // 4096, 4096, "full")  # the twin-checked rows
     assert ep.step["forward/compute"].flops * 128 == sum(
-        c.flops for k, c in forward.items() if k != "attn/kv_write")
+        c.flops for k, c in forward.items() if k.startswith("fwd/"))
     a2a = sr.all_to_all(mesh, 2 * 2**22 // 16 * 4096 * 2, "Z")  # [B/X, D, min(k, Z_e)]
     assert ep.step["forward/ep/all-to-all tokens"].net_time == 2 * 32 * a2a.net_time
     # the weights EP replicates, their gradients all-reduced like DP's: per layer W_q, W_o

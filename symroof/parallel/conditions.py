@@ -217,11 +217,15 @@ def _ep(plan: Any, fixed: dict) -> Condition:
     f = sp.Dummy("F_expert", positive=True)  # local: the width solved for, not in the root
     moe = plan.model.moe
     wide = plan.model.replace(moe=dataclasses.replace(moe, F=f))
-    try:
-        root = _solve(_times(plan, fixed, wide), "ep", f, sp.Max)
-    except ValueError:  # no positive root: the layer's other work hides them at any width
-        root = sp.Integer(0)
-    return Condition("ep", "F", ">", root, moe.F, _SOURCES["ep"])
+    at = {**fixed, _B: plan.batch_tokens}  # the plan's batch (a whole layer's rows are affine)
+    roots = []
+    for t in _times(plan, at, wide).values():
+        if t.get("ep", 0) != 0:
+            try:
+                roots.append(crossover(t["compute"], t["ep"], f))
+            except ValueError:  # no positive root: this pass hides them at any width
+                pass
+    return Condition("ep", "F", ">", sp.Max(0, *roots), moe.F, _SOURCES["ep"])
 
 
 def _fsdp_tp(plan: Any, fixed: dict, N: Any, per_chip: Any) -> dict[str, Condition]:

@@ -19,7 +19,7 @@ llama-3.1-405b on tpu-v5e 2x2, 14 splits x 1 batches:
 >>> moe = strategy_search("mixtral-8x7b", sr.mesh("tpu-v5p", "4x4x8"), batch_tokens=2**22)
 >>> print(moe)                     # ep splits too; compute-bound ties go to the least memory
 mixtral-8x7b on tpu-v5p 4x4x8, 73 splits x 1 batches:
-  4.19 M tokens: zero3 on 4x4x8 (fsdp: X,Y,Z): 7.88 s .. 11 s (compute-bound)
+  4.19 M tokens: zero3 on 4x4x8 (fsdp: X,Y,Z): 7.88 s .. 10.9 s (compute-bound)
 """
 
 from __future__ import annotations

@@ -260,7 +260,7 @@ def train_plan(model: Transformer | str, mesh: Mesh, strategy: str = "fsdp", *,
     Expert parallelism on a mixture of experts: Mixtral's 8 experts over Z, FSDP on X, Y.
     In the book's MoE MLP block (``conventions="book"``) the data-parallel threshold grows
     by E/k (ch. 12), and EP's two AllToAlls against the expert compute ask for wide experts
-    (``F > ...``); in a whole layer, attention's work hides the AllToAlls at any width:
+    (``F > ...``); in a whole layer, attention's work hides most of them:
 
     >>> kw = dict(step=sr.TrainStep(1024, 4096), fsdp=("X", "Y"), ep=("Z",))
     >>> book = sr.train_plan(sr.model("mixtral-8x7b"), sr.mesh("tpu-v5p", "8x8x8"),
@@ -274,7 +274,7 @@ def train_plan(model: Transformer | str, mesh: Mesh, strategy: str = "fsdp", *,
     >>> plan = sr.train_plan(sr.model("mixtral-8x7b"), sr.mesh("tpu-v5p", "8x8x8"),
     ...                      "fsdp+ep", **kw)
     >>> print(plan.conditions["fsdp"], plan.conditions["ep"], sep="; ")
-    fsdp: B/N > 649.3 (plan: 8192): holds; ep: F > 0 (plan: 14336): holds
+    fsdp: B/N > 704.9 (plan: 8192): holds; ep: F > 309.2 (plan: 14336): holds
     """
     from ..models import model as _model
 

@@ -7,8 +7,8 @@ is shared out (:mod:`symroof.parallel.rows` applies them).
 >>> rows, exact = train_rows(sr.model("llama-3.1-8b"), 4096, "full")
 >>> exact, "recompute/mlp/down" in rows
 (True, True)
->>> train_rows(sr.model("mixtral-8x7b"), 4096, "full")[1]     # no backward rows yet
-False
+>>> train_rows(sr.model("mixtral-8x7b"), 4096, "full")[1]     # every preset has them now
+True
 """
 
 from __future__ import annotations
@@ -71,9 +71,10 @@ def ep_splits(key: str) -> bool:
 
 
 def rows_without_train_ops(model: Any, sequences: Any, seq: Any, policy: str) -> dict:
-    """FALLBACK for the families :func:`symroof.train_ops` refuses (until every family has
-    backward rows; delete it then): the forward rows with no KV cache, each backward row
-    twice its forward row (dX and dW), the rerun rows of ``policy`` and one Adam update.
+    """FALLBACK for a family :func:`symroof.train_ops` refuses (every preset family has
+    backward rows now: delete it once none is refused): the forward rows with no KV cache,
+    each backward row twice its forward row (dX and dW), the rerun rows of ``policy`` and
+    one Adam update.
 
     >>> import symroof as sr
     >>> rows = rows_without_train_ops(sr.model("mixtral-8x7b"), 1, 4096, "full")
