@@ -193,7 +193,7 @@ def test_each_field_is_read_in_exactly_one_place():
 
 def test_bad_values_are_one_line_naming_field_value_and_allowed():
     with pytest.raises(ValueError, match=r"^convention attention_pairs must be one of "
-                       r"'causal', 'all'; got 'half'$"):
+                       r"'causal', 'all', 'new'; got 'half'$"):
         Conventions(attention_pairs="half")
     with pytest.raises(ValueError, match=r"unknown convention field\(s\) softmax; fields are "
                        r"flops_per_mac, attention_pairs"):
