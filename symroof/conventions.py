@@ -94,6 +94,10 @@ FIELDS: dict[str, tuple[tuple[Any, ...], str, str]] = {
                     "with the (N - 1)/N share each member passes on, or the book's V / W "
                     "without it (bytes sent per chip stay exact)",
                     "hardware.mesh.ring_fraction"),
+    "gpu_level": (("all", "one"), "the switch levels of a GPU system a collective's time "
+                  "(so a GPU condition) reads: every level the group spans, the slowest "
+                  "binding, or the book's one: the NVLink level inside a node, the node's "
+                  "egress (W_node) beyond it", "hardware.collectives.switch_terms"),
     "optimizer_bytes": ((12, 10, 16, 18), "bytes per parameter of the training state with "
                         "bf16 weights and fp32 Adam moments: 12 (bf16 gradients), 10 (the "
                         "book's: no gradients kept), 16 (+ an fp32 master copy), 18 (fp32 "
@@ -157,6 +161,7 @@ class Conventions:
     head_dim: str = "config"
     omit: tuple[str, ...] = ()
     ring_factor: str = "exact"
+    gpu_level: str = "all"
     optimizer_bytes: int = 12
 
     def __post_init__(self) -> None:
@@ -302,7 +307,8 @@ its FLOP count leaves norms out; no KV traffic in prefill; its time rule (max of
 weight + activation memory per attention and per MLP block, lines 1082-1093, 1147-1166).
 tests/data/llm_analysis_d841e40.json.gz holds its numbers on a grid of Llama-2 steps."""
 
-BOOK = Conventions(name="book", attention_pairs="all", ring_factor="book", optimizer_bytes=10)
+BOOK = Conventions(name="book", attention_pairs="all", ring_factor="book", gpu_level="one",
+                   optimizer_bytes=10)
 BOOK_DOC = """How to Scale Your Model (the book), field by field:
 
 - attention_pairs=all: training attention FLOPs over all seq^2 pairs (chapter 4's
@@ -310,6 +316,9 @@ BOOK_DOC = """How to Scale Your Model (the book), field by field:
 - ring_factor=book: a bidirectional ring's AllGather / ReduceScatter time V / W_ici
   without the (N - 1)/N factor (chapter 3), the form the book's printed conditions use;
   on GPUs its C / W_GPU in a node and C / W_node beyond (chapter 12);
+- gpu_level=one: a GPU condition reads one switch level, W_coll = W_GPU inside the NVLink
+  domain and W_node (the node's egress, the first level above it) beyond it (chapter 12,
+  "Rooflines for LLM Scaling on GPUs"), not the slowest of every level the group spans;
 - optimizer_bytes=10: bf16 parameters and fp32 Adam moments, 10 bytes a parameter
   (chapter 4; no gradient buffer)."""
 
