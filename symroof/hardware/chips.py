@@ -71,6 +71,10 @@ _NCCL_LAT = ("NCCL src/graph/tuning.cc, hwLatencies[NVLINK][Ring][LL] = 0.6 us p
              "the same for every GPU generation (v2.30.7-1, https://github.com/NVIDIA/nccl/blob/"
              "v2.30.7-1/src/graph/tuning.cc; it was 0.47 us in v2.7.3 to v2.17 and is 0.6 since "
              "v2.18.1); the book gives no GPU hop latency")
+_NCCL_NET_LAT = ("NCCL src/graph/tuning.cc, hwLatencies[NET][Ring][LL] = 2.7 us per ring step "
+                 "that crosses the network (v2.30.7-1, https://github.com/NVIDIA/nccl/blob/"
+                 "v2.30.7-1/src/graph/tuning.cc; the same 2.7 since v2.7.3); the book gives "
+                 "no scale-out latency")
 _NVLS = ("NVLink SHARP (in-network reduction in the NVSwitch) arrived with third-generation "
          "NVSwitch on Hopper, https://www.nvidia.com/en-us/data-center/technologies/"
          "hopper-architecture/; the book prices SHARP in ch. 12 ("
@@ -118,13 +122,15 @@ def _torus(rank, pod, host, wrap_rule, pcie_bw, dcn_bw, slices, pcie_src, dcn_sr
 def _switched(ports, levels, levels_src, sharp, sharp_src, pcie_bw, pcie_src) -> dict:
     """A GPU's ``network`` entry: NVLink ports (a ``(count, source)`` pair), switch levels
     from the node up (each ``(name, degree, GPUs per child, one GPU's one-way B/s into the
-    level)``), SHARP, the NCCL ring-step latency and the host link (one way); every field
+    level)``), SHARP, the NCCL ring-step latencies (in a node, across nodes) and the host
+    link (one way); every field
     paired with its source."""
     return {"switched": {
         "nvlink_ports": (ports[0], ports[1]),
         "levels": (levels, levels_src),
         "sharp": (sharp, sharp_src),
         "hop_latency": (Fraction(6, 10**7), _NCCL_LAT),
+        "net_latency": (Fraction(27, 10**7), _NCCL_NET_LAT),
         "pcie_bw": (pcie_bw, pcie_src),
     }}
 

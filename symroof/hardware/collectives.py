@@ -41,6 +41,7 @@ all-gather over X (16 chips) of 67.1 MB: 746 us (bandwidth-bound), 62.9 MB sent 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -215,7 +216,17 @@ def _switched(kind: str, mesh: Mesh, names: tuple, V: sp.Expr, n: int, sharp: bo
     else:
         terms = [V * ring_fraction(lv.degree) / lv.bw for lv in levels]
     steps = 1 if sharp else n - 1
-    return sp.Max(*switch_terms(levels, terms, node)), steps * mesh[names[0]].hop_latency
+    return sp.Max(*switch_terms(levels, terms, node)), _ring_latency(mesh, names, levels, node,
+                                                                     steps)
+
+
+def _ring_latency(mesh: Mesh, names: tuple, levels: tuple, node: str, steps: int) -> sp.Expr:
+    """NCCL's latency model of a ring: a step that crosses nodes (one per node boundary,
+    ``nodes - 1`` of them) costs the scale-out axes' latency, the others the NVLink one."""
+    nodes = math.prod(lv.degree for lv in levels if lv.name != node)
+    inter = min(steps, nodes - 1)
+    lats = [mesh[a].hop_latency for a in names]
+    return (steps - inter) * sp.Min(*lats) + inter * sp.Max(*lats)
 
 
 def switch_terms(levels: tuple, terms: list[Any], node: str) -> list[Any]:

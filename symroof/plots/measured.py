@@ -19,11 +19,14 @@ _DTYPE_COLOR = {"fp32": "C1", "fp64": "C2"}
 
 
 def _clusters(points: list[tuple[float, float, str, str]]) -> list[list]:
-    """Points within 0.25 decades of a cluster's first point (in both axes) join it."""
+    """Points of one colour within 0.25 decades of a cluster's first point (in both axes)
+    join it (a label has its points' colour: an overhead-bound op is never named in a
+    bandwidth-bound one's label)."""
     clusters: list[list] = []
     for p in sorted(points, key=lambda p: (p[0], p[1])):
         for c in clusters:
-            if max(abs(np.log10(c[0][0] / p[0])), abs(np.log10(c[0][1] / p[1]))) < 0.25:
+            if c[0][3] == p[3] and max(abs(np.log10(c[0][0] / p[0])),
+                                       abs(np.log10(c[0][1] / p[1]))) < 0.25:
                 c.append(p)
                 break
         else:
