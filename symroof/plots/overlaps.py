@@ -1,7 +1,8 @@
 """Which texts of a figure overlap: every title, axis and tick label, annotation and legend
 entry that a draw really renders, as rectangles on the canvas (matplotlib's renderer gives
-each text's window extent; a slanted text's rectangle is turned with it), and every legend's frame against the other texts and the bars; the
-tests run it on every figure the notes and the tour make.
+each text's window extent; a slanted text's rectangle is turned with it), and every
+legend's frame against the other texts and the bars; the tests run it on every figure the
+notes and the tour make, and on the measured roofline.
 
 >>> from matplotlib.figure import Figure
 >>> fig = Figure(figsize=(3, 2))
