@@ -89,6 +89,12 @@ def _rows(tex: str) -> list[tuple[str, str]]:
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?: \\times 10\^\{-?\d+\})?")
 
 
+def test_every_figure_of_the_handout_keeps_a_caption(handout):
+    """A caption whose every sentence cites something internal comes out empty: none does."""
+    _, tex = handout
+    assert tex.count(r"\includegraphics") >= 5 and r"\caption{}" not in tex
+
+
 def test_handout_numbers_are_short_and_carry_units(handout):
     _, tex = handout
     fractions = [(a, b) for a, b in re.findall(r"\\frac\{(\d+)\}\{(\d+)\}", tex)
