@@ -52,7 +52,7 @@ def text_overlaps(fig: Any, margin: float = 1.0) -> list[tuple[str, str]]:
     def draw(self: Text, renderer: Any) -> None:
         plain_draw(self, renderer)
         if self.get_visible() and self.get_text().strip():
-            box = self.get_window_extent(renderer)
+            box = Text.get_window_extent(self, renderer)  # an annotation's text, not its arrow
             drawn.append((self.get_text(), box, _outline(self, box, renderer, margin)))
 
     with mock.patch.object(Text, "draw", draw):
