@@ -49,6 +49,7 @@ def _phase(a, batch: int, seq: int) -> dict:
 
 
 def main() -> None:
+    """Run llm-analysis over the grid and write its numbers, gzipped, beside this script."""
     from llm_analysis import analysis
     from llm_analysis.config import (
         DtypeConfig,
