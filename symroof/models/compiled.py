@@ -39,16 +39,19 @@ from ..conventions import SYMROOF, Conventions, using
 from ..cost import FIELDS, Cost
 from ..hardware import Chip
 from ..symbols import B, S, T
+from ..timerule import SOURCE, TERMS, combine, present, terms
 from .transformer import Transformer, group
 
-__all__ = ["OpValues", "CompiledTable", "compiled_table", "row_values", "exact_number", "net_time"]
+__all__ = ["OpValues", "CompiledTable", "compiled_table", "row_values", "exact_number",
+           "exact_terms", "rates"]
 
 _FIELDS = ("flops", "useful_flops", "weight_bytes", "act_bytes", "kv_bytes")
 
 
 class OpValues(NamedTuple):
     """One row of a numeric table: exact counts, float seconds (useful FLOPs over the peak
-    unless the table counts executed ones), the lower bound and what bounds it."""
+    unless the table counts executed ones), the lower and upper bounds and what bounds it
+    (the time rule, :mod:`symroof.timerule`, on the rounded terms)."""
 
     flops: Any
     useful_flops: Any
@@ -60,6 +63,7 @@ class OpValues(NamedTuple):
     t_mem: float
     t_net: float
     lower: float
+    upper: float
     bound: str
 
     @property
@@ -78,28 +82,33 @@ def exact_number(x: Any) -> Any:
     return float(x)
 
 
+def rates(chip: Any, dtype: str) -> tuple[Any, Any, Any, None]:
+    """(C, W, W_net, -) of ``chip`` at ``dtype`` as exact Python numbers (no host link: a
+    table's rows carry no host bytes)."""
+    return exact_number(chip.peak(dtype)), exact_number(chip.hbm_bw), \
+        exact_number(chip.link_bw), None
+
+
+def exact_terms(f: Any, chip: Any, dtype: str, useful: bool, net_time: Any = None
+                ) -> dict[str, Any]:
+    """The time rule's terms of one row's exact numbers (``f``: its fields, or its
+    ``OpValues`` with the row's collective seconds as ``net_time``), exact."""
+    if isinstance(f, dict):
+        f, net_time = OpValues(*(f[n] for n in FIELDS[:6]), 0, 0, 0, 0, 0, ""), f["net_time"]
+    counted = f.useful_flops if useful else f.flops
+    return terms(Fraction(counted), Fraction(f.bytes), net_time or 0, Fraction(f.net_bytes),
+                 0, rates(chip, dtype))
+
+
 def row_values(cost: Cost | dict[str, Any], chip: Any, dtype: str, useful: bool) -> OpValues:
     """The numbers of one row (a Cost, or its fields as exact numbers): exact counts and
-    float times, each rounded once."""
+    float times, each term rounded once, then the time rule on them."""
     f = cost if isinstance(cost, dict) else {n: exact_number(getattr(cost, n)) for n in FIELDS}
-    counted = f["useful_flops"] if useful else f["flops"]
-    t_math = float(Fraction(counted) / exact_number(chip.peak(dtype)))
-    t_mem = float(Fraction(f["weight_bytes"] + f["act_bytes"] + f["kv_bytes"])
-                  / exact_number(chip.hbm_bw))
-    t_net = net_time(f["net_time"], f["net_bytes"], chip)
-    terms = {"compute": t_math, "memory": t_mem, "network": float(t_net)}
-    bound = max(terms, key=terms.__getitem__)  # the first of equals, as TimeBound.bound
+    t = present({k: float(v) for k, v in exact_terms(f, chip, dtype, useful).items()})
+    lower, upper, which = combine(list(t.values()))
     return OpValues(f["flops"], f["useful_flops"], f["weight_bytes"], f["act_bytes"],
-                    f["kv_bytes"], f["net_bytes"], t_math, t_mem, float(t_net),
-                    terms[bound], bound)
-
-
-def net_time(seconds: Any, net_bytes: Any, chip: Any) -> Any:
-    """As :func:`symroof.time`: a collective's own time (``seconds``), else its bytes over
-    the chip's link."""
-    if seconds != 0:
-        return seconds
-    return Fraction(net_bytes) / exact_number(chip.link_bw) if net_bytes != 0 else 0
+                    f["kv_bytes"], f["net_bytes"], t["compute"], t["memory"],
+                    t.get("network", 0.0), lower, upper, list(t)[which])
 
 
 class CompiledTable(NamedTuple):
@@ -158,16 +167,17 @@ def _over(var: str, value: sp.Expr) -> str:
 
 def _row_source(i: str, fields: list[str], dens: list[int], peak: sp.Expr,
                 hbm_bw: sp.Expr, counted: str = "u") -> list[str]:
-    """Lines that compute row ``i``'s OpValues ``r{i}`` from its field expressions."""
+    """Lines that compute row ``i``'s OpValues ``r{i}`` from its field expressions: the
+    terms, then the time rule printed by its source backend."""
     vals = [src if den == 1 else f"_normal({src})" if den == 0 else f"_quotient({src}, {den})"
             for src, den in zip(fields, dens)]
     wrap = "float" if any(d != 1 for d in dens) else ""
+    lower, upper, which = combine([f"m{i}", f"t{i}"], SOURCE)
     return [f"    f{i}, u{i}, w{i}, a{i}, k{i} = " + ", ".join(vals),
             f"    m{i} = {wrap}({_over(f'{counted}{i}', peak)}); "
             f"t{i} = {wrap}({_over(f'(w{i} + a{i} + k{i})', hbm_bw)})",
-            f"    r{i} = _new(_V, (f{i}, u{i}, w{i}, a{i}, k{i}, 0, m{i}, t{i}, 0.0, m{i}, "
-            f"'compute') if m{i} >= t{i} else (f{i}, u{i}, w{i}, a{i}, k{i}, 0, m{i}, t{i}, "
-            f"0.0, t{i}, 'memory'))"]
+            f"    r{i} = _new(_V, (f{i}, u{i}, w{i}, a{i}, k{i}, 0, m{i}, t{i}, 0.0, {lower}, "
+            f"{upper}, _TERMS[{which}]))"]
 
 
 @functools.lru_cache(maxsize=64)
@@ -220,6 +230,7 @@ def compiled_table(model: Transformer, chip: Chip, dtype: str = "bf16",
                          lambda: _source(model, peak, hbm_bw, attention, last_only, groups,
                                          conventions))
     namespace: dict[str, Any] = {"_V": OpValues, "_new": tuple.__new__, "_F": Fraction,
+                                 "_TERMS": TERMS,
                                  "_quotient": _quotient, "_normal": _normal, "math": math}
     exec(compile(source, f"<symroof table: {model.name} on {chip.name}>", "exec"), namespace)
     return CompiledTable(tuple(names), namespace["_table"], source)

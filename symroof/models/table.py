@@ -31,11 +31,12 @@ from ..conventions import Conventions, as_conventions, using
 from ..cost import FIELDS, Cost
 from ..hardware import as_chip
 from ..render import fmt_num, fmt_si
+from ..timerule import combine, present
 from ..workload import Step
 from . import table_render as _render
 from .compiled import OpValues, compiled_table
 from .compiled import exact_number as _exact
-from .compiled import net_time as _net_time
+from .compiled import exact_terms
 from .compiled import row_values as _values
 from .sanity import step_warnings
 from .transformer import ATTENTION_MODES, Transformer, group
@@ -143,19 +144,15 @@ class RooflineTable:
 
     def _exact_times(self, v: OpValues, net_time: Any = 0,
                      useful: bool | None = None) -> tuple[Any, Any, Any]:
-        """(t_math, t_mem, t_net) of a row's numbers, exact."""
-        counted = v.useful_flops if (self.useful if useful is None else useful) else v.flops
-        peak, hbm_bw = self._roofs
-        return (Fraction(counted) / peak, Fraction(v.bytes) / hbm_bw,
-                _net_time(net_time, v.net_bytes, self.chip))
-
-    @cached_property
-    def _roofs(self) -> tuple[Any, Any]:
-        return _exact(self.chip.peak(self.dtype)), _exact(self.chip.hbm_bw)
+        """(lower, upper, index of the largest term) of a row's numbers, exact: the time
+        rule (:mod:`symroof.timerule`)."""
+        t = exact_terms(v, self.chip, self.dtype, self.useful if useful is None else useful,
+                        net_time)
+        return combine(list(present(t).values()))
 
     @cached_property
     def _per_op_sum(self) -> Any:
-        return sum(max(self._exact_times(v, self._net.get(n, 0)))
+        return sum(self._exact_times(v, self._net.get(n, 0))[0]
                    for n, v in self.numbers.items())
 
     @property
@@ -165,8 +162,7 @@ class RooflineTable:
 
     @cached_property
     def _bounds(self) -> tuple[Any, Any]:
-        terms = self._exact_times(self._total, sum(self._net.values()))
-        return max(terms), sum(terms)
+        return self._exact_times(self._total, sum(self._net.values()))[:2]
 
     @property
     def bounds(self) -> tuple[sp.Expr, sp.Expr]:
@@ -183,7 +179,7 @@ class RooflineTable:
         """One sentence: what bounds the step and which row costs most."""
         numbers = self.numbers
         worst = max(numbers, key=lambda k: numbers[k].lower)
-        lower = max(self._exact_times(numbers[worst], self._net.get(worst, 0)))
+        lower = self._exact_times(numbers[worst], self._net.get(worst, 0))[0]
         share = float(lower / self._per_op_sum) if self._per_op_sum else math.nan
         return (f"{self._total.bound}-bound: '{worst}' takes {share:.0%} of the per-op time "
                 f"({fmt_si(numbers[worst].lower, 's')} of {fmt_si(self._per_op_sum, 's')}), "
@@ -223,7 +219,7 @@ class RooflineTable:
                     "act_bytes": int(v.act_bytes), "intensity": float(intensity),
                     "intensity_exact": exact, "bound": v.bound, "t_math_s": v.t_math,
                     "t_mem_s": v.t_mem, "t_lower_s": v.lower,
-                    "t_upper_s": float(sum(self._exact_times(v, net_time)))}
+                    "t_upper_s": v.upper}
 
         lo, hi = self._bounds
         out = {"title": self.title, "conventions": self.conventions.as_dict(),

@@ -1,0 +1,107 @@
+"""The time rule, written once: every time bound in symroof is a view of :func:`combine`.
+
+A cost on a chip has up to four terms, each a quantity over a rate (:func:`terms`):
+t_math = counted FLOPs / C, t_mem = memory bytes / W, t_net = a collective's own seconds
+(or network bytes / W_net), t_host = host bytes / W_pcie. Of those terms,
+
+- **lower** = their max (perfect overlap),
+- **upper** = their sum (no overlap at all),
+- **bound** = the name of the largest (the first of equals, in :data:`TERMS` order).
+
+:func:`combine` applies that rule to a list of terms through a backend (:class:`Ops`):
+``EXACT`` (Python ints, Fractions, SymPy numbers and floats: ``max``, ``+``, ``>``),
+``SYMPY`` (symbolic terms: ``Max``), ``SOURCE`` (Python source text, which the compiled
+per-configuration tables run: :mod:`symroof.models.compiled`) and, in
+:mod:`symroof.evaluate`, ``NUMPY`` (arrays of configurations: sweeps, serving curves, the
+strategy search). ``sr.time`` and ``TimeBound``, ``RooflineTable`` (numbers, totals and
+JSON), ``sr.evaluate``, ``sweep_step_time`` and ``strategy_search`` read it from here.
+
+>>> combine([3, 5])                      # (lower, upper, index of the largest)
+(5, 8, 1)
+>>> combine(["m", "t"], SOURCE)[0]
+'(t if t > m else m)'
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import sympy as sp
+
+__all__ = ["TERMS", "Ops", "EXACT", "SYMPY", "SOURCE", "combine", "terms", "present"]
+
+#: the terms' names, in the order that breaks ties
+TERMS = ("compute", "memory", "network", "host")
+
+
+class Ops(NamedTuple):
+    """A backend of the rule: the max of two terms, their sum, ``a > b``, and ``where(c, a,
+    b)`` (a if c else b)."""
+
+    max: Callable[[Any, Any], Any]
+    add: Callable[[Any, Any], Any]
+    gt: Callable[[Any, Any], Any]
+    where: Callable[[Any, Any, Any], Any]
+
+
+def _pick(c: Any, a: Any, b: Any) -> Any:
+    return a if c else b
+
+
+EXACT = Ops(max, operator.add, operator.gt, _pick)
+#: symbolic terms: Max and Add; which term is largest is left undecided (None)
+SYMPY = Ops(sp.Max, operator.add, lambda a, b: None, lambda c, a, b: None)
+SOURCE = Ops(lambda a, b: f"({b} if {b} > {a} else {a})", lambda a, b: f"{a} + {b}",
+             lambda a, b: f"{a} > {b}", lambda c, a, b: f"({a} if {c} else {b})")
+
+
+def combine(values: Sequence[Any], ops: Ops = EXACT, index: bool = True
+            ) -> tuple[Any, Any, Any]:
+    """(lower, upper, index of the largest term) of ``values`` through backend ``ops``: the
+    one time rule (module docstring). ``index=False`` skips the index (None).
+
+    >>> from fractions import Fraction
+    >>> combine([Fraction(1, 3), Fraction(1, 3), 0])   # ties go to the first term
+    (Fraction(1, 3), Fraction(2, 3), 0)
+    """
+    lower = upper = values[0]
+    which: Any = 0 if index else None
+    for i, t in enumerate(values[1:], 1):
+        if index:
+            which = ops.where(ops.gt(t, lower), i, which)
+        lower = ops.max(lower, t)
+        upper = ops.add(upper, t)
+    return lower, upper, which
+
+
+def present(values: dict[str, Any]) -> dict[str, Any]:
+    """The terms that can matter: compute and memory always, the others where not zero (a
+    zero term changes no lower, upper or bound).
+
+    >>> list(present({"compute": 1, "memory": 2, "network": 0, "host": 0}))
+    ['compute', 'memory']
+    """
+    return {k: v for k, v in values.items() if k in TERMS[:2] or not _zero(v)}
+
+
+def _zero(x: Any) -> bool:
+    return isinstance(x, (int, float, sp.Basic)) and x == 0
+
+
+def terms(flops: Any, nbytes: Any, net_time: Any, net_bytes: Any, host_bytes: Any,
+          rates: tuple[Any, Any, Any, Any]) -> dict[str, Any]:
+    """The four terms, exact: quantities over ``rates`` = (C, W, W_net, W_pcie); a
+    collective's own seconds (``net_time``) stand for its bytes over the link.
+
+    >>> terms(10, 4, 0, 6, 0, (5, 2, 3, None))
+    {'compute': 2.0, 'memory': 2.0, 'network': 2.0, 'host': 0}
+    """
+    C, W, link, pcie = rates
+    if net_time != 0:
+        t_net = net_time
+    else:
+        t_net = net_bytes / link if net_bytes != 0 else 0
+    t_host = host_bytes / pcie if host_bytes != 0 else 0
+    return {"compute": flops / C, "memory": nbytes / W, "network": t_net, "host": t_host}
