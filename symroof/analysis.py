@@ -32,10 +32,10 @@ from .hardware.internals import roof as roof_of
 from .hardware.mesh import Mesh
 from .ops import matmul
 from .render import fmt_si, latex
-from .timerule import EXACT, SYMPY, combine, terms
 from .symbols import B as _B
 from .symbols import D as _D
 from .symbols import F as _F
+from .timerule import EXACT, SYMPY, combine, terms
 
 __all__ = ["TimeBound", "time", "limit", "leading", "crossover", "critical_batch"]
 

@@ -53,7 +53,8 @@ def test_grep_finds_one_time_rule():
     # the rule's forms written outside symroof/timerule.py: a max or sum over a bound's
     # terms, a stacked max/argmax of passes, an inline compute-or-memory choice
     pattern = re.compile(r"(Max|Add)\(\*self\._terms|\.max\(0\)\s*\+|argmax\(0\)|"
-                         r"'compute' if m\d|m\{i\} >= t\{i\}|reduce\(np\.maximum|t_math \+ t\.t_mem")
+                         r"'compute' if m\d|m\{i\} >= t\{i\}|reduce\(np\.maximum|"
+                         r"t_math \+ t\.t_mem")
     root = Path(sr.__file__).parent
     hits = [f"{p.relative_to(root)}:{i}" for p in root.rglob("*.py")
             for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]

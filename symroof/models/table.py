@@ -34,9 +34,8 @@ from ..render import fmt_num, fmt_si
 from ..timerule import combine, present
 from ..workload import Step
 from . import table_render as _render
-from .compiled import OpValues, compiled_table
+from .compiled import OpValues, compiled_table, exact_terms
 from .compiled import exact_number as _exact
-from .compiled import exact_terms
 from .compiled import row_values as _values
 from .sanity import step_warnings
 from .transformer import ATTENTION_MODES, Transformer, group

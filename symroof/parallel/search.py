@@ -38,8 +38,8 @@ from ..evaluate import NUMPY, evaluate, free_symbols
 from ..hardware.mesh import Mesh
 from ..models.transformer import Transformer
 from ..render import fmt_si
-from ..timerule import combine
 from ..symbols import B as _B
+from ..timerule import combine
 from .inverse import min_chips
 from .layout import (
     ROLES,
