@@ -82,29 +82,42 @@ def exact_number(x: Any) -> Any:
     return float(x)
 
 
+_RATES: dict[tuple, tuple] = {}  # (id(chip), dtype) -> (chip, rates)
+
+
 def rates(chip: Any, dtype: str) -> tuple[Any, Any, Any, None]:
     """(C, W, W_net, -) of ``chip`` at ``dtype`` as exact Python numbers (no host link: a
     table's rows carry no host bytes)."""
-    return exact_number(chip.peak(dtype)), exact_number(chip.hbm_bw), \
-        exact_number(chip.link_bw), None
+    hit = _RATES.get((id(chip), dtype))
+    if hit is None or hit[0] is not chip:
+        if len(_RATES) >= 64:
+            _RATES.clear()
+        hit = _RATES[id(chip), dtype] = (chip, (
+            exact_number(chip.peak(dtype)), exact_number(chip.hbm_bw),
+            exact_number(chip.link_bw), None))
+    return hit[1]
 
 
-def exact_terms(f: Any, chip: Any, dtype: str, useful: bool, net_time: Any = None
-                ) -> dict[str, Any]:
-    """The time rule's terms of one row's exact numbers (``f``: its fields, or its
-    ``OpValues`` with the row's collective seconds as ``net_time``), exact."""
+def exact_terms(f: Any, chip: Any, dtype: str, useful: bool, net_time: Any = None,
+                exact: bool = True) -> dict[str, Any]:
+    """The time rule's terms of one row's numbers (``f``: its fields, or its ``OpValues``
+    with the row's collective seconds as ``net_time``): exact, or with ``exact=False`` as
+    Python divides them (an int over an int is a correctly rounded float)."""
     if isinstance(f, dict):
         f, net_time = OpValues(*(f[n] for n in FIELDS[:6]), 0, 0, 0, 0, 0, ""), f["net_time"]
     counted = f.useful_flops if useful else f.flops
-    return terms(Fraction(counted), Fraction(f.bytes), net_time or 0, Fraction(f.net_bytes),
-                 0, rates(chip, dtype))
+    nbytes, net_bytes = f.bytes, f.net_bytes
+    if exact:
+        counted, nbytes, net_bytes = Fraction(counted), Fraction(nbytes), Fraction(net_bytes)
+    return terms(counted, nbytes, net_time or 0, net_bytes, 0, rates(chip, dtype))
 
 
 def row_values(cost: Cost | dict[str, Any], chip: Any, dtype: str, useful: bool) -> OpValues:
     """The numbers of one row (a Cost, or its fields as exact numbers): exact counts and
     float times, each term rounded once, then the time rule on them."""
     f = cost if isinstance(cost, dict) else {n: exact_number(getattr(cost, n)) for n in FIELDS}
-    t = present({k: float(v) for k, v in exact_terms(f, chip, dtype, useful).items()})
+    t = present({k: float(v) for k, v in exact_terms(f, chip, dtype, useful,
+                                                      exact=False).items()})
     lower, upper, which = combine(list(t.values()))
     return OpValues(f["flops"], f["useful_flops"], f["weight_bytes"], f["act_bytes"],
                     f["kv_bytes"], f["net_bytes"], t["compute"], t["memory"],

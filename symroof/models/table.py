@@ -174,17 +174,33 @@ class RooflineTable:
             return math.inf if counted != 0 else math.nan
         return Fraction(counted) / v.bytes
 
+    def _intensity_pair(self, v: OpValues) -> tuple[float, str]:
+        """(float, exact text) of a row's intensity; integers stay off Fraction's slow path."""
+        counted, nbytes = (v.useful_flops if self.useful else v.flops), v.bytes
+        if nbytes == 0:
+            return (math.inf, "oo") if counted != 0 else (math.nan, "nan")
+        if type(counted) is int and type(nbytes) is int:
+            g = math.gcd(counted, nbytes)
+            p, q = counted // g, nbytes // g
+            return counted / nbytes, str(p) if q == 1 else f"{p}/{q}"
+        x = Fraction(counted) / nbytes
+        return float(x), str(x)
+
+    def _per_op_float(self) -> float:
+        return math.fsum(v.lower for v in self.numbers.values())
+
     def bottleneck(self) -> str:
         """One sentence: what bounds the step and which row costs most."""
         numbers = self.numbers
         worst = max(numbers, key=lambda k: numbers[k].lower)
-        lower = self._exact_times(numbers[worst], self._net.get(worst, 0))[0]
-        share = float(lower / self._per_op_sum) if self._per_op_sum else math.nan
+        total = self._per_op_float()
+        share = numbers[worst].lower / total if total else math.nan
+        ridge = _ridge(self.chip, self.dtype)[1]
         return (f"{self._total.bound}-bound: '{worst}' takes {share:.0%} of the per-op time "
-                f"({fmt_si(numbers[worst].lower, 's')} of {fmt_si(self._per_op_sum, 's')}), "
+                f"({fmt_si(numbers[worst].lower, 's')} of {fmt_si(total, 's')}), "
                 f"{numbers[worst].bound}-bound at intensity "
-                f"{fmt_num(self._intensity(numbers[worst]))} against the "
-                f"ridge {fmt_num(self.chip.critical_intensity(self.dtype))} FLOP/B")
+                f"{fmt_num(self._intensity_pair(numbers[worst])[0])} against the "
+                f"ridge {ridge} FLOP/B")
 
     # -- printing (symroof.models.table_render) -----------------------------------------
     def _body(self) -> tuple[list[list[str]], list[str]]:
@@ -209,26 +225,23 @@ class RooflineTable:
     def as_dict(self) -> dict[str, Any]:
         """Stable JSON-ready form: numbers as numbers, exact values as strings."""
 
-        def row(v: OpValues, net_time: Any = 0) -> dict[str, Any]:
-            intensity = self._intensity(v)
-            exact = "oo" if intensity == math.inf else "nan" if intensity != intensity \
-                else str(intensity)
+        def row(v: OpValues) -> dict[str, Any]:
+            intensity, exact = self._intensity_pair(v)
             return {"flops": int(v.flops), "useful_flops": int(v.useful_flops),
                     "weight_bytes": int(v.weight_bytes), "kv_bytes": int(v.kv_bytes),
-                    "act_bytes": int(v.act_bytes), "intensity": float(intensity),
+                    "act_bytes": int(v.act_bytes), "intensity": intensity,
                     "intensity_exact": exact, "bound": v.bound, "t_math_s": v.t_math,
-                    "t_mem_s": v.t_mem, "t_lower_s": v.lower,
-                    "t_upper_s": v.upper}
+                    "t_mem_s": v.t_mem, "t_lower_s": v.lower, "t_upper_s": v.upper}
 
-        lo, hi = self._bounds
-        out = {"title": self.title, "conventions": self.conventions.as_dict(),
+        total = self._total
+        out = {"title": self.title, "conventions": _conventions_dict(self.conventions),
                "chip": self.chip.name, "dtype": self.dtype,
                "flops": "useful" if self.useful else "executed",
-               "ridge": float(self.chip.critical_intensity(self.dtype)),
-               "rows": {n: row(v, self._net.get(n, 0)) for n, v in self.numbers.items()},
-               "total": row(self._total, sum(self._net.values())),
-               "per_op_sum_s": float(self._per_op_sum), "lower_s": float(lo),
-               "upper_s": float(hi), "bottleneck": self.bottleneck(), "notes": list(self.notes),
+               "ridge": _ridge(self.chip, self.dtype)[0],
+               "rows": {n: row(v) for n, v in self.numbers.items()},
+               "total": row(total), "per_op_sum_s": self._per_op_float(),
+               "lower_s": total.lower, "upper_s": total.upper,
+               "bottleneck": self.bottleneck(), "notes": list(self.notes),
                "warnings": list(self.warnings)}
         if self._whole_values is not None:
             out["whole_model_lower_s"] = self._whole_values.lower
@@ -236,6 +249,26 @@ class RooflineTable:
 
     def to_json(self) -> str:
         return json.dumps(self.as_dict(), indent=2)
+
+
+@functools.lru_cache(maxsize=64)
+def _ridge(chip: Any, dtype: str) -> tuple[float, str]:
+    """The chip's ridge at ``dtype``: as a float and as a table prints it."""
+    ridge = chip.critical_intensity(dtype)
+    return float(ridge), fmt_num(ridge)
+
+
+_RECORDS: dict[int, tuple[Conventions, str]] = {}  # id(conventions) -> (it, its JSON)
+
+
+def _conventions_dict(conventions: Conventions) -> dict[str, Any]:
+    """The conventions' JSON form (built once per record, a fresh copy each call)."""
+    hit = _RECORDS.get(id(conventions))
+    if hit is None or hit[0] is not conventions:
+        if len(_RECORDS) >= 64:
+            _RECORDS.clear()
+        hit = _RECORDS[id(conventions)] = (conventions, json.dumps(conventions.as_dict()))
+    return json.loads(hit[1])
 
 
 @functools.cache
@@ -253,8 +286,9 @@ _BY_ID: dict[tuple, tuple] = {}  # (id(model), id(chip), ...) -> (model, chip, c
 def _compiled(model: Any, chip: Any, key: tuple) -> Any:
     """The compiled table for ``key``, found by identity first (hashing a model costs more
     than evaluating it); None where the model or chip is not all numbers."""
-    hit = _BY_ID.get((id(model), id(chip), *key))
-    if hit is not None and hit[0] is model and hit[1] is chip:
+    ids = (id(model), id(chip), *key[:-1], id(key[-1]))  # the conventions by identity too
+    hit = _BY_ID.get(ids)
+    if hit is not None and hit[0] is model and hit[1] is chip and hit[3] is key[-1]:
         return hit[2]
     numeric = isinstance(model, Transformer) and all(
         getattr(model, k).is_number for k in ("D", "F", "L", "H", "G", "d_h", "V", "w_bytes",
@@ -266,7 +300,7 @@ def _compiled(model: Any, chip: Any, key: tuple) -> Any:
         compiled = None
     if len(_BY_ID) >= 256:
         _BY_ID.clear()
-    _BY_ID[(id(model), id(chip), *key)] = (model, chip, compiled)  # keeps both ids alive
+    _BY_ID[ids] = (model, chip, compiled, key[-1])  # keeps the ids alive
     return compiled
 
 
