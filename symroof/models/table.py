@@ -124,7 +124,12 @@ class RooflineTable:
         if "_step" not in vars(self):
             return ()
         model, batch, new, cached = self._step[:4]
-        return tuple(step_warnings(model, self.chip, batch, cached + new))
+        whole = self._whole_values
+        # the whole row's KV bytes are the cache's at this context where no window makes a
+        # prefill read fewer keys than a decode step (attention_rows.context)
+        kv = whole.kv_bytes if whole is not None and (model.window is None or new == 1) \
+            else None
+        return tuple(step_warnings(model, self.chip, batch, cached + new, kv=kv))
 
     @property
     def times(self) -> dict[str, TimeBound]:
