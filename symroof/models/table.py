@@ -142,7 +142,8 @@ class RooflineTable:
     @cached_property
     def _total(self) -> OpValues:
         """The totals' numbers: summed counts, their roofline (network as time() sums it)."""
-        sums = {n: sum(v[i] for v in self.numbers.values()) for i, n in enumerate(FIELDS[:6])}
+        columns = zip(*self.numbers.values())  # one column per OpValues field
+        sums = {n: sum(col) for n, col in zip(FIELDS[:6], columns)}
         return _values({**sums, "net_time": sum(self._net.values())}, self.chip, self.dtype,
                        self.useful)
 
@@ -256,11 +257,19 @@ class RooflineTable:
         return json.dumps(self.as_dict(), indent=2)
 
 
-@functools.lru_cache(maxsize=64)
+_RIDGES: dict[tuple, tuple] = {}  # (id(chip), dtype) -> (chip, ridge as float and text)
+
+
 def _ridge(chip: Any, dtype: str) -> tuple[float, str]:
-    """The chip's ridge at ``dtype``: as a float and as a table prints it."""
-    ridge = chip.critical_intensity(dtype)
-    return float(ridge), fmt_num(ridge)
+    """The chip's ridge at ``dtype``: as a float and as a table prints it (found by the
+    chip's identity: hashing a chip costs more than the lookup)."""
+    hit = _RIDGES.get((id(chip), dtype))
+    if hit is None or hit[0] is not chip:
+        if len(_RIDGES) >= 64:
+            _RIDGES.clear()
+        ridge = chip.critical_intensity(dtype)
+        hit = _RIDGES[id(chip), dtype] = (chip, (float(ridge), fmt_num(ridge)))
+    return hit[1]
 
 
 _RECORDS: dict[int, tuple[Conventions, str]] = {}  # id(conventions) -> (it, its JSON)
