@@ -356,9 +356,8 @@ def roofline_table(model: Transformer, chip: Any, step: Step | None = None, *,
         raise ValueError(f"attention must be one of {ATTENTION_MODES}, got {attention!r}")
     if last_only is None:
         last_only = cv.last_only
-    notes = _notes(attention, last_only, "useful" if cv.counted == "useful_flops" else
-                   "executed")
     useful = cv.counted == "useful_flops"
+    notes = _notes(attention, last_only, "useful" if useful else "executed")
     plain = (type(batch) is int and batch >= 1 and type(new_tokens) is int and new_tokens >= 1
              and type(cached) is int and cached >= 0)
     fn = _compiled(model, chip, (dtype, attention, last_only, groups, cv)) if plain else None
