@@ -111,6 +111,8 @@ MUTANTS: list[tuple[str, str, str, str, list[str]]] = [
      ["tests/test_trust.py"]),
     ("time upper bound is the max, not the sum", "symroof/timerule.py",
      "upper = ops.add(upper, t)", "upper = ops.max(upper, t)", ["tests/test_timerule.py"]),
+    ("time rule: bound is the smallest term", "symroof/timerule.py",
+     "ops.gt(t, lower)", "ops.gt(lower, t)", ["tests/test_timerule.py"]),
     ("cube slices wrap on a multiple of 2", "symroof/hardware/topology.py",
      "whole = len(shape) == self.rank and all(n % 4 == 0 for n in shape)",
      "whole = len(shape) == self.rank and all(n % 2 == 0 for n in shape)",

@@ -6,8 +6,11 @@ groups). Every field is a polynomial in B, T and S with the model's numbers in i
 cleared of denominators (a field that is no polynomial, such as a sliding window's
 ``Min``, is printed with exact Fractions instead), the fields share their subterms
 (``sympy.cse``), and the lot is written out as one straight-line Python function of
-(B, T, S). Counts stay exact Python integers; each time is an integer true division, which
-Python rounds correctly, so every float equals ``float()`` of the exact SymPy value.
+(B, T, S). Counts stay exact Python integers; each term is an integer true division, which
+Python rounds correctly, so t_math and t_mem equal ``float()`` of the exact SymPy values.
+The time rule (:mod:`symroof.timerule`) is printed into the source by its ``SOURCE``
+backend: lower, the max of the rounded terms, is the rounded max; upper, their sum, is
+within an ulp of the exact sum.
 Prefill is S = T (nothing cached). :func:`row_values` gives the same ``OpValues`` of any
 ``Cost`` with numbers, the slow way.
 
