@@ -18,6 +18,7 @@ a number is asked for.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 import sympy as sp
@@ -63,6 +64,7 @@ class TimeBound:
             terms["host"] = self.t_host
         return terms
 
+    @cached_property
     def _rule(self) -> tuple[Any, Any, Any]:
         """(lower, upper, index of the largest term): the time rule (:mod:`symroof.timerule`)
         exactly on numbers, symbolically (no index) otherwise."""
@@ -73,18 +75,18 @@ class TimeBound:
     @property
     def lower(self) -> sp.Expr:
         """max(t_math, t_mem, t_net, t_host): the time with perfect overlap."""
-        return self._rule()[0]
+        return self._rule[0]
 
     @property
     def upper(self) -> sp.Expr:
         """t_math + t_mem + t_net + t_host: the time with no overlap at all."""
-        return self._rule()[1]
+        return self._rule[1]
 
     @property
     def bound(self) -> str:
         """'compute', 'memory', 'network' or 'host' (the largest term); 'undetermined'
         while the terms are symbolic and cannot be ordered."""
-        which = self._rule()[2]
+        which = self._rule[2]
         return "undetermined" if which is None else list(self._terms())[which]
 
     def subs(self, *args: Any, **kwargs: Any) -> TimeBound:

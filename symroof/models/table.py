@@ -74,11 +74,10 @@ class RooflineTable:
     @classmethod
     def _from_numbers(cls, numbers: dict[str, OpValues], whole: OpValues, chip: Any, dtype: str,
                       title: str, notes: tuple[str, ...], step: tuple,
-                      conventions: Conventions) -> RooflineTable:
+                      conventions: Conventions, useful: bool) -> RooflineTable:
         """A table from compiled numbers; ``step`` rebuilds its exact rows on demand."""
         table = cls.__new__(cls)
-        vars(table).update(numbers=numbers, chip=chip, dtype=dtype,
-                           useful=conventions.counted == "useful_flops", title=title,
+        vars(table).update(numbers=numbers, chip=chip, dtype=dtype, useful=useful, title=title,
                            notes=notes, _step=step, _net={}, _whole_values=whole, _whole_net=0,
                            conventions=conventions)
         return table
@@ -374,6 +373,6 @@ def roofline_table(model: Transformer, chip: Any, step: Step | None = None, *,
         return table
     if model.window is not None:
         model._context(sp.Integer(cached + new_tokens))  # past a sliding window: refused
-    rows, whole = fn(batch, new_tokens, cached + new_tokens)
+    rows, whole = fn.fn(batch, new_tokens, cached + new_tokens)
     return RooflineTable._from_numbers(dict(zip(fn.names, rows)), whole, chip, dtype, title,
-                                       notes, key, cv)
+                                       notes, key, cv, useful)
