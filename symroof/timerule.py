@@ -30,7 +30,8 @@ from typing import Any, NamedTuple
 
 import sympy as sp
 
-__all__ = ["TERMS", "Ops", "EXACT", "SYMPY", "SOURCE", "combine", "terms", "present"]
+__all__ = ["TERMS", "Ops", "EXACT", "SYMPY", "SOURCE", "source", "combine", "terms",
+           "present"]
 
 #: the terms' names, in the order that breaks ties
 TERMS = ("compute", "memory", "network", "host")
@@ -53,8 +54,38 @@ def _pick(c: Any, a: Any, b: Any) -> Any:
 EXACT = Ops(max, operator.add, operator.gt, _pick)
 #: symbolic terms: Max and Add; which term is largest is left undecided (None)
 SYMPY = Ops(sp.Max, operator.add, lambda a, b: None, lambda c, a, b: None)
+
+
+def _where_source(c: str, a: Any, b: Any) -> str:
+    return c if (a, b) == (1, 0) else f"({a} if {c} else {b})"  # a bool indexes as 1 or 0
+
+
+def source(prefix: str) -> tuple[Ops, dict[str, str]]:
+    """A source backend whose comparisons are named once each (``prefix`` 0, 1, ...): the
+    ops, and the names' expressions (filled as the rule runs), for the caller to assign
+    before the rule's expressions.
+
+    >>> ops, named = source("c")
+    >>> combine(["m", "t"], ops), named
+    (('(t if c0 else m)', 'm + t', 'c0'), {'c0': 't > m'})
+    """
+    named: dict[str, str] = {}
+
+    def gt(a: Any, b: Any) -> str:
+        text = f"{a} > {b}"
+        for name, expr in named.items():
+            if expr == text:
+                return name
+        named[f"{prefix}{len(named)}"] = text
+        return f"{prefix}{len(named) - 1}"
+
+    return Ops(lambda a, b: f"({b} if {gt(b, a)} else {a})", lambda a, b: f"{a} + {b}", gt,
+               _where_source), named
+
+
+#: Python source text over the terms' names (every comparison written where it is used)
 SOURCE = Ops(lambda a, b: f"({b} if {b} > {a} else {a})", lambda a, b: f"{a} + {b}",
-             lambda a, b: f"{a} > {b}", lambda c, a, b: f"({a} if {c} else {b})")
+             lambda a, b: f"{a} > {b}", _where_source)
 
 
 def combine(values: Sequence[Any], ops: Ops = EXACT, index: bool = True

@@ -8,9 +8,9 @@ cleared of denominators (a field that is no polynomial, such as a sliding window
 (``sympy.cse``), and the lot is written out as one straight-line Python function of
 (B, T, S). Counts stay exact Python integers; each term is an integer true division, which
 Python rounds correctly, so t_math and t_mem equal ``float()`` of the exact SymPy values.
-The time rule (:mod:`symroof.timerule`) is printed into the source by its ``SOURCE``
-backend: lower, the max of the rounded terms, is the rounded max; upper, their sum, is
-within an ulp of the exact sum.
+The time rule (:mod:`symroof.timerule`) is printed into the source by its source backend
+(``timerule.source``, each comparison computed once): lower, the max of the rounded terms,
+is the rounded max; upper, their sum, is within an ulp of the exact sum.
 Prefill is S = T (nothing cached). :func:`row_values` gives the same ``OpValues`` of any
 ``Cost`` with numbers, the slow way.
 
@@ -21,7 +21,7 @@ by the model's fields, the chip's peak and bandwidth, the options and symroof's 
 >>> import symroof as sr
 >>> table = compiled_table(sr.model("tiny"), sr.chip("h100"))
 >>> rows, whole = table(2, 1, 8)              # B = 2, T = 1, S = 8 (7 cached)
->>> q = rows[table.names.index("attn/q_proj")]
+>>> q = rows["attn/q_proj"]
 >>> q.flops, q.weight_bytes, q.bound           # 2 L B T D H d_h; L D H d_h w_bytes
 (32768, 16384, 'memory')
 """
@@ -42,7 +42,7 @@ from ..conventions import SYMROOF, Conventions, using
 from ..cost import FIELDS, Cost
 from ..hardware import Chip
 from ..symbols import B, S, T
-from ..timerule import SOURCE, TERMS, combine, present, terms
+from ..timerule import TERMS, combine, present, source, terms
 from .transformer import Transformer, group
 
 __all__ = ["OpValues", "CompiledTable", "compiled_table", "row_values", "exact_number",
@@ -128,10 +128,11 @@ def row_values(cost: Cost | dict[str, Any], chip: Any, dtype: str, useful: bool)
 
 
 class CompiledTable(NamedTuple):
-    """``fn(B, T, S) -> (rows, whole)``: an ``OpValues`` per name, and one for the whole."""
+    """``fn(B, T, S) -> (rows, whole)``: ``{name: OpValues}`` in ``names`` order, and the
+    whole's ``OpValues``."""
 
     names: tuple[str, ...]
-    fn: Callable[[int, int, int], tuple[tuple[OpValues, ...], OpValues]]
+    fn: Callable[[int, int, int], tuple[dict[str, OpValues], OpValues]]
     source: str
 
     def __call__(self, batch: int, new_tokens: int, context: int) -> Any:
@@ -188,10 +189,12 @@ def _row_source(i: str, fields: list[str], dens: list[int], peak: sp.Expr,
     vals = [src if den == 1 else f"_normal({src})" if den == 0 else f"_quotient({src}, {den})"
             for src, den in zip(fields, dens)]
     wrap = "float" if any(d != 1 for d in dens) else ""
-    lower, upper, which = combine([f"m{i}", f"t{i}"], SOURCE)
+    ops, named = source(f"c{i}_")
+    lower, upper, which = combine([f"m{i}", f"t{i}"], ops)
     return [f"    f{i}, u{i}, w{i}, a{i}, k{i} = " + ", ".join(vals),
             f"    m{i} = {wrap}({_over(f'{counted}{i}', peak)}); "
             f"t{i} = {wrap}({_over(f'(w{i} + a{i} + k{i})', hbm_bw)})",
+            *(f"    {name} = {expr}" for name, expr in named.items()),
             f"    r{i} = _new(_V, (f{i}, u{i}, w{i}, a{i}, k{i}, 0, m{i}, t{i}, 0.0, {lower}, "
             f"{upper}, _TERMS[{which}]))"]
 
@@ -264,5 +267,6 @@ def _source(model: Transformer, peak: sp.Expr, hbm_bw: sp.Expr, attention: str,
     for k in range(len(names)):
         lines += _row_source(str(k), fields[k], dens[k], peak, hbm_bw,
                              counted if k < last else "u")
-    lines.append(f"    return ({''.join(f'r{k}, ' for k in range(last))}), r{last}")
+    rows = ", ".join(f"{name!r}: r{k}" for k, name in enumerate(names[:-1]))
+    lines.append(f"    return {{{rows}}}, r{last}")  # a dict display: no dict(zip()) per call
     return list(names[:-1]), "\n".join(lines)

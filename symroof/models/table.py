@@ -374,5 +374,4 @@ def roofline_table(model: Transformer, chip: Any, step: Step | None = None, *,
     if model.window is not None:
         model._context(sp.Integer(cached + new_tokens))  # past a sliding window: refused
     rows, whole = fn.fn(batch, new_tokens, cached + new_tokens)
-    return RooflineTable._from_numbers(dict(zip(fn.names, rows)), whole, chip, dtype, title,
-                                       notes, key, cv, useful)
+    return RooflineTable._from_numbers(rows, whole, chip, dtype, title, notes, key, cv, useful)
