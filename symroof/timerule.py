@@ -20,6 +20,8 @@ JSON), ``sr.evaluate``, ``sweep_step_time`` and ``strategy_search`` read it from
 (5, 8, 1)
 >>> combine(["m", "t"], SOURCE)[0]
 '(t if t > m else m)'
+>>> print(source(["m", "t"], lambda lower, upper, i: f"{lower}, {upper}, {TERMS[i]!r}"))
+(t, m + t, 'memory' if t > m else m, m + t, 'compute')
 """
 
 from __future__ import annotations
@@ -60,27 +62,46 @@ def _where_source(c: str, a: Any, b: Any) -> str:
     return c if (a, b) == (1, 0) else f"({a} if {c} else {b})"  # a bool indexes as 1 or 0
 
 
-def source(prefix: str) -> tuple[Ops, dict[str, str]]:
-    """A source backend whose comparisons are named once each (``prefix`` 0, 1, ...): the
-    ops, and the names' expressions (filled as the rule runs), for the caller to assign
-    before the rule's expressions.
+class _Ask(Exception):
+    """A comparison the path being followed has not decided yet."""
 
-    >>> ops, named = source("c")
-    >>> combine(["m", "t"], ops), named
-    (('(t if c0 else m)', 'm + t', 'c0'), {'c0': 't > m'})
-    """
-    named: dict[str, str] = {}
 
-    def gt(a: Any, b: Any) -> str:
+def _path(values: Sequence[str], path: tuple[bool, ...]) -> tuple[list[str], Any]:
+    """The rule over term names along ``path`` (the outcomes of its comparisons, in the
+    order it asks them): the comparisons asked, and (lower, upper, index) there, or None
+    where the path ends before the rule does."""
+    asked: dict[str, bool] = {}
+
+    def gt(a: Any, b: Any) -> bool:
         text = f"{a} > {b}"
-        for name, expr in named.items():
-            if expr == text:
-                return name
-        named[f"{prefix}{len(named)}"] = text
-        return f"{prefix}{len(named) - 1}"
+        if text not in asked:
+            if len(asked) == len(path):
+                asked[text] = False  # named, not decided
+                raise _Ask
+            asked[text] = path[len(asked)]
+        return asked[text]
 
-    return Ops(lambda a, b: f"({b} if {gt(b, a)} else {a})", lambda a, b: f"{a} + {b}", gt,
-               _where_source), named
+    ops = Ops(lambda a, b: b if gt(b, a) else a, lambda a, b: f"{a} + {b}", gt, _pick)
+    try:
+        result = combine(values, ops)
+    except _Ask:
+        result = None
+    return list(asked), result
+
+
+def source(values: Sequence[str], leaf: Callable[[Any, Any, Any], str],
+           path: tuple[bool, ...] = ()) -> str:
+    """The rule over term names (Python source) as one conditional expression: each
+    comparison asked once, ``leaf(lower, upper, index)`` printed where the answers lead.
+
+    >>> print(source(["m", "t"], lambda lo, up, i: f"({lo}, {up}, {i})"))
+    ((t, m + t, 1) if t > m else (m, m + t, 0))
+    """
+    asked, result = _path(values, path)
+    if result is None:  # the next comparison decides: one branch for each answer
+        yes, no = source(values, leaf, path + (True,)), source(values, leaf, path + (False,))
+        return f"({yes} if {asked[len(path)]} else {no})"
+    return leaf(*result)
 
 
 #: Python source text over the terms' names (every comparison written where it is used)

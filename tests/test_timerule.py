@@ -2,6 +2,7 @@
 view (TimeBound, the compiled table, the NumPy evaluator, the strategy search) reads it from
 symroof.timerule, and the source of the library holds no second copy."""
 
+import itertools
 import re
 from fractions import Fraction
 from pathlib import Path
@@ -13,7 +14,7 @@ import sympy as sp
 import symroof as sr
 from symroof.evaluate import NUMPY, evaluate
 from symroof.symbols import B
-from symroof.timerule import EXACT, SOURCE, SYMPY, combine
+from symroof.timerule import EXACT, SOURCE, SYMPY, combine, source
 
 H100_C, H100_W = 989 * 10**12, 335 * 10**10  # NVIDIA H100 SXM sheet: dense bf16, HBM3 B/s
 
@@ -31,6 +32,14 @@ def test_the_rule_on_every_backend():
     assert combine([x, y], SYMPY)[:2] == (sp.Max(x, y), x + y)
     lo, up, at = (eval(src, {"m": 1.0, "t": 2.0}) for src in combine(["m", "t"], SOURCE))
     assert (lo, up, at) == (2.0, 3.0, 1)
+
+
+def test_the_compiled_tables_decision_tree_is_the_rule():
+    # the tables' source asks each comparison once; on every ordering of three terms (ties
+    # included) it answers as the rule does on numbers
+    tree = source(["a", "b", "c"], lambda lo, up, i: f"({lo}, {up}, {i})")
+    for v in itertools.product(range(3), repeat=3):
+        assert eval(tree, dict(zip("abc", v))) == combine(list(v)), v
 
 
 def test_every_view_agrees_exactly():

@@ -8,9 +8,10 @@ cleared of denominators (a field that is no polynomial, such as a sliding window
 (``sympy.cse``), and the lot is written out as one straight-line Python function of
 (B, T, S). Counts stay exact Python integers; each term is an integer true division, which
 Python rounds correctly, so t_math and t_mem equal ``float()`` of the exact SymPy values.
-The time rule (:mod:`symroof.timerule`) is printed into the source by its source backend
-(``timerule.source``, each comparison computed once): lower, the max of the rounded terms,
-is the rounded max; upper, their sum, is within an ulp of the exact sum.
+The time rule (:mod:`symroof.timerule`) is printed into the source as a decision tree
+(``timerule.source``: each comparison asked once, the row's values chosen by it): lower,
+the max of the rounded terms, is the rounded max; upper, their sum, is within an ulp of
+the exact sum.
 Prefill is S = T (nothing cached). :func:`row_values` gives the same ``OpValues`` of any
 ``Cost`` with numbers, the slow way.
 
@@ -189,14 +190,12 @@ def _row_source(i: str, fields: list[str], dens: list[int], peak: sp.Expr,
     vals = [src if den == 1 else f"_normal({src})" if den == 0 else f"_quotient({src}, {den})"
             for src, den in zip(fields, dens)]
     wrap = "float" if any(d != 1 for d in dens) else ""
-    ops, named = source(f"c{i}_")
-    lower, upper, which = combine([f"m{i}", f"t{i}"], ops)
+    head = f"f{i}, u{i}, w{i}, a{i}, k{i}, 0, m{i}, t{i}, 0.0"
+    rule = source([f"m{i}", f"t{i}"], lambda lo, up, k: f"({head}, {lo}, {up}, {TERMS[k]!r})")
     return [f"    f{i}, u{i}, w{i}, a{i}, k{i} = " + ", ".join(vals),
             f"    m{i} = {wrap}({_over(f'{counted}{i}', peak)}); "
             f"t{i} = {wrap}({_over(f'(w{i} + a{i} + k{i})', hbm_bw)})",
-            *(f"    {name} = {expr}" for name, expr in named.items()),
-            f"    r{i} = _new(_V, (f{i}, u{i}, w{i}, a{i}, k{i}, 0, m{i}, t{i}, 0.0, {lower}, "
-            f"{upper}, _TERMS[{which}]))"]
+            f"    r{i} = _new(_V, {rule})"]
 
 
 @functools.lru_cache(maxsize=64)
@@ -249,7 +248,6 @@ def compiled_table(model: Transformer, chip: Chip, dtype: str = "bf16",
                          lambda: _source(model, peak, hbm_bw, attention, last_only, groups,
                                          conventions))
     namespace: dict[str, Any] = {"_V": OpValues, "_new": tuple.__new__, "_F": Fraction,
-                                 "_TERMS": TERMS,
                                  "_quotient": _quotient, "_normal": _normal, "math": math}
     exec(compile(source, f"<symroof table: {model.name} on {chip.name}>", "exec"), namespace)
     return CompiledTable(tuple(names), namespace["_table"], source)
