@@ -10,11 +10,13 @@ t_math = counted FLOPs / C, t_mem = memory bytes / W, t_net = a collective's own
 
 :func:`combine` applies that rule to a list of terms through a backend (:class:`Ops`):
 ``EXACT`` (Python ints, Fractions, SymPy numbers and floats: ``max``, ``+``, ``>``),
-``SYMPY`` (symbolic terms: ``Max``), ``SOURCE`` (Python source text, which the compiled
-per-configuration tables run: :mod:`symroof.models.compiled`) and, in
+``SYMPY`` (symbolic terms: ``Max``), ``SOURCE`` (Python source text) and, in
 :mod:`symroof.evaluate`, ``NUMPY`` (arrays of configurations: sweeps, serving curves, the
-strategy search). ``sr.time`` and ``TimeBound``, ``RooflineTable`` (numbers, totals and
-JSON), ``sr.evaluate``, ``sweep_step_time`` and ``strategy_search`` read it from here.
+strategy search); :func:`source` follows the rule down each answer of its comparisons and
+prints it as one conditional expression, which the compiled per-configuration tables run
+(:mod:`symroof.models.compiled`). ``sr.time`` and ``TimeBound``, ``RooflineTable``
+(numbers, totals and JSON), ``sr.evaluate``, ``sweep_step_time`` and ``strategy_search``
+read it from here.
 
 >>> combine([3, 5])                      # (lower, upper, index of the largest)
 (5, 8, 1)
