@@ -271,17 +271,18 @@ def _ridge(chip: Any, dtype: str) -> tuple[float, str]:
     return hit[1]
 
 
-_RECORDS: dict[int, tuple[Conventions, str]] = {}  # id(conventions) -> (it, its JSON)
+_RECORDS: dict[int, tuple[Conventions, dict]] = {}  # id(conventions) -> (it, as_dict())
 
 
 def _conventions_dict(conventions: Conventions) -> dict[str, Any]:
-    """The conventions' JSON form (built once per record, a fresh copy each call)."""
+    """The conventions' JSON form (built once per record, a fresh copy each call: its
+    values are strings, numbers and lists of them)."""
     hit = _RECORDS.get(id(conventions))
     if hit is None or hit[0] is not conventions:
         if len(_RECORDS) >= 64:
             _RECORDS.clear()
-        hit = _RECORDS[id(conventions)] = (conventions, json.dumps(conventions.as_dict()))
-    return json.loads(hit[1])
+        hit = _RECORDS[id(conventions)] = (conventions, conventions.as_dict())
+    return {k: list(v) if type(v) is list else v for k, v in hit[1].items()}
 
 
 @functools.cache
