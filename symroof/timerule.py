@@ -22,8 +22,8 @@ read it from here.
 (5, 8, 1)
 >>> combine(["m", "t"], SOURCE)[0]
 '(t if t > m else m)'
->>> print(source(["m", "t"], lambda lower, upper, i: f"{lower}, {upper}, {TERMS[i]!r}"))
-(t, m + t, 'memory' if t > m else m, m + t, 'compute')
+>>> print(source(["m", "t"], lambda lower, upper, i: f"({lower}, {upper}, {TERMS[i]!r})"))
+((t, m + t, 'memory') if t > m else (m, m + t, 'compute'))
 """
 
 from __future__ import annotations
