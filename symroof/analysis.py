@@ -18,6 +18,7 @@ a number is asked for.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from functools import cached_property
 from typing import Any
 
@@ -69,6 +70,10 @@ class TimeBound:
         """(lower, upper, index of the largest term): the time rule (:mod:`symroof.timerule`)
         exactly on numbers, symbolically (no index) otherwise."""
         values = list(self._terms().values())
+        if all(t.is_Rational for t in values):  # Python's Fractions compare faster than SymPy's
+            lower, upper, which = combine([Fraction(int(t.p), int(t.q)) for t in values])
+            return sp.Rational(lower.numerator, lower.denominator), \
+                sp.Rational(upper.numerator, upper.denominator), which
         numeric = all(t.is_number for t in values)
         return combine(values, EXACT if numeric else SYMPY)
 
