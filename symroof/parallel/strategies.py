@@ -44,6 +44,7 @@ from ..hardware.mesh import Mesh
 from ..models.training_memory import REMAT_POLICIES, train_memory
 from ..models.transformer import Transformer
 from ..render import fmt_si
+from ..timerule import SYMPY, combine
 from ..workload import TrainStep
 from .book_block import routed_params
 from .conditions import derive
@@ -168,7 +169,8 @@ class TrainPlan:
     def upper(self) -> sp.Expr:
         """Step time with no overlap at all (every collective after the compute and after
         each other), seconds."""
-        return sum(t.t_math + t.t_mem + t.cost.net_time for t in self.time.values())
+        return sum(combine([t.t_math, t.t_mem, t.cost.net_time], SYMPY)[1]
+                   for t in self.time.values())
 
     @property
     def bound(self) -> str:
