@@ -36,7 +36,8 @@ SHEET = {
                 "vregs_bytes": 2 * 32 * 8 * 128 * 4},  # 32 VREGs of (8, 128) 32-bit a core
     "tpu-v5e": {"cores": 1, "units_per_core": 4, "clock": 1_500_000_000, "unit_flops.bf16": MXU,
                 "unit_flops.int8": 2 * MXU, "vmem_bytes": 128 * 2**20,
-                "vmem_bw": 22 * 820 * G},  # '22x higher than HBM bandwidth'
+                "vmem_bw": 22 * 820 * G,  # '22x higher than HBM bandwidth'
+                "host_dram": 384 * G},  # Google Cloud v5e VM types: ct5lp-hightpu-8t, 384 GB
     "tpu-v5p": {"cores": 2, "units_per_core": 4, "unit_flops.bf16": MXU, "vector_alus": 8192,
                 "vector_peak": 7 * T, "vmem_bytes": 128_000_000, "vregs_bytes": 256_000,
                 "host_dram": 448 * G},  # Google Cloud v5p: 'RAM (GB) (4-chip VM) 448'
@@ -142,6 +143,8 @@ def test_hosts_are_chips_over_host_size():
     assert sr.mesh("tpu-v5p", "16x20x28").hosts == 2240
     v5p = sr.chip("tpu-v5p")
     assert v5p.internals["host_dram"] > 4 * v5p.hbm_bytes  # 448 GB against 4 x 96 GB
+    v5e = sr.chip("tpu-v5e")  # a host of 8 v5e chips: 384 GB of DRAM, 3x its 8 x 16 GB HBM
+    assert v5e.internals["host_dram"] == 3 * 8 * v5e.hbm_bytes
     with pytest.raises(ValueError, match="mesh.hosts is for TPU slices"):
         sr.mesh("h100", {"X": 8}).hosts  # noqa: B018
 
