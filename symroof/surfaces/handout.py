@@ -19,7 +19,7 @@ from typing import Any
 
 import sympy as sp
 
-from ..derivation import Derivation, Step
+from ..derivation import Derivation, DerivationStep
 from ..prose import tex_text
 from ..render import latex
 
@@ -140,7 +140,7 @@ def _in_unit(x: Any, unit: str) -> str:
     return rf"{shown}\,{tex}"
 
 
-def _row(s: Step) -> str:
+def _row(s: DerivationStep) -> str:
     statement = for_students(s.statement)
     stated = stated_unit(s.statement)
     unit = unit_of(s.lhs) if stated is None else ""
