@@ -117,8 +117,9 @@ ar = gpu_d.step("an AllReduce over 16,384 H100s (LLaMA-3's count) in DGX SuperPo
                 "core level: twice the AllGather, bound at the leaf",
                 r"T_\text{AR}\, W_\text{node} / V_b", sr.all_reduce(big, V_b, "XY").t_bw
                 * W_node / V_b)
-floor = gpu_d.step("... and its latency floor: NCCL's tree, 2 (7 hops of 0.6 us in the node "
-                   "+ 11 levels of 5.0 us over 2048 nodes), not a ring's 2 x 16,383 steps",
+floor = gpu_d.step("... and its latency floor: NCCL's tree, $2 (7 \\times 0.6 + 11 \\times "
+                   "5.0)\\,\\mu$s (7 hops in the node, 11 levels over 2048 nodes), not a ring's "
+                   "$2 \\times 16{,}383$ steps",
                    r"T_\text{AR, floor} / \mu\text{s}", sr.all_reduce(big, V_b, "XY").t_lat
                    * 10**6)
 ring_floor = sr.all_reduce(big, V_b, "XY", conventions=sr.profile("symroof").replace(
@@ -143,7 +144,7 @@ gpu_d.claim("16,384 H100s build: node 8, leaf 32, spine 4, core 16; the AllReduc
             r"$2 \cdot 31/32\, V_b / W_\text{node}$ (the book's 413 GB/s leaf bound, twice)",
             big.n_chips == 16384 and levels == [("node", 8), ("leaf", 32), ("spine", 4),
                                                 ("core", 16)] and ar == sp.Rational(31, 16))
-gpu_d.claim("NCCL's tree floor is 118.4 us where a flat ring's would be 28 ms; the book "
+gpu_d.claim("NCCL's tree floor is $118.4\\,\\mu$s where a flat ring's would be 28 ms; the book "
             "gives no GPU latency, only that 'a tree (log N hops) lowers latency, not bandwidth "
             "cost'", floor == sp.Rational(592, 5) and round(float(ring_floor) * 1e3) == 28)
 gpu_d.claim("GB200: 128 NVL72 racks, 16 scalable units of 8 under a spine, are NVIDIA's 9216 "
