@@ -67,6 +67,9 @@ MUTANTS: list[tuple[str, str, str, str, list[str]]] = [
     ("NCCL tree level latency 2% high", "symroof/hardware/chips.py",
      '"tree_latency": (Fraction(5, 10**6)', '"tree_latency": (Fraction(51, 10**7)',
      ["tests/test_network_latency.py"]),
+    ("gb200 SMs 2% more", "symroof/hardware/chips.py",
+     '"cores": (148, _BOOK_SM + ": B200 \'148\' SMs" + _GB200_GPU)',
+     '"cores": (151, _BOOK_SM + ": B200 \'148\' SMs" + _GB200_GPU)', ["tests/test_internals.py"]),
     ("tpu-v5e host DRAM 2% high", "symroof/hardware/chips.py",
      '"host_dram": (384 * G', '"host_dram": (392 * G', ["tests/test_internals.py"]),
     # -- collectives -------------------------------------------------------------------

@@ -29,7 +29,9 @@ SHEET = {
     "b200": {"cores": 148, "units_per_core": 4, "clock": 1_860_000_000, "unit_flops.bf16": 2048,
              "vector_alus": 18944, "smem_bytes": 256_000, "tmem_bytes": 256_000,
              "l2_bytes": 126_000_000},
-    "gb200": {},
+    # the GB200 RA: 'Each B200 GPU features 18 NVL5 links': the book's B200 row, no clock
+    "gb200": {"cores": 148, "units_per_core": 4, "unit_flops.bf16": 2048, "vector_alus": 18944,
+              "smem_bytes": 256_000, "tmem_bytes": 256_000, "l2_bytes": 126_000_000},
     "tpu-v2": {"cores": 2, "units_per_core": 1, "unit_flops.bf16": MXU},  # one MXU a core
     "tpu-v3": {"cores": 2, "units_per_core": 2, "unit_flops.bf16": MXU},
     "tpu-v4p": {"cores": 2, "units_per_core": 4, "unit_flops.bf16": MXU, "vector_alus": 4096,
@@ -82,6 +84,16 @@ def test_cuda_cores_times_clock_times_an_fma_is_the_fp32_peak(name, fp32):
     c = sr.chip(name)  # sheets count an FMA as 2 FLOPs (book ch. 12, Quiz 1 Q2)
     built = c.internals["vector_alus"] * 2 * c.internals["clock"]
     assert abs(built / fp32 - 1) < sp.Rational(5, 1000) and vector_peak(c) == fp32
+
+
+def test_gb200_cuda_cores_imply_the_books_2_1_ghz():
+    # no clock is on record for the GB200's GPU: the NVL72 sheet's 'FP32 5,760 TFLOPS' for 72
+    # GPUs over 18,944 CUDA cores of 2 FLOPs (an FMA) a cycle is 2.11 GHz, the book's Quiz 1
+    # Q6 reading (2.1 GHz)
+    gb200 = sr.chip("gb200")
+    assert "clock" not in gb200.internals and gb200.peak("fp32") == 5760 * T // 72
+    clock = gb200.peak("fp32") / (2 * gb200.internals["vector_alus"])
+    assert round(float(clock) / 1e9, 2) == 2.11
 
 
 def test_book_from_vmem_an_int8_matmul_needs_only_b_over_11():

@@ -207,6 +207,29 @@ def _hopper_internals(name: str) -> dict:
     }
 
 
+_GB200_GPU = ("; a GB200 NVL72's GPU is a B200: NVIDIA DGX SuperPOD RA (DGX GB200), 'Each B200 "
+              "GPU features 18 NVL5 links', https://docs.nvidia.com/dgx-superpod/reference-"
+              "architecture-scalable-infrastructure-gb200/latest/network-fabrics.html. No "
+              "clock: no source gives the 1,200 W part's")
+
+
+def _blackwell_internals() -> dict:
+    """A GB200 NVL72's GPU: the book's B200 row (SMs, tensor cores, SMEM, TMEM, L2) and its
+    CUDA-core count; no clock on record (neither NVIDIA nor the book gives the GB200's)."""
+    return {
+        "cores": (148, _BOOK_SM + ": B200 '148' SMs" + _GB200_GPU),
+        "units_per_core": (4, _BOOK_SM + ": 4 Tensor Cores a SM" + _GB200_GPU),
+        "unit_flops.bf16": (2048, _BOOK_SM + ": 'it seems likely it's about 2048 "
+                            "FLOPs/TC/cycle' (an estimate)" + _GB200_GPU),
+        "vector_alus": (148 * 4 * 32, _BOOK_SM + " Quiz 1 Q1: 'a total of 18944' CUDA cores"
+                        + _GB200_GPU),
+        "smem_bytes": (256 * 10**3, _BOOK_SM + ": SMEM '256kB' per SM" + _GB200_GPU),
+        "tmem_bytes": (256 * 10**3, _BOOK_SM + ": 'Blackwell adds 256kB of TMEM per SM'"
+                       + _GB200_GPU),
+        "l2_bytes": (126 * 10**6, _BOOK_SM + ": L2 '126MB'" + _GB200_GPU),
+    }
+
+
 RECORDS: list[dict] = [
     dict(
         name="h100",
@@ -466,6 +489,7 @@ RECORDS: list[dict] = [
             900 * G // 2 // 2, _GB200 + ": NVLink-C2C 900GB/s (bidirectional) between the Grace "
             "CPU and its 2 GPUs, read as shared: 225e9 B/s per GPU one way (the conservative "
             "reading; 2x if each GPU has its own 900GB/s)"),
+        internals=_blackwell_internals(),
     ),
     dict(
         name="tpu-v2",
