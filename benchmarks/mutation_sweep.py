@@ -70,6 +70,8 @@ MUTANTS: list[tuple[str, str, str, str, list[str]]] = [
     ("gb200 SMs 2% more", "symroof/hardware/chips.py",
      '"cores": (148, _BOOK_SM + ": B200 \'148\' SMs" + _GB200_GPU)',
      '"cores": (151, _BOOK_SM + ": B200 \'148\' SMs" + _GB200_GPU)', ["tests/test_internals.py"]),
+    ("tpu-v6e host DRAM 2% low", "symroof/hardware/chips.py",
+     '"host_dram": (1536 * 2**30', '"host_dram": (1505 * 2**30', ["tests/test_internals.py"]),
     ("tpu-v5e host DRAM 2% high", "symroof/hardware/chips.py",
      '"host_dram": (384 * G', '"host_dram": (392 * G', ["tests/test_internals.py"]),
     # -- collectives -------------------------------------------------------------------

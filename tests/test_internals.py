@@ -43,7 +43,8 @@ SHEET = {
     "tpu-v5p": {"cores": 2, "units_per_core": 4, "unit_flops.bf16": MXU, "vector_alus": 8192,
                 "vector_peak": 7 * T, "vmem_bytes": 128_000_000, "vregs_bytes": 256_000,
                 "host_dram": 448 * G},  # Google Cloud v5p: 'RAM (GB) (4-chip VM) 448'
-    "tpu-v6e": {"cores": 1, "unit_flops.bf16": 4 * MXU},  # a 256x256 MXU: 4x a 128x128's
+    "tpu-v6e": {"cores": 1, "unit_flops.bf16": 4 * MXU,  # a 256x256 MXU: 4x a 128x128's
+                "host_dram": 1536 * 2**30},  # Google Cloud v6e: 'DRAM per host 1536 GiB'
 }
 
 

@@ -663,6 +663,10 @@ RECORDS: list[dict] = [
             "unit_flops.bf16": (4 * _MXU[0], _BOOK_TC + ": 'Trillium (TPU v6e) has a 256x256 "
                                 "systolic array, which means it can perform 4x more FLOPs / "
                                 "cycle'"),
+            "host_dram": (1536 * 2**30, "Google Cloud TPU docs, https://cloud.google.com/tpu/"
+                          "docs/v6e: 'DRAM per host 1536 GiB', 'Chips per host 8' (the "
+                          "machine's DRAM; the page gives no VM figure, which v5e and v5p's "
+                          "records use)"),
         }
     ),
 ]
