@@ -158,6 +158,7 @@ def _times(plan: Any, subs: dict, model: Any = None) -> dict[str, dict[str, sp.E
     values = {SYM[f"k_{r}"]: links[r][0] for r in ROLES}
     values[SYM["a_ep"]] = a2a_link(plan.mesh, plan.axes["ep"])
     values.update({SYM[f"lat_{r}"]: 0 for r in ROLES})
+    values.update({SYM[f"lar_{r}"]: 0 for r in ROLES})
     values.update(subs)
     C = plan.mesh.chip.peak(plan.dtype)
     out: dict[str, dict[str, sp.Expr]] = {}

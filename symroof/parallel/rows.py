@@ -247,13 +247,15 @@ def condition_rows(model: Any, B: Any, seq: Any, n: dict, z: tuple,
 
 
 def template_make(kind: str, role: str, V: Any, count: Any) -> Cost:
-    """A collective in template form: count x max(lat, V k) (twice for an AllReduce; an
-    AllToAll's k is ``a_<role>``), with the role's k and lat left as symbols (see
+    """A collective in template form: count x max(lat, V k) (an AllReduce: max(lar, 2 V k);
+    an AllToAll's k is ``a_<role>``), with the role's k and latencies left as symbols (see
     :mod:`symroof.parallel.layout`)."""
-    mult = 2 if kind == "all-reduce" else 1
+    if kind == "all-reduce":  # its own latency floor (lar: NCCL's tree may be lower)
+        return Cost(net_time=count * sp.Max(SYM[f"lar_{role}"], 2 * V * SYM[f"k_{role}"],
+                                            evaluate=False))
     k = SYM[f"a_{role}"] if kind == "all-to-all" else SYM[f"k_{role}"]
     lat = SYM[f"lat_{role}"]
-    return Cost(net_time=count * mult * sp.Max(lat, V * k, evaluate=False))  # (no ordering)
+    return Cost(net_time=count * sp.Max(lat, V * k, evaluate=False))  # (no ordering)
 
 
 def pass_times(rows: dict[str, Cost], chip: Any, dtype: str = "bf16", *, bubble: Any = 1,

@@ -46,6 +46,7 @@ from .layout import (
     ROLES,
     SYM,
     a2a_link,
+    allreduce_latency,
     check_experts,
     mesh_text,
     parse_strategy,
@@ -80,6 +81,8 @@ class Candidate:
         out = {f"n_{r}": float(d) for r, d in self.degrees.items()}
         out.update({f"k_{r}": float(links[r][0]) for r in ROLES})
         out.update({f"lat_{r}": float(links[r][1]) for r in ROLES})
+        out.update({f"lar_{r}": float(allreduce_latency(self.mesh, self.axes[r]))
+                    for r in ROLES})
         out["a_ep"] = float(a2a_link(self.mesh, self.axes["ep"]))
         out.update({f"z{i}": float(self.zero >= i) for i in (1, 2, 3)})
         out["n_mb"] = float(self.microbatches)
