@@ -199,6 +199,7 @@ class Operands:
     sums: str | None = None
     repeats: Any = 1
     block: str = ""  # names the row's collectives: comm/<block>_<kind>
+    once: bool = False  # a row outside the layers (embedding, head): no layer's collective
 
     @property
     def work_axes(self) -> tuple[str, ...]:
@@ -210,7 +211,7 @@ class Operands:
 
 def operands(reads: str | Iterable[str] = (), writes: str | None = None,
              weight: str | None = None, kv: str | None = None, *, sums: str | None = None,
-             repeats: Any = 1, block: str = "") -> Operands:
+             repeats: Any = 1, block: str = "", once: bool = False) -> Operands:
     """Operands in the book's notation.
 
     >>> operands("h[B, D]", "q[B, H_XY]", weight="W[D, H_XY]", repeats=32).work_axes
@@ -219,7 +220,7 @@ def operands(reads: str | Iterable[str] = (), writes: str | None = None,
     reads = (reads,) if isinstance(reads, str) else tuple(reads)
     opt = lambda s: None if s is None else as_partition(s)  # noqa: E731
     return Operands(tuple(as_partition(r) for r in reads), opt(writes), opt(weight), opt(kv),
-                    sums, repeats, block)
+                    sums, repeats, block, once)
 
 
 @dataclass(frozen=True)
@@ -258,7 +259,7 @@ def _walk(keys: Iterable[str], layout: Layout, mesh: Mesh, sizes: Mapping[str, A
     partition serves every later reader of the same ``repeats`` (one layer kind's rows)."""
     written: dict[str, ArraySpec] = {}
     copies: dict[tuple[str, Any], ArraySpec] = {}
-    names: dict[str, Collective] = {}
+    names: dict[str, tuple] = {}  # row name -> (kind, axes, V) of the collective it holds
     out = []
     for key, rule in ((k, layout.rule(k)) for k in keys):
         steps: list[tuple[ArraySpec, Collective]] = []
@@ -282,9 +283,9 @@ def _walk(keys: Iterable[str], layout: Layout, mesh: Mesh, sizes: Mapping[str, A
         named = []
         for array, c in steps:
             name = f"comm/{rule.block or key.replace('/', '_')}_{c.kind.replace('-', '')}"
-            if name in names and names[name] != c:
+            if names.setdefault(name, (c.kind, c.axes, c.V)) != (c.kind, c.axes, c.V):
                 name += f"_{array.name or 'x'}"
-            names.setdefault(name, c)
+                names.setdefault(name, (c.kind, c.axes, c.V))
             named.append((name, c))
         out.append((key, rule, named))
     return out
@@ -294,9 +295,12 @@ def layer_collectives(keys: Iterable[str], layout: Layout, mesh: Mesh,
                       sizes: Mapping[str, Any], act_bytes: Any = 2,
                       ) -> dict[str, tuple[int, Collective]]:
     """One layer's collectives under ``layout`` (the rows of ``keys`` walked once, as
-    :func:`shard` does): row name -> (times a layer sends it, Collective)."""
+    :func:`shard` does, rows marked ``once`` left out): row name -> (times a layer sends it,
+    Collective)."""
     out: dict[str, tuple[int, Collective]] = {}
-    for _, _, steps in _walk(keys, layout, mesh, sizes, act_bytes):
+    for _, rule, steps in _walk(keys, layout, mesh, sizes, act_bytes):
+        if rule.once:
+            continue
         for name, c in steps:
             out[name] = (out[name][0] + 1 if name in out else 1, c)
     return out
