@@ -44,6 +44,7 @@ from typing import Any
 import sympy as sp
 
 from ..hardware.mesh import Mesh
+from ..symbols import S as _S
 from .partition import Layout, Operands
 from .sharding import ArraySpec
 
@@ -141,7 +142,7 @@ def serving_layout(m: Any, mesh: Mesh, B: Any, S: Any = None, layout: str = "1d"
     else:
         h, b, r = kv_axes(mesh, A, heads, B)
         rules = _rules_1d(m, A, h, b, r)
-    sizes = _sizes(m, B, sp.sympify(S) if S is not None else sp.Symbol("S", positive=True))
+    sizes = _sizes(m, B, _S if S is None else sp.sympify(S))
     return Layout(f"serve {layout}", rules), sizes
 
 
