@@ -238,9 +238,14 @@ class Layout:
     rules: tuple[tuple[str, Operands], ...]
 
     def rule(self, key: str) -> Operands:
-        for pattern, ops in self.rules:
+        """The operands of row ``key``: the first rule whose pattern matches it."""
+        return dict(self.rules)[self.pattern(key)]
+
+    def pattern(self, key: str) -> str:
+        """The first pattern that matches row ``key``."""
+        for pattern, _ in self.rules:
             if fnmatch.fnmatchcase(key, pattern):
-                return ops
+                return pattern
         raise ValueError(f"layout {self.name!r} has no rule for row {key!r}; its patterns: "
                          f"{', '.join(p for p, _ in self.rules)}")
 
@@ -253,7 +258,8 @@ def _walk(keys: Iterable[str], layout: Layout, mesh: Mesh, sizes: Mapping[str, A
           act_bytes: Any) -> list[tuple[str, Operands, list[tuple[str, Collective]]]]:
     """Per row, in order: its key, its rule and the collectives before it, each with its
     row name ``comm/<block>_<kind>`` (a different collective of the same block and kind gets
-    its array's name added: ``comm/attn_allgather_o``).
+    its array's name added: ``comm/attn_allgather_o``; a norm's sums of squares are named
+    after the norm's row: ``comm/attn_norm_allreduce``).
 
     An array is read in the partition it was last written in; a copy brought to another
     partition serves every later reader of the same ``repeats`` (one layer kind's rows)."""
@@ -262,7 +268,7 @@ def _walk(keys: Iterable[str], layout: Layout, mesh: Mesh, sizes: Mapping[str, A
     names: dict[str, tuple] = {}  # row name -> (kind, axes, V) of the collective it holds
     out = []
     for key, rule in ((k, layout.rule(k)) for k in keys):
-        steps: list[tuple[ArraySpec, Collective]] = []
+        steps: list[tuple[ArraySpec | None, Collective]] = []
         for r in rule.reads:
             src = copies.get((r.name, rule.repeats), written.get(r.name))
             if src is not None and not _same(src, r):
@@ -274,17 +280,18 @@ def _walk(keys: Iterable[str], layout: Layout, mesh: Mesh, sizes: Mapping[str, A
             keep = [i for i, d in enumerate(x.dims) if d != rule.sums]
             part = ArraySpec(x.name, tuple(x.dims[i] for i in keep),
                              tuple(x.axes[i] for i in keep), axes)  # its sums of squares
-            steps += [(part, c) for c in redistribute(part, part.with_unreduced(()), mesh,
-                                                      sizes, act_bytes).values()]
+            sums = redistribute(part, part.with_unreduced(()), mesh, sizes, act_bytes)
+            steps += [(None, c) for c in sums.values()]  # named after the row itself
         if rule.writes is not None:
             name = rule.writes.name
             written[name] = rule.writes
             copies = {k: v for k, v in copies.items() if k[0] != name}
         named = []
         for array, c in steps:
-            name = f"comm/{rule.block or key.replace('/', '_')}_{c.kind.replace('-', '')}"
+            block = key.replace("/", "_") if array is None or not rule.block else rule.block
+            name = f"comm/{block}_{c.kind.replace('-', '')}"
             if names.setdefault(name, (c.kind, c.axes, c.V)) != (c.kind, c.axes, c.V):
-                name += f"_{array.name or 'x'}"
+                name += f"_{getattr(array, 'name', '') or 'x'}"
                 names.setdefault(name, (c.kind, c.axes, c.V))
             named.append((name, c))
         out.append((key, rule, named))

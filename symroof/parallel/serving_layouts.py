@@ -27,9 +27,10 @@ the queries reach it by a local slice and the attention's output is gathered ove
 o_proj (the relayout); o_proj and W_down leave ``y[B, D_d]{U_f}``, reduce-scattered over f
 into ``x[B, D_df]``. The lm_head gathers the final norm's output over every axis.
 
-Rows whose partitions say nothing else (the embedding gather, a router, a combine) are
-replicated: every chip does them in full. Any other row's work and weights split over
-every axis (``"*"``).
+Rows whose partitions say nothing else (the embedding gather, a router, a combine, MLA's
+latent down-projections and their norms) are replicated: every chip does them in full. Any
+other row's work and weights split over every axis (``"*"``; no shipped family's row falls
+there, a test checks).
 
 >>> import symroof as sr
 >>> lay, sizes = serving_layout(sr.model("llama-3.1-8b"), sr.mesh("tpu-v5e", "4x4"), 16)
@@ -191,6 +192,9 @@ def _rules_1d(m: Any, A: Axes, h: Axes, b: Axes, r: Axes,
         ("attn/o_absorb", _ops((o,), o, W(("H", A)), repeats=L, block="attn")),
         ("attn/o_proj", _ops((o,), y_part, W(("H", A), ("D", ())), repeats=L, block="attn")),
         ("attn/q_a_norm", _ops(repeats=L)), ("attn/kv_a_norm", _ops(repeats=L)),  # MLA's
+        ("attn/q_a_proj", _ops((hh,), weight=W(("D", ()), ("P", ())), repeats=L)),  # latents:
+        ("attn/kv_a_proj", _ops((hh,), weight=W(("D", ()), ("P", ())), repeats=L)),  # whole
+        ("attn/q_b_proj", _ops(weight=W(("P", ()), ("H", A)), repeats=L)),  # per head
         ("attn/post_norm", _ops((y,), y, repeats=L, block="attn")),
         ("attn/residual", _ops((x, y), x, repeats=L, block="attn")),
         ("mlp/gate", up), ("mlp/up", up), ("mlp/gate_up", up),
@@ -200,6 +204,7 @@ def _rules_1d(m: Any, A: Axes, h: Axes, b: Axes, r: Axes,
         ("mlp/*", act),  # the activation: swiglu, geglu, gelu, silu
         ("moe/router", _ops((hh,), _p("r", ("B", ()), ("R", ())), repeats=moe)),
         ("moe/route", _ops(repeats=moe)), ("moe/combine", _ops(repeats=moe)),
+        ("moe/shared/scale", _ops((hh,), weight=W(("D", ())), repeats=moe)),  # its gate
         ("moe/gate", e_up), ("moe/up", e_up), ("moe/shared/gate", e_up),
         ("moe/shared/up", e_up), ("moe/down", e_down), ("moe/shared/down", e_down),
         ("moe/*swiglu", e_act), ("moe/*geglu", e_act), ("moe/*gelu", e_act),
@@ -261,6 +266,7 @@ def _rules_2d(m: Any, d: Axes, f: Axes, h: Axes, b: Axes, r: Axes,
         ("moe/router", _ops((h_d,), router, W(("D", d), ("R", ())), repeats=moe, block="mlp")),
         ("moe/route", _ops((router.with_unreduced(()),), repeats=moe, block="mlp_router")),
         ("moe/combine", _ops(repeats=moe)),
+        ("moe/shared/scale", _ops((h_d,), weight=W(("D", d)), repeats=moe, block="mlp")),
         ("moe/gate", e_up), ("moe/up", e_up), ("moe/shared/gate", e_up),
         ("moe/shared/up", e_up), ("moe/down", e_down), ("moe/shared/down", e_down),
         ("moe/*swiglu", e_act), ("moe/*geglu", e_act), ("moe/*gelu", e_act),
