@@ -43,7 +43,7 @@ from ..hardware.chip import STORAGE_BYTES
 from ..hardware.mesh import Mesh
 from ..render import fmt_si
 from ..workload import Step
-from .partition import layer_collectives, shard
+from .partition import shard_layers
 from .serving_2d import LAYOUTS, ici_condition, layout_conditions, split_axes
 from .serving_layouts import serving_layout
 
@@ -277,8 +277,7 @@ def serve(model: Any, mesh: Mesh, step: Step | None = None, *, batch: Any = None
     m = model.replace(**changes)
     lay, sizes = serving_layout(m, mesh, B, S, layout, d)
     ops = m.ops(B, 1, S - 1, last_only=True, attention="fused")
-    rows = shard(ops, lay, mesh, sizes, act_bytes=m.act_bytes)
-    layer = layer_collectives(ops, lay, mesh, sizes, m.act_bytes)
+    rows, layer = shard_layers(ops, lay, mesh, sizes, act_bytes=m.act_bytes)
     kv_ways = _ways(lay.rule("attn/core").kv, mesh)
     memory = {"weights": m.params * m.w_bytes / mesh.n_chips,
               "kv": B * m.kv_cache_bytes(S) / kv_ways}
