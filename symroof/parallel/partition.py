@@ -17,7 +17,10 @@ collectives the book's rules allow, in this order:
    collective over X and Y, at the bandwidth of both).
 
 Each collective is priced by :mod:`symroof.hardware.collectives` with V the bytes one group
-holds (after an AllGather, before a reduction; an AllToAll's whole group array).
+holds (after an AllGather, before a reduction; an AllToAll's whole group array). Axes a
+step adds to a dimension go minor (``D_X`` sliced over Y is ``D_XY``); two partitions that
+differ only in the order of a dimension's axes are taken as the same (a permutation of the
+shards is not priced), so a layout names its axes in the order its steps make them.
 
 A :class:`Layout` maps a row key (an ``fnmatch`` pattern; the first that matches wins) to its
 :class:`Operands`: the partitions of the activations it reads and writes, its weight and its

@@ -3,17 +3,15 @@ of a :func:`symroof.train_plan`'s training step (attention and MLP), compiled by
 the plan's layout, against the plan's per-layer collectives. ``check_layers(plans)``
 compiles every plan, serving and training mixed, in one JAX process.
 
-The layouts, as :mod:`symroof.parallel.serving` and :mod:`~symroof.parallel.serving_2d`
-describe them, become shardings of the oracle's decode layer (``layers.LayerCase``):
-
-- ``"1d"``: x replicated; W_q [D, H_A, d_h], W_o [H_A, d_h, D], W_gate, W_up [D, F_A],
-  W_down [F_A, D] over every axis A. The KV cache [B, S, G, d_h] over KV heads first: on all
-  axes while N <= G (W_k, W_v [D, G_A, d_h] with it); wider, G over the leading axes whose
-  sizes multiply to G and B over the rest (W_k, W_v then split over the heads' axes only,
-  where the plan divides their bytes N ways), with the queries constrained to the cache's
-  layout before attention and its output back to the heads' after (the plan's AllToAlls).
-- ``"2d"``: x [B, D_XYZ] between blocks (X: the plan's ``d_axes``, YZ the rest); every
-  weight over D along X and over heads or F along YZ; the KV cache as under "1d".
+A serving plan's layout is data (``plan.partitions``, :mod:`symroof.parallel.serving_layouts`),
+and the oracle's decode layer (``layers.LayerCase``) reads its shardings from it: x, the
+weights and the KV cache as the layout partitions them, and the intermediates held where the
+layout puts them (the norm's output as the projections read it, the queries as projected and
+as the attention reads them in the cache's layout, the attention's output as o_proj reads it),
+so that XLA's partitioner prices the plan's layout, not one it prefers. Under ``"1d"``: heads
+and F over every axis, the cache's KV heads over the leading axes that divide G and its batch
+over the rest; under ``"2d"``: x[B, D_XYZ] between blocks, every weight over D along the
+plan's ``d_axes`` and over heads or F along the rest, the cache [B_X, S, G_YZ].
 
 Predictions come from the plan's ``layer_comm`` (one layer's collectives and how often a
 layer sends each: the ``comm/*`` rows hold them L times over), elements per device. The
