@@ -50,6 +50,8 @@ def plans() -> dict:
         "1d 4x2": sr.serve(SERVE, v5e("4x2"), step, **f32),
         "1d 2x4 G=2": sr.serve(GQA, v5e("2x4"), step, **f32),       # N = 8 > G = 2
         "2d 4x2": sr.serve(SERVE, v5e("4x2"), step, layout="2d", d_axes="X", **f32),
+        "2d 2x4": sr.serve(SERVE, v5e("2x4"), step, layout="2d", d_axes="X", **f32),
+        "2d 4x2 G=2": sr.serve(GQA, v5e("4x2"), step, layout="2d", d_axes="X", **f32),
         "dp": sr.train_plan(TRAIN, v5e({"X": 8}), "dp", step=train),
         "fsdp": sr.train_plan(TRAIN, v5e({"X": 8}), "fsdp", step=train),
         "tp": sr.train_plan(TRAIN, v5e({"Y": 8}), "tp", step=train),
@@ -124,26 +126,27 @@ def test_1d_serving_wider_than_the_kv_heads(reports):
         by_hand, key=str)
 
 
-def test_2d_serving_layer(reports):
-    """2-D (D over X = 4, heads and F over Y = 2), x[B, D_XY] between blocks. Per block
-    (book ch. 7 appendix B): AllGather_Y of In[B, D_XY], AllReduce_X of the outputs that
-    contract D (q, k, v together: (H + 2G) d_h; the MLP's gate and up: 2F), ReduceScatter_Y of
+@pytest.mark.parametrize("name, X, Y, G", [("2d 4x2", 4, 2, 8), ("2d 2x4", 2, 4, 8),
+                                           ("2d 4x2 G=2", 4, 2, 2)])
+def test_2d_serving_layer(reports, name, X, Y, G):
+    """2-D (D over X, heads and F over Y), x[B, D_XY] between blocks. Per block (book ch. 7
+    appendix B): AllGather_Y of In[B, D_XY], AllReduce_X of the outputs that contract D (q, k,
+    v together: (H + 2G) d_h; the MLP's gate and up: 2F), ReduceScatter_Y of
     Out[B, D_X]{U_Y}; each RMSNorm sums squares over the split D: an AllReduce_XY of B sums;
     the KV cache [B_X, S, G_Y] takes the queries by a local slice, and the attention's output
     [B_X, H_Y] is gathered over X for o_proj. XLA does every one, and both ReduceScatters as
     AllReduces (then slices its copy): a note each, the minimum being the ReduceScatter."""
     from symroof.xla.check_layers import serve_predicted
 
-    G, F, X, Y = 8, 256, 4, 2
+    F, E = 256, (H + 2 * G) * d_h
     by_hand = [coll("all-reduce", ("X", "Y"), B, B)] * 2 + \
         [coll("all-gather", ("Y",), B * D // (X * Y), B * D // X)] * 2 + \
         [coll("reduce-scatter", ("Y",), B * D // X, B * D // (X * Y))] * 2 + \
-        [coll("all-reduce", ("X",), B * (H + 2 * G) * d_h // Y, B * (H + 2 * G) * d_h // Y),
+        [coll("all-reduce", ("X",), B * E // Y, B * E // Y),
          coll("all-reduce", ("X",), B * 2 * F // Y, B * 2 * F // Y),
          coll("all-gather", ("X",), B * H * d_h // (X * Y), B * H * d_h // Y)]
-    report = reports["2d 4x2"]
-    assert sorted(_plain(serve_predicted(plans()["2d 4x2"])), key=str) == sorted(by_hand,
-                                                                                key=str)
+    report = reports[name]
+    assert sorted(_plain(serve_predicted(plans()[name])), key=str) == sorted(by_hand, key=str)
     assert report.ok and not report.unexpected, str(report)
     assert report.predicted == len(by_hand) and report.matched == len(by_hand) - 2
     assert len(report.notes) == 2 and all(
