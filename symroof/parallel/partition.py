@@ -189,7 +189,8 @@ def moves(src: ArraySpec | str, dst: ArraySpec | str, mesh: Mesh, sizes: Mapping
             _step("all-gather", lose, cur, after, local_elements(after, sizes, mesh) * w, mesh,
                   out, cache)
             cur = after
-    assert _same(cur, b), (cur, b)
+    if not _same(cur, b):  # the steps above cover every change; say so if one is missed
+        raise ValueError(f"cannot redistribute {a} to {b}: reached {cur}")
     return out
 
 
@@ -248,14 +249,17 @@ class Layout:
 
     def rule(self, key: str) -> Operands:
         """The operands of row ``key``: the first rule whose pattern matches it."""
-        return dict(self.rules)[self.pattern(key)]
+        return self._match(key)[1]
 
     def pattern(self, key: str) -> str:
         """The first pattern that matches row ``key``."""
-        for pattern, _ in self.rules:
+        return self._match(key)[0]
+
+    def _match(self, key: str) -> tuple[str, Operands]:
+        for pattern, ops in self.rules:
             if pattern == key or (any(c in pattern for c in "*?[")
                                   and fnmatch.fnmatchcase(key, pattern)):
-                return pattern
+                return pattern, ops
         raise ValueError(f"layout {self.name!r} has no rule for row {key!r}; its patterns: "
                          f"{', '.join(p for p, _ in self.rules)}")
 

@@ -6,10 +6,12 @@ default) over every axis of the mesh: MLP weights split over F, attention weight
 heads, activations replicated; each layer ends its attention and its MLP with an AllReduce
 of the [B, D] activations. ``layout="2d"``: **2-D weight-stationary**, D split over
 ``d_axes`` and F over the other axes (:mod:`symroof.parallel.serving_2d`: its collectives
-and where it beats 1-D). The KV cache is split over KV heads first (at most G ways), then
-over the batch; when the mesh is wider than G, each attention layer adds two AllToAlls
-(queries to batch sharding and back). Norms, residuals and the embedding gather are
-replicated (every chip does them).
+and where it beats 1-D). The KV cache is split over KV heads first (whole axes, at most G
+ways), then over the batch; where the batch splits it, each attention layer adds two
+AllToAlls over the batch's axes (queries to batch sharding and back). Under 1-D, norms,
+residuals and the embedding gather are replicated (every chip does them). Both layouts are
+data (:mod:`symroof.parallel.serving_layouts`, the plan's ``partitions``), sharded by the one
+mechanism of :mod:`symroof.parallel.partition`.
 
 - memory per chip: (weight bytes + B S KV_tok) / N, and the largest batch that fits;
 - time: ``sr.time`` of the per-chip cost with its collectives: lower bound with perfect
