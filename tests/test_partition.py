@@ -119,9 +119,9 @@ def test_shard_divides_rows_by_their_operands_and_inserts_collectives():
 
 def test_a_norm_over_a_split_dimension_all_reduces_its_sums_of_squares():
     m = sr.mesh("tpu-v5e", "4x2", custom=True)
-    lay = Layout("2d", (("*", operands("x[B, D_XY]", "h[B, D_XY]", sums="D", block="norm")),))
+    lay = Layout("2d", (("*", operands("x[B, D_XY]", "h[B, D_XY]", sums="D")),))
     out = shard({"attn_norm": Cost(flops=8 * 128)}, lay, m, {"B": 8, "D": 128})
-    assert out["comm/norm_allreduce"] == sr.all_reduce(m, 2 * 8, "XY")   # B sums
+    assert out["comm/attn_norm_allreduce"] == sr.all_reduce(m, 2 * 8, "XY")   # B sums
 
 
 def test_a_row_no_rule_matches_is_refused_naming_it():
@@ -137,3 +137,48 @@ def test_unreduced_axes_read_and_print_in_the_books_notation():
     spec = parse_array("C[I_Y, K]{U_X}")
     assert (spec.axes, spec.unreduced, str(spec)) == ((("Y",), ()), ("X",), "C[I_Y, K]{U_X}")
     assert str(parse_array("C[I, K]{U_{pod,data}}")) == "C[I, K]{U_{pod,data}}"
+
+
+# -- serving's layouts on the mechanism, family by family ------------------------------------
+def _serve(model, shape, batch, layout="1d"):
+    return sr.serve(model, sr.mesh("tpu-v5e", shape), sr.Step(batch, context=1024),
+                    layout=layout)
+
+
+def test_every_presets_rows_have_a_serving_rule_of_their_own():
+    """No row of a shipped family falls through to the catch-all "*" rule (which splits a
+    row's work over every axis and tracks none of its arrays)."""
+    from symroof.models import MODELS
+    from symroof.parallel.serving_layouts import serving_layout
+
+    mesh = sr.mesh("tpu-v5e", "4x4")
+    for name in MODELS:
+        m = sr.model(name)
+        for layout in ("1d",) if m.mla is not None else ("1d", "2d"):
+            lay, _ = serving_layout(m, mesh, 16, 1024, layout, ("X",))
+            keys = m.ops(16, 1, 1023, last_only=True, attention="fused")
+            assert [k for k in keys if lay.pattern(k) == "*"] == [], (name, layout)
+
+
+def test_latent_attention_moves_its_queries_to_the_batch_over_every_axis():
+    # DeepSeek-V3 (MLA): one latent cache shared by all 128 heads splits over the batch
+    # only; the queries [B, H_XY] go to [B_XY, H] and the output back: two AllToAlls a
+    # layer, V = the group's whole bf16 array B H d_h (d_h = 128 + 64: its config.json)
+    plan = _serve("deepseek-v3", "4x4", 16)
+    (times, a2a), = [v for k, v in plan.layer_comm.items() if k == "comm/attn_alltoall"]
+    assert (times, a2a.axes, a2a.V) == (2, ("X", "Y"), 16 * 128 * 192 * 2)
+
+
+def test_2d_post_norms_and_a_rope_less_attention():
+    # Gemma-2's post-attention and post-MLP norms sum squares over a split D too: an
+    # AllReduce of the B = 16 bf16 sums over every axis, each layer
+    gemma = _serve("gemma-2-9b", "4x4", 16, "2d")
+    for key in ("comm/attn_post_norm_allreduce", "comm/mlp_post_norm_allreduce"):
+        times, c = gemma.layer_comm[key]
+        assert (times, c.kind, c.axes, c.V) == (1, "all-reduce", ("X", "Y"), 16 * 2)
+    # GPT-2 has no rope: nothing reads its q, k, v whole, so their partial sums over X are
+    # reduce-scattered straight into the cache's batch split [B_X, E_Y] (half an AllReduce),
+    # E = (H + 2G) d_h = 3 x 768 (its config.json)
+    gpt2 = _serve("gpt2", "4x4", 16, "2d")
+    times, c = gpt2.layer_comm["comm/attn_reducescatter"]
+    assert (c.kind, c.axes, c.V) == ("reduce-scatter", ("X",), 16 * 3 * 768 * 2 // 4)

@@ -17,7 +17,10 @@ collectives the book's rules allow, in this order:
    collective over X and Y, at the bandwidth of both).
 
 Each collective is priced by :mod:`symroof.hardware.collectives` with V the bytes one group
-holds (after an AllGather, before a reduction; an AllToAll's whole group array).
+holds (after an AllGather, before a reduction; an AllToAll's whole group array). Axes a
+step adds to a dimension go minor (``D_X`` sliced over Y is ``D_XY``); two partitions that
+differ only in the order of a dimension's axes are taken as the same (a permutation of the
+shards is not priced), so a layout names its axes in the order its steps make them.
 
 A :class:`Layout` maps a row key (an ``fnmatch`` pattern; the first that matches wins) to its
 :class:`Operands`: the partitions of the activations it reads and writes, its weight and its
@@ -52,7 +55,7 @@ from ..hardware.mesh import Mesh
 from .sharding import ArraySpec, parse_array, subscript
 
 __all__ = ["redistribute", "moves", "Move", "Operands", "operands", "Layout", "shard",
-           "layer_collectives", "local_elements", "as_partition"]
+           "layer_collectives", "shard_layers", "local_elements", "as_partition"]
 
 _BOOK = {"all-gather": "AllGather", "reduce-scatter": "ReduceScatter",
          "all-reduce": "AllReduce", "all-to-all": "AllToAll"}
@@ -95,10 +98,13 @@ class Move:
 
 
 def _step(kind: str, axes: tuple, before: ArraySpec, after: ArraySpec, V: Any, mesh: Mesh,
-          out: list) -> None:
+          out: list, cache: dict) -> None:
     if not axes or mesh.size(axes) == 1:
         return  # a group of one device sends nothing
-    out.append(Move(before, after, collective(kind, mesh, V, axes)))
+    key = (kind, axes, V)
+    if key not in cache:
+        cache[key] = collective(kind, mesh, V, axes)
+    out.append(Move(before, after, cache[key]))
 
 
 def _same(a: ArraySpec, b: ArraySpec) -> bool:
@@ -109,7 +115,7 @@ def _same(a: ArraySpec, b: ArraySpec) -> bool:
 
 def redistribute(src: ArraySpec | str, dst: ArraySpec | str, mesh: Mesh,
                  sizes: Mapping[str, Any], bytes_per_element: Any = 2,
-                 ) -> dict[str, Collective]:
+                 cache: dict | None = None) -> dict[str, Collective]:
     """The collectives that turn partition ``src`` into ``dst`` (same dimensions), in order,
     keyed by the step in the book's notation (see the module for the rules).
 
@@ -121,11 +127,12 @@ def redistribute(src: ArraySpec | str, dst: ArraySpec | str, mesh: Mesh,
     >>> redistribute("x[B, D]", "x[B_Y, D_X]", m, {"B": 64, "D": 128})   # slices: free
     {}
     """
-    return {str(m): m.collective for m in moves(src, dst, mesh, sizes, bytes_per_element)}
+    return {str(m): m.collective
+            for m in moves(src, dst, mesh, sizes, bytes_per_element, cache)}
 
 
 def moves(src: ArraySpec | str, dst: ArraySpec | str, mesh: Mesh, sizes: Mapping[str, Any],
-          bytes_per_element: Any = 2) -> list[Move]:
+          bytes_per_element: Any = 2, cache: dict | None = None) -> list[Move]:
     """:func:`redistribute`'s steps as :class:`Move` records (the partitions between them).
 
     >>> import symroof as sr
@@ -144,6 +151,7 @@ def moves(src: ArraySpec | str, dst: ArraySpec | str, mesh: Mesh, sizes: Mapping
                          f"{', '.join(more)} cannot be made by communication")
     w = as_exact(bytes_per_element, "bytes_per_element")
     out: list[Move] = []
+    cache = {} if cache is None else cache  # (kind, axes, V) -> Collective: one walk's
     used = set(a.mesh_axes) | set(a.unreduced)
     cur = a
     for d in a.dims:  # 1. free slices: axes the target splits d over and nothing here uses
@@ -158,11 +166,12 @@ def moves(src: ArraySpec | str, dst: ArraySpec | str, mesh: Mesh, sizes: Mapping
                               cur.axes[:i] + (cur.axes[i] + rs,) + cur.axes[i + 1:],
                               tuple(x for x in cur.unreduced if x not in rs))
             _step("reduce-scatter", rs, cur, after, local_elements(cur, sizes, mesh) * w, mesh,
-                  out)
+                  out, cache)
             cur = after
     if ar := tuple(x for x in pending if x in cur.unreduced):
         after = cur.with_unreduced(tuple(x for x in cur.unreduced if x not in ar))
-        _step("all-reduce", ar, cur, after, local_elements(cur, sizes, mesh) * w, mesh, out)
+        _step("all-reduce", ar, cur, after, local_elements(cur, sizes, mesh) * w, mesh, out,
+              cache)
         cur = after
     for i in a.dims:  # 3. axes that move from dimension i to dimension j
         for j in a.dims:
@@ -171,16 +180,17 @@ def moves(src: ArraySpec | str, dst: ArraySpec | str, mesh: Mesh, sizes: Mapping
                 after = cur.with_axes(i, tuple(x for x in cur.axes_of(i) if x not in move))
                 after = after.with_axes(j, after.axes_of(j) + move)
                 V = local_elements(cur, sizes, mesh) * mesh.size(move) * w
-                _step("all-to-all", move, cur, after, V, mesh, out)
+                _step("all-to-all", move, cur, after, V, mesh, out, cache)
                 cur = after
     for d in a.dims:  # 4. one AllGather per dimension, over every axis it loses
         lose = tuple(x for x in cur.axes_of(d) if x not in b.axes_of(d))
         if lose:
             after = cur.with_axes(d, tuple(x for x in cur.axes_of(d) if x not in lose))
             _step("all-gather", lose, cur, after, local_elements(after, sizes, mesh) * w, mesh,
-                  out)
+                  out, cache)
             cur = after
-    assert _same(cur, b), (cur, b)
+    if not _same(cur, b):  # the steps above cover every change; say so if one is missed
+        raise ValueError(f"cannot redistribute {a} to {b}: reached {cur}")
     return out
 
 
@@ -199,6 +209,7 @@ class Operands:
     sums: str | None = None
     repeats: Any = 1
     block: str = ""  # names the row's collectives: comm/<block>_<kind>
+    once: bool = False  # a row outside the layers (embedding, head): no layer's collective
 
     @property
     def work_axes(self) -> tuple[str, ...]:
@@ -210,7 +221,7 @@ class Operands:
 
 def operands(reads: str | Iterable[str] = (), writes: str | None = None,
              weight: str | None = None, kv: str | None = None, *, sums: str | None = None,
-             repeats: Any = 1, block: str = "") -> Operands:
+             repeats: Any = 1, block: str = "", once: bool = False) -> Operands:
     """Operands in the book's notation.
 
     >>> operands("h[B, D]", "q[B, H_XY]", weight="W[D, H_XY]", repeats=32).work_axes
@@ -219,7 +230,7 @@ def operands(reads: str | Iterable[str] = (), writes: str | None = None,
     reads = (reads,) if isinstance(reads, str) else tuple(reads)
     opt = lambda s: None if s is None else as_partition(s)  # noqa: E731
     return Operands(tuple(as_partition(r) for r in reads), opt(writes), opt(weight), opt(kv),
-                    sums, repeats, block)
+                    sums, repeats, block, once)
 
 
 @dataclass(frozen=True)
@@ -237,9 +248,18 @@ class Layout:
     rules: tuple[tuple[str, Operands], ...]
 
     def rule(self, key: str) -> Operands:
+        """The operands of row ``key``: the first rule whose pattern matches it."""
+        return self._match(key)[1]
+
+    def pattern(self, key: str) -> str:
+        """The first pattern that matches row ``key``."""
+        return self._match(key)[0]
+
+    def _match(self, key: str) -> tuple[str, Operands]:
         for pattern, ops in self.rules:
-            if fnmatch.fnmatchcase(key, pattern):
-                return ops
+            if pattern == key or (any(c in pattern for c in "*?[")
+                                  and fnmatch.fnmatchcase(key, pattern)):
+                return pattern, ops
         raise ValueError(f"layout {self.name!r} has no rule for row {key!r}; its patterns: "
                          f"{', '.join(p for p, _ in self.rules)}")
 
@@ -252,20 +272,23 @@ def _walk(keys: Iterable[str], layout: Layout, mesh: Mesh, sizes: Mapping[str, A
           act_bytes: Any) -> list[tuple[str, Operands, list[tuple[str, Collective]]]]:
     """Per row, in order: its key, its rule and the collectives before it, each with its
     row name ``comm/<block>_<kind>`` (a different collective of the same block and kind gets
-    its array's name added: ``comm/attn_allgather_o``).
+    its array's name added: ``comm/attn_allgather_o``; a norm's sums of squares are named
+    after the norm's row: ``comm/attn_norm_allreduce``).
 
     An array is read in the partition it was last written in; a copy brought to another
     partition serves every later reader of the same ``repeats`` (one layer kind's rows)."""
     written: dict[str, ArraySpec] = {}
     copies: dict[tuple[str, Any], ArraySpec] = {}
-    names: dict[str, Collective] = {}
+    names: dict[str, tuple] = {}  # row name -> (kind, axes, V) of the collective it holds
+    cache: dict = {}  # one Collective per (kind, axes, V) in this walk
     out = []
     for key, rule in ((k, layout.rule(k)) for k in keys):
-        steps: list[tuple[ArraySpec, Collective]] = []
+        steps: list[tuple[ArraySpec | None, Collective]] = []
         for r in rule.reads:
             src = copies.get((r.name, rule.repeats), written.get(r.name))
             if src is not None and not _same(src, r):
-                steps += [(r, c) for c in redistribute(src, r, mesh, sizes, act_bytes).values()]
+                steps += [(r, m.collective)
+                          for m in moves(src, r, mesh, sizes, act_bytes, cache)]
             copies[(r.name, rule.repeats)] = r
             written.setdefault(r.name, r)
         if rule.sums and rule.reads and (axes := rule.reads[0].axes_of(rule.sums)):
@@ -273,18 +296,19 @@ def _walk(keys: Iterable[str], layout: Layout, mesh: Mesh, sizes: Mapping[str, A
             keep = [i for i, d in enumerate(x.dims) if d != rule.sums]
             part = ArraySpec(x.name, tuple(x.dims[i] for i in keep),
                              tuple(x.axes[i] for i in keep), axes)  # its sums of squares
-            steps += [(part, c) for c in redistribute(part, part.with_unreduced(()), mesh,
-                                                      sizes, act_bytes).values()]
+            sums = moves(part, part.with_unreduced(()), mesh, sizes, act_bytes, cache)
+            steps += [(None, m.collective) for m in sums]  # named after the row itself
         if rule.writes is not None:
             name = rule.writes.name
             written[name] = rule.writes
             copies = {k: v for k, v in copies.items() if k[0] != name}
         named = []
         for array, c in steps:
-            name = f"comm/{rule.block or key.replace('/', '_')}_{c.kind.replace('-', '')}"
-            if name in names and names[name] != c:
-                name += f"_{array.name or 'x'}"
-            names.setdefault(name, c)
+            block = key.replace("/", "_") if array is None or not rule.block else rule.block
+            name = f"comm/{block}_{c.kind.replace('-', '')}"
+            if names.setdefault(name, (c.kind, c.axes, c.V)) != (c.kind, c.axes, c.V):
+                name += f"_{getattr(array, 'name', '') or 'x'}"
+                names.setdefault(name, (c.kind, c.axes, c.V))
             named.append((name, c))
         out.append((key, rule, named))
     return out
@@ -294,12 +318,27 @@ def layer_collectives(keys: Iterable[str], layout: Layout, mesh: Mesh,
                       sizes: Mapping[str, Any], act_bytes: Any = 2,
                       ) -> dict[str, tuple[int, Collective]]:
     """One layer's collectives under ``layout`` (the rows of ``keys`` walked once, as
-    :func:`shard` does): row name -> (times a layer sends it, Collective)."""
+    :func:`shard` does, rows marked ``once`` left out): row name -> (times a layer sends it,
+    Collective)."""
+    return _layer(_walk(keys, layout, mesh, sizes, act_bytes))
+
+
+def _layer(walk: list) -> dict[str, tuple[int, Collective]]:
     out: dict[str, tuple[int, Collective]] = {}
-    for _, _, steps in _walk(keys, layout, mesh, sizes, act_bytes):
+    for _, rule, steps in walk:
+        if rule.once:
+            continue
         for name, c in steps:
             out[name] = (out[name][0] + 1 if name in out else 1, c)
     return out
+
+
+def shard_layers(rows: Mapping[str, Cost], layout: Layout, mesh: Mesh,
+                 sizes: Mapping[str, Any] | None = None, *, act_bytes: Any = 2,
+                 ) -> tuple[dict[str, Cost], dict[str, tuple[int, Collective]]]:
+    """:func:`shard` and :func:`layer_collectives` from one walk of the rows."""
+    walk = _walk(rows, layout, mesh, dict(sizes or {}), act_bytes)
+    return _per_chip(rows, walk, mesh), _layer(walk)
 
 
 def shard(rows: Mapping[str, Cost], layout: Layout, mesh: Mesh,
@@ -325,9 +364,12 @@ def shard(rows: Mapping[str, Cost], layout: Layout, mesh: Mesh,
     >>> list(per_chip), per_chip["up"].flops, per_chip["comm/mlp_allreduce"].net_bytes
     (['up', 'down', 'comm/mlp_allreduce', 'add'], 4096, 384)
     """
-    sizes = dict(sizes or {})
+    return _per_chip(rows, _walk(rows, layout, mesh, dict(sizes or {}), act_bytes), mesh)
+
+
+def _per_chip(rows: Mapping[str, Cost], walk: list, mesh: Mesh) -> dict[str, Cost]:
     out: dict[str, Cost] = {}
-    for key, rule, steps in _walk(rows, layout, mesh, sizes, act_bytes):
+    for key, rule, steps in walk:
         for name, c in steps:
             out[name] = out.get(name, Cost()) + rule.repeats * c
         c = rows[key]
