@@ -78,7 +78,8 @@ def _compute(rows: dict, n: dict, b: Any, m: Any, z1: Any, own: Any) -> dict[str
     for (p, kind), costs in groups.items():
         c = sum(costs, Cost())
         if kind == "optimizer":  # once a step, on the chip's shard of the optimizer state
-            out[p] += _at(c, b, own / (Y * Z * n["fsdp"] ** z1), 1)
+            # (1 + z1 (f - 1)) is f^z1 for a flag z1 in {0, 1}, without a power to evaluate
+            out[p] += _at(c, b, own / (Y * Z * (1 + z1 * (n["fsdp"] - 1))), 1)
         else:  # every microbatch; TP splits or repeats it; EP holds 1/Z_e of the experts
             split, experts = kind
             out[p] += _at(c, b, m / (Z * (Y if split else 1)), 1 / Ze if experts else 1)
