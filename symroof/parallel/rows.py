@@ -126,7 +126,7 @@ def _put(rows: dict, key: str, cost: Any) -> None:
 def step_rows(model: Any, B: Any, seq: Any, remat: Any, n: dict, m: Any, z: tuple,
               make: Make) -> dict[str, Cost]:
     """The whole step, per chip, forward and backward (module docstring)."""
-    rows, _ = train_rows(model, seq, remat)
+    rows = train_rows(model, seq, remat)
     n, m = {r: sp.sympify(v) for r, v in n.items()}, sp.sympify(m)
     X, Y, Z, Ze, f = n["dp"] * n["fsdp"], n["tp"], n["pp"], n["ep"], n["fsdp"]
     z1, _, z3 = z
@@ -188,7 +188,7 @@ def layer_rows(model: Any, B: Any, seq: Any, n: dict, z: tuple,
     TP's gather of each block's input and scatter of its output (dOut and dIn backward)
     and an AllReduce of each D-wide norm's sums of squares each way; EP's two AllToAlls
     per MoE block each way. Norm gains (D-vectors) are left out of the collectives."""
-    rows, _ = train_rows(model, seq, "none")
+    rows = train_rows(model, seq, "none")
     n = {r: sp.sympify(v) for r, v in n.items()}
     X, Ze, f = n["dp"] * n["fsdp"], n["ep"], n["fsdp"]
     z1, _, z3 = z
