@@ -61,7 +61,7 @@ from ..conventions import current
 from ..cost import Cost
 from .book_block import Make, mlp_block_rows, routed_params
 from .layout import SYM
-from .train_layout import ROLE_AXES, activation_moves, weight_moves
+from .train_layout import ROLE_AXES, activation_moves, at_degrees, weight_moves
 from .train_rows import _at, _b, _d_norm, ep_splits, forward_key, tp_splits, train_rows
 
 __all__ = ["step_rows", "layer_rows", "condition_rows", "pass_times", "template_make"]
@@ -94,13 +94,6 @@ def _layer_keys(rows: dict) -> list[str]:
     """The forward-row keys of the layers (every row ``fwd/`` holds L layers of)."""
     outside = ("embed", "pos_embed", "final_norm", "lm_head", "logit_softcap", "loss")
     return [k[4:] for k in rows if k.startswith("fwd/") and k[4:] not in outside]
-
-
-def _moved(triples: tuple, n: dict, V: Any) -> list[tuple[str, str, Any]]:
-    """A change of partition's collectives (:mod:`symroof.parallel.train_layout`) for an
-    array of ``V`` bytes at the plan's role degrees ``n``: (kind, role, bytes)."""
-    at = {SYM[f"n_{r}"]: n[r] for r in ROLE_AXES}
-    return [(kind, role, V * share.xreplace(at)) for kind, role, share in triples]
 
 
 def _weight_moves(model: Any, rows: dict, n: dict, change: str, keys: Any = None,
@@ -170,9 +163,9 @@ def step_rows(model: Any, B: Any, seq: Any, remat: Any, n: dict, m: Any, z: tupl
     # the changes of partition (train_layout), each as often as the schedule makes it
     gather = _weight_moves(model, rows, n, "gather")  # ZeRO-3 each pass; ZeRO-1/2 updated
     grads = _weight_moves(model, rows, n, "grad")  # ReduceScatter (ZeRO), AllReduce (dp)
-    x_in = _moved(activation_moves("in"), n, mb * model.D)  # TP: a block's input
-    y_out = _moved(activation_moves("out"), n, mb * model.D)  # TP: its output
-    stats = _moved(activation_moves("stats"), n, mb)  # TP: a D-wide norm's sums of squares
+    x_in = at_degrees(activation_moves("in"), n, mb * model.D)  # TP: a block's input
+    y_out = at_degrees(activation_moves("out"), n, mb * model.D)  # TP: its output
+    stats = at_degrees(activation_moves("stats"), n, mb)  # TP: a D-wide norm's sums of squares
     step: dict[str, Cost] = {"forward/compute": out["forward"]}
     for (kind, role), V in gather.items():
         _put(step, f"forward/{role}/{kind} weights", make(kind, role, V, lz * m * z3))
@@ -197,7 +190,7 @@ def step_rows(model: Any, B: Any, seq: Any, remat: Any, n: dict, m: Any, z: tupl
     _put(step, "backward/pp/send gradients", make("send", "pp", act / Y, m + Z - 2))
     if model.moe is not None:
         replicated = {k for k in _whole_weights(model, rows) if not ep_splits(k)}
-        ((_, _, tokens),) = _moved(activation_moves("dispatch"), n,
+        ((_, _, tokens),) = at_degrees(activation_moves("dispatch"), n,
                                    mb * model.D * sp.Min(model.moe.k, Ze))
         ep_grads = _weight_moves(model, rows, n, "ep_grad", replicated)
         _ep_rows(step, tokens, model.moe_layers / Z * m, ep_grads[("all-reduce", "ep")], lz,
@@ -238,14 +231,14 @@ def layer_rows(model: Any, B: Any, seq: Any, n: dict, z: tuple,
     out = _compute(per_layer, n1, B / (seq * X * Ze), 1, z1, 1)
     tok = model.act_bytes * B  # bytes of one value per token of the (global) batch
     layer: dict[str, Cost] = {"forward/compute": out["forward"]}
-    weights = {k: (_moved(weight_moves("gather", tp, ep), n1, w),
-                   _moved(weight_moves("grad", tp, ep), n1, w))
+    weights = {k: (at_degrees(weight_moves("gather", tp, ep), n1, w),
+                   at_degrees(weight_moves("grad", tp, ep), n1, w))
                for k, (w, tp, ep) in _whole_weights(model, rows).items()
                if k != "rest" and not _d_norm(k)}  # each matrix's changes of partition
     blocks = sorted({"mlp" if k.startswith("moe/") else k.split("/")[0]
                      for k in keys if "/" in k})
-    moved = {c: _moved(activation_moves(c), n1, tok * model.D) for c in ("in", "out")}
-    stats = _moved(activation_moves("stats"), n1, tok)
+    moved = {c: at_degrees(activation_moves(c), n1, tok * model.D) for c in ("in", "out")}
+    stats = at_degrees(activation_moves("stats"), n1, tok)
     for k, (gather, _) in weights.items():
         for kind, role, V in gather:
             _put(layer, f"forward/{role}/{kind} {k}", make(kind, role, V, z3))
@@ -258,7 +251,7 @@ def layer_rows(model: Any, B: Any, seq: Any, n: dict, z: tuple,
             _put(layer, f"forward/{role}/{kind} {k} statistics", make(kind, role, V, 1))
     ep = model.moe is not None
     if ep:  # [B/X, D, min(k, Z_e)] copies each way
-        ((a2a, ep_role, tokens),) = _moved(activation_moves("dispatch"), n1,
+        ((a2a, ep_role, tokens),) = at_degrees(activation_moves("dispatch"), n1,
                                            tok * model.D * sp.Min(model.moe.k, Ze))
         for what in ("in", "out"):
             _put(layer, f"forward/{ep_role}/{a2a} moe {what}", make(a2a, ep_role, tokens, 1))

@@ -41,7 +41,8 @@ from ..symbols import PLAN, PLAN_ROLES
 from .partition import moves
 from .sharding import ArraySpec
 
-__all__ = ["ROLE_AXES", "role_mesh", "weight_partitions", "weight_moves", "activation_moves"]
+__all__ = ["ROLE_AXES", "role_mesh", "weight_partitions", "weight_moves", "activation_moves",
+           "at_degrees"]
 
 #: the role mesh's axes: one per role, sized by the role's degree (the template's n_<role>)
 ROLE_AXES = PLAN_ROLES
@@ -133,3 +134,15 @@ def activation_moves(change: str) -> tuple[tuple[str, str, Any], ...]:
     }
     src, dst = pairs[change]
     return _triples(src, dst, {"B": 1, "D": 1, "K": 1})
+
+
+def at_degrees(triples: tuple, n: dict, V: Any) -> list[tuple[str, str, Any]]:
+    """A change of partition's collectives (:func:`weight_moves`,
+    :func:`activation_moves`) for an array of ``V`` bytes at role degrees ``n``:
+    (kind, role, bytes).
+
+    >>> at_degrees(activation_moves("in"), {"dp": 1, "fsdp": 4, "tp": 2, "pp": 1, "ep": 1}, 64)
+    [('all-gather', 'tp', 16)]
+    """
+    at = {PLAN[f"n_{r}"]: n[r] for r in ROLE_AXES}
+    return [(kind, role, V * share.xreplace(at)) for kind, role, share in triples]
