@@ -18,6 +18,7 @@ same rows independently and :func:`symroof.check` compares the two exactly.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 import sympy as sp
@@ -26,10 +27,9 @@ from ..conventions import using
 from ..cost import Cost, as_dimension, as_exact
 from ..symbols import D, F, G, H, L, V, d_h
 from ..workload import as_step
-from . import attention_rows as ar
 from . import rows as rw
 from .attention_rows import CORE_MODES
-from .moe_rows import moe_rows
+from .blocks import Blocks
 from .sizes import Sizes
 from .spec import MLA, MoE
 
@@ -233,6 +233,16 @@ class Transformer(Sizes):
                if getattr(self, k) != default]
         return tuple(out + [k for k in ("moe", "mla") if getattr(self, k) is not None])
 
+    @cached_property
+    def blocks(self) -> Blocks:
+        """The blocks this model is made of (:mod:`symroof.models.blocks`): its rows,
+        parameters, operand arrays and the twin's fields are theirs.
+
+        >>> Transformer(G=1).blocks.attention.G, Transformer(norm="layer").blocks.head.norm
+        (1, Norm(kind='layer'))
+        """
+        return Blocks.of(self)
+
     # -- one forward step, op by op -----------------------------------------------------
     def ops(self, batch: Any, new_tokens: Any = None, cached: Any = 0, last_only: bool = False,
             attention: str = "naive", tokens_per_expert: Any = None,
@@ -284,34 +294,4 @@ class Transformer(Sizes):
         if attention not in CORE_MODES:
             raise ValueError(f"attention must be one of {CORE_MODES}, got {attention!r}")
         B, T, c = as_step(batch, new_tokens, cached)
-        D, L, V, ab, wb = self.D, self.L, self.V, self.act_bytes, self.w_bytes
-        n = B * T
-        rows = {"embed": rw.embed(n, D, ab=ab, wb=wb, scaled=self.embed_scale)}
-        if self.positions == "learned":
-            rows["pos_embed"] = rw.pos_embed(n, T, D, ab=ab, wb=wb)
-        before = ar.mla(self, n, T) if self.mla else ar.standard(self, n, T)
-        rows |= {key: L * cost for key, cost in before.items()}
-        rows |= ar.core_rows(self, attention, B, T, c)
-        d_o = self.H * (self.mla.d_v if self.mla else self.d_h)
-        after = {**(ar.mla_after(self, n) if self.mla else {}),
-                 "attn/o_proj": rw.linear(n, d_o, D, ab=ab, wb=wb, bias=self.o_bias)}
-        if self.post_norms:
-            after["attn/post_norm"] = rw.norm(self.norm, n, D, ab=ab, wb=wb)
-        after |= {"attn/residual": rw.residual(n * D, ab=ab),
-                  "mlp_norm": rw.norm(self.norm, n, D, ab=ab, wb=wb)}
-        rows |= {key: L * cost for key, cost in after.items()}
-        if self.dense_layers != 0:
-            rows |= {k: self.dense_layers * c_ for k, c_ in rw.mlp_rows(self, n).items()}
-        if self.moe is not None:
-            rows |= moe_rows(self, n, self.moe_layers, tokens_per_expert)
-        tail = {"mlp/post_norm": rw.norm(self.norm, n, D, ab=ab, wb=wb)} if self.post_norms \
-            else {}
-        rows |= {k: L * c_ for k, c_ in (tail | {"mlp/residual": rw.residual(n * D, ab=ab)}
-                                          ).items()}
-        n_out = B if last_only else n
-        rows["final_norm"] = rw.norm(self.norm, n_out, D, ab=ab, wb=wb)
-        rows["lm_head"] = rw.lm_head(n_out, D, V, ab=ab, wb=wb)
-        if self.final_softcap is not None:
-            rows["logit_softcap"] = rw.softcap(n_out * V, ab=ab)
-        return rows
-
+        return self.blocks.rows(B, T, c, last_only, attention, tokens_per_expert)
