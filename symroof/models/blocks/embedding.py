@@ -103,7 +103,7 @@ class Learned:
 
     FIELDS = {"kind": "positions", "max_position": "max_position"}
 
-    max_position: Any
+    max_position: Any = None
 
     kind = "learned"
 
