@@ -131,12 +131,12 @@ class Attention:
                     "Q": Array(("B", "T", "H", "d_qk"), "act")}
             return out | ({"b_o": Array(("D",))} if self.o_bias else {})
         if self.fused_qkv:
-            out["W_qkv"] = Array(("D", "H+2G", "d_h"))
+            out["W_qkv"] = Array(("D", "H+2*G", "d_h"))
         else:
             out |= {"W_q": Array(("D", "H", "d_h")), "W_k": Array(("D", "G", "d_h")),
                     "W_v": Array(("D", "G", "d_h"))}
         if self.qkv_bias:
-            out["b_qkv"] = Array(("H+2G", "d_h"))
+            out["b_qkv"] = Array(("H+2*G", "d_h"))
         if self.qk_norm:
             out |= {"q_norm": Array(("d_h",)), "k_norm": Array(("d_h",))}
         out["W_o"] = Array(("H", "d_h", "D"))

@@ -129,6 +129,42 @@ class Blocks:
             out |= {f"moe/{k}": a for k, a in self.experts.arrays().items()}
         return out | {f"head/{k}": a for k, a in self.head.arrays(self.embedding.tied).items()}
 
+    def dims(self) -> dict[str, Any]:
+        """The size of every dimension name its arrays use (the step's B, T, S aside; a
+        name like ``H+2*G`` is an expression in these).
+
+        >>> from symroof.models import model
+        >>> model("gpt2").blocks.dims()["P"]
+        1024
+        """
+        a, s = self.attention, self.stream
+        out = {"D": s.D, "F": self.mlp.F, "H": a.H, "G": a.G, "d_h": a.d_h,
+               "V": self.embedding.V}
+        if isinstance(self.positions, Learned):
+            out["P"] = self.positions.max_position
+        if a.latent is not None:
+            m = a.latent
+            out |= {"kv_rank": m.kv_rank, "d_nope": m.d_nope, "d_rope": m.d_rope,
+                    "d_v": m.d_v, "d_qk": m.d_qk}
+            out |= {} if m.q_rank is None else {"q_rank": m.q_rank}
+        if self.experts is not None:
+            out |= {"E": self.experts.moe.E, "F_e": self.experts.moe.F,
+                    "F_s": self.experts.moe.shared_F}
+        return out
+
+    def repeats(self, path: str) -> sp.Expr:
+        """How many copies of the array at ``path`` the model holds: one per layer it is in
+        (the dense MLP's: the dense layers; the experts': the MoE layers).
+
+        >>> from symroof.models import model
+        >>> b = model("deepseek-v3").blocks
+        >>> b.repeats("mlp/W_down"), b.repeats("moe/W_down_e"), b.repeats("head/W_lm")
+        (3, 58, 1)
+        """
+        part = path.split("/")[0]
+        return {"embed": sp.Integer(1), "head": sp.Integer(1), "mlp": self.dense_layers,
+                "moe": self.moe_layers}.get(part, sp.sympify(self.L))
+
     def twin(self) -> dict[str, Any]:
         """The NumPy twin's fields, each block's (the values as they are: numbers for a
         model the twin can run); MoE's and MLA's as the records' fields."""

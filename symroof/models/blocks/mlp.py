@@ -63,11 +63,11 @@ class DenseMLP:
         ['W_gate_up', 'W_down', 'h']
         """
         out = {"W_up": Array(("D", "F"))} if not self.gated else \
-            {"W_gate_up": Array(("D", "2F"))} if self.fused else \
+            {"W_gate_up": Array(("D", "2*F"))} if self.fused else \
             {"W_gate": Array(("D", "F")), "W_up": Array(("D", "F"))}
         out["W_down"] = Array(("F", "D"))
         if self.bias:
-            out |= {"b_up": Array(("2F" if self.gated else "F",)), "b_down": Array(("D",))}
+            out |= {"b_up": Array(("2*F" if self.gated else "F",)), "b_down": Array(("D",))}
         return out | {"h": Array(("B", "T", "F"), "act")}
 
     def twin(self) -> dict[str, Any]:

@@ -1,0 +1,100 @@
+"""The model as a composition of blocks: the blocks say everything the Transformer's fields
+say (a model rebuilt from its blocks is the same model), their operand arrays hold exactly
+the parameters the released checkpoints have, and a family is its blocks' switches."""
+
+import dataclasses
+
+import pytest
+import sympy as sp
+
+import symroof as sr
+from symroof.models import MODELS, MoE, Transformer
+from symroof.models.blocks import KINDS, Attention, Blocks, DenseMLP, Family, fields_of
+from symroof.models.family_presets import FAMILIES, family_of
+from symroof.numeric import MoESpec
+
+_RELEASE = ("name", "source", "max_position", "notes", "w_bytes", "act_bytes", "kv_bytes")
+
+
+def _rebuilt(m: Transformer) -> Transformer:
+    b = m.blocks
+    fields = {"D": b.stream.D, "L": b.L}
+    for block in (b.embedding, b.positions, b.residual, b.attention, b.mlp, b.head,
+                  *((b.experts,) if b.experts is not None else ())):
+        fields |= fields_of(block)
+    return Transformer(**fields | {k: getattr(m, k) for k in _RELEASE})
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_a_model_rebuilt_from_its_blocks_is_the_same_model(name):
+    m = MODELS[name]
+    assert _rebuilt(m) == m
+    assert Blocks.of(_rebuilt(m)) == m.blocks
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_the_weight_arrays_hold_every_parameter(name):
+    """Sum over the declared weight arrays of (product of their sizes) x copies == params,
+    the released counts pinned in tests/test_families.py."""
+    b = MODELS[name].blocks
+    sizes = {k: sp.sympify(v) for k, v in b.dims().items()}
+    total = 0
+    for path, array in b.arrays().items():
+        assert array.kind in KINDS, path
+        if array.kind == "weight":
+            elements = sp.Mul(*(sp.sympify(d, locals=sizes) for d in array.dims))
+            total += b.repeats(path) * elements
+    assert total == MODELS[name].params
+
+
+def test_llama_8b_weights_add_up_to_its_release():
+    # Llama-3.1-8B: 8,030,261,248 parameters (safetensors total of meta-llama/Llama-3.1-8B)
+    m = sr.model("llama-3.1-8b")
+    arrays = m.blocks.arrays()
+    assert str(arrays["attn/W_q"]) == "[D, H, d_h] weight"
+    assert arrays["attn/K"].dims == ("B", "S", "G", "d_h") and arrays["attn/K"].kind == "kv"
+    assert m.params == 8030261248
+
+
+def test_gqa_mha_mqa_are_one_block():
+    """G = H is multi-head attention, G = 1 multi-query: the same block, fewer KV heads."""
+    from symroof.symbols import B, H, T
+
+    mha, mqa = Transformer(G=H), Transformer(G=1)
+    assert mha.blocks.attention.heads().k_elems == mha.H * mha.d_h
+    assert mqa.ops(B, T, 0)["attn/k_proj"].flops == 2 * B * T * mqa.L * mqa.D * mqa.d_h
+
+
+def test_a_family_is_its_blocks_switches():
+    assert family_of("qwen3").fields() == {"qk_norm": True}
+    assert FAMILIES["gpt2"].fields()["positions"] == "learned"
+    qwen3 = Transformer(**FAMILIES["qwen3"].fields(), D=1024, F=3072, L=28, H=16, G=8,
+                        d_h=128, V=151936, tied=True)
+    # Qwen/Qwen3-0.6B: 596,049,920 parameters (transformers' sum of p.numel(), the figure
+    # tests/test_families.py pins with its source)
+    assert qwen3.params == 596_049_920
+    assert Family("x", (Attention(), DenseMLP())).fields() == {}
+
+
+def test_every_preset_belongs_to_a_family_that_makes_it():
+    """A preset's switches are its family's: the same model comes back from the family's
+    fields and the preset's sizes."""
+    for name, family in (("gemma-2-9b", "gemma-2"), ("pythia-160m", "gpt-neox"),
+                         ("qwen3-8b", "qwen3"), ("phi-3-mini", "phi-3")):
+        m = MODELS[name]
+        for field, value in FAMILIES[family].fields().items():
+            assert getattr(m, field) == value, (name, field)
+
+
+def test_moe_record_and_the_twin_spec_share_their_fields():
+    assert [f.name for f in dataclasses.fields(MoE)] == \
+        [f.name for f in dataclasses.fields(MoESpec)]
+    m = sr.model("qwen1.5-moe-a2.7b")
+    assert set(m.blocks.experts.twin()) == {f.name for f in dataclasses.fields(MoESpec)}
+
+
+def test_bad_block_input_names_it():
+    with pytest.raises(ValueError, match="act must be one of"):
+        DenseMLP(act="relu")
+    with pytest.raises(ValueError, match="belongs to no family"):
+        family_of("bert")
