@@ -66,6 +66,40 @@ def _checked(canvas, *args, **kwargs):
 _bases.FigureCanvasBase.print_figure = _checked"""
 
 
+def short_polls(client_class: type) -> type:
+    """``client_class`` with the shell channel read in polls of at most a second.
+
+    nbclient waits for a cell's reply with one poll as long as the cell's timeout; after the
+    ipywidgets cell that poll sometimes misses the reply's arrival and returns only when the
+    timeout runs out (jupyter/nbclient#312): the tour then took 120 s instead of 5. A new
+    poll finds the waiting reply at once, so the same deadline is kept in short polls.
+    """
+    from queue import Empty
+    from time import monotonic
+
+    from jupyter_core.utils import ensure_async
+
+    class ShortPolls(client_class):
+        async def async_start_new_kernel_client(self):
+            kc = await super().async_start_new_kernel_client()
+            get_msg = kc.shell_channel.get_msg
+
+            async def polled(timeout: float | None = None, **kwargs):
+                deadline = None if timeout is None else monotonic() + timeout
+                while True:
+                    left = 1.0 if deadline is None else max(0.0, deadline - monotonic())
+                    try:
+                        return await ensure_async(get_msg(timeout=min(1.0, left), **kwargs))
+                    except Empty:
+                        if deadline is not None and monotonic() >= deadline:
+                            raise
+
+            kc.shell_channel.get_msg = polled
+            return kc
+
+    return ShortPolls
+
+
 def test_notebook_executes_and_renders(make_tour, tmp_path, monkeypatch):
     from nbclient import NotebookClient
     from nbformat.v4 import new_code_cell
@@ -76,8 +110,8 @@ def test_notebook_executes_and_renders(make_tour, tmp_path, monkeypatch):
     nb.cells.insert(0, new_code_cell(CHECK_FIGURES))  # test-only cells, first and last
     nb.cells.append(new_code_cell("print('figures shown:', len(_overlaps), "
                                   "[o for o in _overlaps if o])"))
-    NotebookClient(nb, timeout=120, kernel_name="python3",
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()  # raises on error
+    short_polls(NotebookClient)(nb, timeout=120, kernel_name="python3", resources={
+        "metadata": {"path": str(tmp_path)}}).execute()  # raises on error
     outputs = [o for cell in nb.cells if cell.cell_type == "code" for o in cell.outputs]
     plots = sum(".plot." in c.source for c in nb.cells if c.cell_type == "code")
     # every figure the tour shows (the slider's first view too) has no overlapping texts
