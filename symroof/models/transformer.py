@@ -27,9 +27,8 @@ from ..conventions import using
 from ..cost import Cost, as_dimension, as_exact
 from ..symbols import D, F, G, H, L, V, d_h
 from ..workload import as_step
-from . import rows as rw
 from .attention_rows import CORE_MODES
-from .blocks import Blocks
+from .blocks import POSITIONS, Attention, Blocks, DenseMLP, Head, Norm
 from .sizes import Sizes
 from .spec import MLA, MoE
 
@@ -37,7 +36,6 @@ __all__ = ["Transformer", "OP_GROUPS", "group", "ATTENTION_MODES", "CORE_MODES"]
 
 #: attention cores a training step and a report take (a forward step also takes "flash")
 ATTENTION_MODES = ("naive", "fused")
-POSITIONS = ("rope", "learned")
 _FLAGS = ("tied", "qkv_bias", "gated", "fused_qkv", "fused_gate_up", "o_bias", "mlp_bias",
           "parallel_residual", "post_norms", "embed_scale", "qk_norm")
 #: the Llama family's values of the family fields (``Transformer.features``)
@@ -107,6 +105,10 @@ class Transformer(Sizes):
     - ``moe``: a :class:`~symroof.models.MoE` MLP; ``mla``: :class:`~symroof.models.MLA`
       attention; ``attn_block``: the KV block of the flash attention core.
 
+    The fields spell the model; :attr:`blocks` is what it is made of (one block per part,
+    each owning its parameters, rows, twin fields and operand arrays), and
+    :meth:`from_blocks` goes back.
+
     >>> m = Transformer(D=4096, F=14336, L=32, H=32, G=8, d_h=128, V=128256)
     >>> m.params
     8030261248
@@ -155,17 +157,13 @@ class Transformer(Sizes):
         for flag in _FLAGS:
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"{flag} must be True or False, got {getattr(self, flag)!r}")
-        for field, known in (("norm", rw.NORMS), ("act", tuple(rw.ACTIVATIONS)),
-                             ("positions", POSITIONS)):
-            if getattr(self, field) not in known:
-                raise ValueError(f"{field} must be one of {known}, got {getattr(self, field)!r}")
+        Norm(self.norm), DenseMLP(act=self.act)  # each block refuses its own bad switches
+        if self.positions not in POSITIONS:
+            raise ValueError(f"positions must be one of {POSITIONS}, got {self.positions!r}")
         for length in ("window", "max_position", "rotary_dim"):
             if getattr(self, length) is not None:
                 object.__setattr__(self, length, as_dimension(getattr(self, length), length))
-        for cap in ("attn_softcap", "final_softcap"):
-            if getattr(self, cap) is not None and not as_exact(getattr(self, cap), cap) > 0:
-                raise ValueError(f"{cap} must be a positive number or None, got "
-                                 f"{getattr(self, cap)!r}")
+        Attention(softcap=self.attn_softcap), Head(softcap=self.final_softcap)
         pattern = self.window_pattern
         if (not isinstance(pattern, tuple) or not pattern
                 or not all(isinstance(p, bool) for p in pattern)):
@@ -200,6 +198,17 @@ class Transformer(Sizes):
             raise ValueError("MLA has its own q and kv projections: no fused_qkv or qkv_bias")
         if self.moe is not None and self.L.is_number and self.moe.dense_layers > self.L:
             raise ValueError(f"moe.dense_layers ({self.moe.dense_layers}) exceeds L ({self.L})")
+
+    @classmethod
+    def from_blocks(cls, blocks: Blocks, **release: Any) -> Transformer:
+        """The model made of ``blocks`` (:class:`~symroof.models.blocks.Blocks`);
+        ``release``: name, source, max_position, notes.
+
+        >>> m = Transformer(D=64, F=172, L=2, H=8, G=2, d_h=8, V=256, qk_norm=True)
+        >>> Transformer.from_blocks(m.blocks) == m
+        True
+        """
+        return cls(**blocks.fields() | release)
 
     def _context(self, S: sp.Expr) -> sp.Expr:
         """The context of a step (kept for callers: a sliding window is modelled, not

@@ -29,7 +29,7 @@ from ...symbols import d_h as _d_h
 from .. import attention_rows as ar
 from .. import rows as rw
 from ..spec import MLA
-from .base import Array, Stream
+from .base import Array, Stream, cap
 
 __all__ = ["Attention"]
 
@@ -58,6 +58,9 @@ class Attention:
     window_pattern: tuple[bool, ...] = (True,)
     block: Any = 128
     latent: MLA | None = None
+
+    def __post_init__(self) -> None:
+        cap(self.softcap, "attn_softcap")
 
     def local_layers(self, L: Any) -> sp.Expr:
         """Layers of L that attend within the window (``window_pattern`` repeated).

@@ -20,7 +20,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, NamedTuple
 
-__all__ = ["Stream", "Array", "KINDS", "fields_of", "from_fields"]
+from ...cost import as_exact
+
+__all__ = ["Stream", "Array", "KINDS", "fields_of", "from_fields", "cap"]
 
 #: what an operand array holds: a parameter, an activation, or the KV cache
 KINDS = ("weight", "act", "kv")
@@ -74,3 +76,15 @@ def from_fields(cls: type, model: Any, **given: Any) -> Any:
     own = {f.name for f in dataclasses.fields(cls)}
     return cls(**{attr: getattr(model, name) for attr, name in cls.FIELDS.items()
                   if attr in own and attr not in given}, **given)
+
+
+def cap(value: Any, name: str) -> None:
+    """Refuse a softcap that is neither None nor a positive number, naming the field.
+
+    >>> cap(-1, "final_softcap")
+    Traceback (most recent call last):
+    ...
+    ValueError: final_softcap must be a positive number or None, got -1
+    """
+    if value is not None and not as_exact(value, name) > 0:
+        raise ValueError(f"{name} must be a positive number or None, got {value!r}")

@@ -58,6 +58,21 @@ class Blocks:
                    experts=None if m.moe is None else from_fields(Experts, m),
                    head=from_fields(Head, m, norm=norm))
 
+    def fields(self) -> dict[str, Any]:
+        """The :class:`~symroof.models.Transformer` fields these blocks stand for (the
+        inverse of :meth:`of`; the release's name, source, context and widths aside).
+
+        >>> from symroof.models import model
+        >>> model("gpt2").blocks.fields()["positions"], model("gpt2").blocks.fields()["norm"]
+        ('learned', 'layer')
+        """
+        s = self.stream
+        out = {"D": s.D, "L": self.L, "w_bytes": s.wb, "act_bytes": s.ab, "kv_bytes": s.kvb}
+        for block in (self.embedding, self.positions, self.residual, self.attention,
+                      self.mlp, self.head, *((self.experts,) if self.experts else ())):
+            out |= fields_of(block)
+        return out
+
     @property
     def moe_layers(self) -> sp.Expr:
         """Layers whose MLP is the mixture of experts."""

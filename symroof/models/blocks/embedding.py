@@ -16,10 +16,10 @@ from typing import Any
 
 import sympy as sp
 
-from ...cost import Cost, as_dimension, as_exact
+from ...cost import Cost, as_dimension
 from ...symbols import V as _V
 from .. import rows as rw
-from .base import Array, Stream
+from .base import Array, Stream, cap
 from .norm import Norm
 
 __all__ = ["Embedding", "Rope", "Learned", "Head", "POSITIONS"]
@@ -139,9 +139,7 @@ class Head:
     softcap: Any = None
 
     def __post_init__(self) -> None:
-        if self.softcap is not None and not as_exact(self.softcap, "final_softcap") > 0:
-            raise ValueError(f"final_softcap must be a positive number or None, got "
-                             f"{self.softcap!r}")
+        cap(self.softcap, "final_softcap")
 
     def params(self, V: Any, tied: bool, s: Stream) -> dict[str, Any]:
         """The final norm (key ``norms``) and W_lm[D, V] (0 when tied)."""
