@@ -144,6 +144,9 @@ MUTANTS: list[tuple[str, str, str, str, list[str]]] = [
     ("Qwen3's q/k norm weights left out", "symroof/models/blocks/attention.py",
      "qk_norms = 2 * self.d_h if self.qk_norm else 0", "qk_norms = 0",
      ["tests/test_families.py", "-k", "qwen3 or released"]),
+    ("the V projection's array declared with H heads", "symroof/models/blocks/attention.py",
+     '"W_v": Array(("D", "G", "d_h"))', '"W_v": Array(("D", "H", "d_h"))',
+     ["tests/test_blocks.py"]),
     # -- CLI -------------------------------------------------------------------------------
     ("--tokens error names the Python argument", "symroof/surfaces/cli_train.py",
      'return (f"--tokens {args.tokens:,} ({_sequences(args.tokens // args.seq)} of --seq "',
