@@ -39,7 +39,11 @@ class Attention:
     """H query heads and G KV heads of width d_h; the switches as
     :class:`~symroof.models.Transformer` names them (``qkv_bias``, ``fused_qkv``,
     ``o_bias``, ``qk_norm``; ``softcap`` its ``attn_softcap``, ``block`` its
-    ``attn_block``); ``latent``: an :class:`~symroof.models.MLA` record instead of GQA."""
+    ``attn_block``); ``latent``: an :class:`~symroof.models.MLA` record instead of GQA.
+
+    >>> Attention(H=32, G=8, d_h=128).params(Stream(4096, 2, 2, 2))  # Llama-3.1-8B's
+    {'attention': 41943040}
+    """
 
     FIELDS = {"H": "H", "G": "G", "d_h": "d_h", "qkv_bias": "qkv_bias",
               "fused_qkv": "fused_qkv", "o_bias": "o_bias", "qk_norm": "qk_norm",
@@ -96,7 +100,12 @@ class Attention:
         return {"attention": self.matmul_params(s) + bias + qk_norms + o}
 
     def rows(self, n: Any, T: Any, pos: Any, s: Stream) -> dict[str, Cost]:
-        """One layer's rows before the core (projections, q/k norms, RoPE, KV write)."""
+        """One layer's rows before the core (projections, q/k norms, RoPE, KV write).
+
+        >>> from symroof.models.blocks import Rope
+        >>> list(Attention(fused_qkv=True).rows(1, 1, Rope(), Stream(8, 2, 2, 2)))
+        ['attn/qkv_proj', 'attn/rope', 'attn/kv_write']
+        """
         return ar.mla(self, n, T, s) if self.latent is not None else \
             ar.standard(self, n, T, pos, s)
 

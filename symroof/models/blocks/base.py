@@ -30,7 +30,11 @@ KINDS = ("weight", "act", "kv")
 
 class Stream(NamedTuple):
     """The residual stream every block reads and writes: width D; bytes per element of
-    weights (``wb``), activations (``ab``) and the KV cache (``kvb``)."""
+    weights (``wb``), activations (``ab``) and the KV cache (``kvb``).
+
+    >>> Stream(4096, 1, 2, 2).wb                 # int8 weights
+    1
+    """
 
     D: Any
     wb: Any

@@ -34,7 +34,14 @@ __all__ = ["Blocks", "Family"]
 @dataclass(frozen=True)
 class Blocks:
     """The blocks of one model: L layers, each attention and an MLP (``experts`` on the
-    layers past ``experts.moe.dense_layers``), between the embedding and the head."""
+    layers past ``experts.moe.dense_layers``), between the embedding and the head.
+
+    >>> from symroof.models import Transformer
+    >>> from symroof.symbols import B, T
+    >>> b = Blocks.of(Transformer())
+    >>> b.rows(B, T, 0, False, "naive", None)["mlp/down"].flops
+    2*B*D*F*L*T
+    """
 
     L: Any
     stream: Stream
@@ -105,7 +112,12 @@ class Blocks:
 
     def params(self) -> dict[str, sp.Expr]:
         """Parameters by part (embedding, positions, attention, mlp, experts, shared_experts,
-        router, norms, lm_head): each block's, times the layers it is in."""
+        router, norms, lm_head): each block's, times the layers it is in.
+
+        >>> from symroof.models import model
+        >>> model("gpt2").blocks.params()["positions"]          # 1024 rows of 768
+        786432
+        """
         s, L = self.stream, self.L
         out = dict(self.embedding.params(s)) | self.positions.params(s)
         out |= {k: L * v for k, v in self.attention.params(s).items()}

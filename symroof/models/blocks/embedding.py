@@ -31,7 +31,12 @@ POSITIONS = ("rope", "learned")
 @dataclass(frozen=True)
 class Embedding:
     """The token embedding W_embed[V, D]: a gather of one row per token; ``scale``:
-    Gemma's sqrt(D) on the result; ``tied``: the lm_head reads the same matrix."""
+    Gemma's sqrt(D) on the result; ``tied``: the lm_head reads the same matrix.
+
+    >>> from symroof.symbols import D
+    >>> Embedding(V=50257).params(Stream(D, 2, 2, 2))
+    {'embedding': 50257*D}
+    """
 
     FIELDS = {"V": "V", "scale": "embed_scale", "tied": "tied"}
 
@@ -57,7 +62,12 @@ class Embedding:
 @dataclass(frozen=True)
 class Rope:
     """Rotary positions on the first ``rotary_dim`` dims of every query and key head
-    (None: all of the head, d_h); no parameters (cos and sin are constant tables)."""
+    (None: all of the head, d_h); no parameters (cos and sin are constant tables).
+
+    >>> from symroof.symbols import B, D, H, G, d_h
+    >>> Rope().rope_row(B, H + G, d_h, 1, Stream(D, 2, 2, 2))["attn/rope"].flops
+    3*B*d_h*(G + H)
+    """
 
     FIELDS = {"kind": "positions", "rotary_dim": "rotary_dim"}
 
@@ -99,7 +109,11 @@ class Rope:
 @dataclass(frozen=True)
 class Learned:
     """GPT-2's learned positions: a table W_pos[P, D] of ``max_position`` rows, added to
-    the token vectors."""
+    the token vectors.
+
+    >>> Learned(1024).params(Stream(768, 2, 2, 2))
+    {'positions': 786432}
+    """
 
     FIELDS = {"kind": "positions", "max_position": "max_position"}
 
@@ -131,7 +145,12 @@ class Learned:
 @dataclass(frozen=True)
 class Head:
     """The end of the model: the final norm, the lm_head x @ W[D, V] (the embedding's
-    matrix when tied), and Gemma-2's ``softcap`` * tanh(logits / softcap)."""
+    matrix when tied), and Gemma-2's ``softcap`` * tanh(logits / softcap).
+
+    >>> from symroof.symbols import V
+    >>> Head().params(V, True, Stream(4096, 2, 2, 2))
+    {'norms': 4096, 'lm_head': 0}
+    """
 
     FIELDS = {"norm": "norm", "softcap": "final_softcap"}
 

@@ -28,7 +28,11 @@ __all__ = ["DenseMLP", "Experts"]
 @dataclass(frozen=True)
 class DenseMLP:
     """A dense MLP of width F: ``act`` ("silu", "gelu_tanh", "gelu"), ``gated`` (SwiGLU,
-    GeGLU) or not, ``fused``: one [D, 2F] matmul for gate and up (Phi-3), ``bias``."""
+    GeGLU) or not, ``fused``: one [D, 2F] matmul for gate and up (Phi-3), ``bias``.
+
+    >>> list(DenseMLP(fused=True).rows(1, Stream(8, 2, 2, 2)))
+    ['mlp/gate_up', 'mlp/swiglu', 'mlp/down']
+    """
 
     FIELDS = {"F": "F", "act": "act", "gated": "gated", "fused": "fused_gate_up",
               "bias": "mlp_bias"}
@@ -78,7 +82,12 @@ class DenseMLP:
 @dataclass(frozen=True)
 class Experts:
     """The mixture of experts of the MoE layers: the record ``moe`` (E experts of width F,
-    top-k, a shared expert, the routing switches) and the experts' activation (gated)."""
+    top-k, a shared expert, the routing switches) and the experts' activation (gated).
+
+    >>> from symroof.models import MoE
+    >>> Experts(MoE(E=8, k=2, F=14336)).matmul_params(Stream(4096, 2, 2, 2))  # Mixtral
+    352354304
+    """
 
     FIELDS = {"moe": "moe", "act": "act"}
 

@@ -24,7 +24,11 @@ __all__ = ["Residual"]
 
 @dataclass(frozen=True)
 class Residual:
-    """A layer's norms (``norm``: the kind every norm of the model is) and residual adds."""
+    """A layer's norms (``norm``: the kind every norm of the model is) and residual adds.
+
+    >>> Residual(Norm("layer"), post_norms=True).params(Stream(3584, 2, 2, 2))
+    {'norms': 28672}
+    """
 
     FIELDS = {"norm": "norm", "parallel": "parallel_residual", "post_norms": "post_norms"}
 
