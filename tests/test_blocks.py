@@ -8,7 +8,7 @@ import pytest
 import sympy as sp
 
 import symroof as sr
-from symroof.models import MODELS, MoE, Transformer
+from symroof.models import MODELS, MoE, Transformer, from_hf_config
 from symroof.models.blocks import KINDS, Attention, Blocks, DenseMLP, Family
 from symroof.models.family_presets import FAMILIES, family_of
 from symroof.numeric import MoESpec
@@ -89,3 +89,23 @@ def test_bad_block_input_names_it():
         DenseMLP(act="relu")
     with pytest.raises(ValueError, match="belongs to no family"):
         family_of("bert")
+
+
+def test_a_new_family_is_one_family_entry(monkeypatch):
+    """A family made of existing blocks is one `Family` in family_presets.FAMILIES: a config
+    naming its model type imports with its switches, and the twin checks it exactly."""
+    from symroof.models.blocks import Embedding, Residual
+
+    toy = Family("toy", (Attention(qk_norm=True, qkv_bias=True), Residual(parallel=True),
+                         Embedding(scale=True), DenseMLP(act="gelu_tanh")),
+                 model_types=("toy_lm",))
+    config = {"model_type": "toy_lm", "hidden_size": 64, "intermediate_size": 172,
+              "num_hidden_layers": 2, "num_attention_heads": 8, "num_key_value_heads": 2,
+              "head_dim": 16, "vocab_size": 256}
+    with pytest.raises(ValueError, match="model_type 'toy_lm' is not supported"):
+        from_hf_config(config)
+    monkeypatch.setitem(FAMILIES, "toy", toy)
+    m = from_hf_config(config)
+    assert (m.qk_norm, m.qkv_bias, m.parallel_residual, m.embed_scale, m.act) == \
+        (True, True, True, True, "gelu_tanh")
+    assert sr.check(m, batch=2, new_tokens=3, cached=4).ok

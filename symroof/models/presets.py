@@ -76,10 +76,12 @@ def model(name: str) -> Transformer:
                      "(or a path to a Hugging Face config.json)")
 
 
-#: the model types read here (a Llama-style config of a family in FAMILIES); hf.py reads
-#: the other families
-_LLAMA_STYLE = {t for f in FAMILIES.values() for t in f.model_types} - set(hf.FAMILIES)
-_SUPPORTED = _LLAMA_STYLE | set(hf.FAMILIES)
+def _supported() -> set[str]:
+    """Every model type a config may name: each family's in FAMILIES (the Llama-style ones
+    read here, the others by hf.py)."""
+    return {t for f in FAMILIES.values() for t in f.model_types} | set(hf.FAMILIES)
+
+
 _REQUIRED = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
              "vocab_size")
 
@@ -133,9 +135,9 @@ def _transformer(config: Mapping[str, Any], source: str) -> Transformer:
     kind = config.get("model_type", "llama")
     notes = [] if "model_type" in config else ["config has no model_type: read as a "
                                                  "Llama-style decoder (llama)"]
-    if kind not in _SUPPORTED:
+    if kind not in _supported():
         raise ValueError(f"model_type {kind!r} is not supported (supported: "
-                         f"{', '.join(sorted(_SUPPORTED))})")
+                         f"{', '.join(sorted(_supported()))})")
     if kind in hf.FAMILIES:
         return hf.read(config, source)
     for field in ("num_local_experts", "num_experts", "n_routed_experts"):
