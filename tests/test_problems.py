@@ -132,7 +132,7 @@ def test_teacher_templates():
                     {"chip": "h100", "P": 8 * 10**9},
                     draw=lambda rng: {"chip": rng.choice(["b200", "tpu-v5p"])})
     (p,) = problem_set("mine", 0, templates=[mine])
-    assert p.statement == "How long does a H100 take to read 8e9 bf16 parameters?"
+    assert p.statement == "How long does an H100 take to read 8e9 bf16 parameters?"
     assert p.answers["T"][0] == sp.Rational(16 * 10**9, 335 * 10**10)  # 4.78 ms
     tex = sheet_latex(problem_set("mine", 7, templates=[mine]), "Mine", solutions=True)
     assert r"\textbf{Answer.} $T = " in tex and "(seed 7)" in tex

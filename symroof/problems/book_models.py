@@ -120,8 +120,10 @@ def _kv(p: dict[str, Any], d: Derivation) -> dict[str, tuple[Any, str]]:
     per_tok = d.step("KV per token in int8: $2 L G d_h$ bytes", r"\text{KV}_\text{tok}",
                      Transformer(kv_bytes=1).kv_bytes_per_token,
                      at={L: m.L, G: m.G, d_h: m.d_h})
-    kv = d.step(f"the batch's KV cache: {p['batch']} sequences of {p['context']} tokens (a "
-                "sliding window caps what a layer keeps)", r"M_\text{KV}",
+    window = (f" (its sliding window of {m.window} caps what a layer keeps)"
+              if m.window is not None and p["context"] > m.window else "")
+    kv = d.step(f"the batch's KV cache: {p['batch']} sequences of {p['context']} tokens{window}",
+                r"M_\text{KV}",
                 B * m.kv_cache_bytes(S), at={B: p["batch"], S: p["context"]})
     total = d.step("with one byte a parameter", "M", kv + m.params)
     chips = d.step(f"{shown(c.name)} chips to hold it", r"N_\text{min}",

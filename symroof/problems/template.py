@@ -27,6 +27,7 @@ True
 from __future__ import annotations
 
 import random
+import re
 import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +46,19 @@ __all__ = ["Template", "Problem", "BOOK_SEED", "shown"]
 BOOK_SEED = 0
 
 Solve = Callable[[dict[str, Any], Derivation], dict[str, tuple[Any, str]]]
+
+
+#: "a" before a chip or model name read as a letter with a vowel sound (A100, H100, MI300X)
+_AN = re.compile(r"\b([Aa]) (?=[AEFHILMNORSX][0-9])")
+
+
+def articled(text: str) -> str:
+    """``text`` with "a" made "an" before a name spoken from a vowel sound: "an H100".
+
+    >>> articled("runs on a A100, a H100 or a B200")
+    'runs on an A100, an H100 or a B200'
+    """
+    return _AN.sub(r"\1n ", text)
 
 
 def shown(value: Any) -> str:
@@ -115,7 +129,8 @@ class Problem:
 
     @property
     def statement(self) -> str:
-        return self.template.statement.format(**{k: shown(v) for k, v in self.params.items()})
+        text = self.template.statement.format(**{k: shown(v) for k, v in self.params.items()})
+        return articled(text)
 
     @cached_property
     def _solved(self) -> tuple[Derivation, dict[str, tuple[Any, str]]]:
