@@ -157,13 +157,15 @@ class Transformer(Sizes):
         for flag in _FLAGS:
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"{flag} must be True or False, got {getattr(self, flag)!r}")
-        Norm(self.norm), DenseMLP(act=self.act)  # each block refuses its own bad switches
+        Norm(self.norm)  # the blocks refuse their own bad switches, in their own words
+        DenseMLP(act=self.act)
         if self.positions not in POSITIONS:
             raise ValueError(f"positions must be one of {POSITIONS}, got {self.positions!r}")
         for length in ("window", "max_position", "rotary_dim"):
             if getattr(self, length) is not None:
                 object.__setattr__(self, length, as_dimension(getattr(self, length), length))
-        Attention(softcap=self.attn_softcap), Head(softcap=self.final_softcap)
+        Attention(softcap=self.attn_softcap)
+        Head(softcap=self.final_softcap)
         pattern = self.window_pattern
         if (not isinstance(pattern, tuple) or not pattern
                 or not all(isinstance(p, bool) for p in pattern)):
