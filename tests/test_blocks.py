@@ -9,7 +9,7 @@ import sympy as sp
 
 import symroof as sr
 from symroof.models import MODELS, MoE, Transformer, from_hf_config
-from symroof.models.blocks import KINDS, Attention, Blocks, DenseMLP, Family
+from symroof.models.blocks import KINDS, Attention, Blocks, DenseMLP, Family, Norm
 from symroof.models.family_presets import FAMILIES, family_of
 from symroof.numeric import MoESpec
 
@@ -85,6 +85,10 @@ def test_moe_record_and_the_twin_spec_share_their_fields():
 
 
 def test_bad_block_input_names_it():
+    b = sr.model("gpt2").blocks
+    with pytest.raises(ValueError, match="one norm kind for the whole model: the layers' is "
+                                         "'layer', the head's 'rms'"):
+        dataclasses.replace(b, head=dataclasses.replace(b.head, norm=Norm()))
     with pytest.raises(ValueError, match="act must be one of"):
         DenseMLP(act="relu")
     with pytest.raises(ValueError, match="belongs to no family"):

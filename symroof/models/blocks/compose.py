@@ -53,6 +53,11 @@ class Blocks:
     experts: Experts | None
     head: Head
 
+    def __post_init__(self) -> None:
+        if self.residual.norm != self.head.norm:
+            raise ValueError(f"one norm kind for the whole model: the layers' is "
+                             f"{self.residual.norm.kind!r}, the head's {self.head.norm.kind!r}")
+
     @classmethod
     def of(cls, m: Any) -> Blocks:
         """The blocks a :class:`~symroof.models.Transformer`'s fields describe."""
