@@ -28,7 +28,7 @@ from ..cost import Cost, as_dimension, as_exact
 from ..symbols import D, F, G, H, L, V, d_h
 from ..workload import as_step
 from .attention_rows import CORE_MODES
-from .blocks import POSITIONS, Attention, Blocks, DenseMLP, Head, Norm
+from .blocks import POSITIONS, Attention, Blocks, DenseMLP, Head, Norm, from_fields
 from .sizes import Sizes
 from .spec import MLA, MoE
 
@@ -164,7 +164,6 @@ class Transformer(Sizes):
         for length in ("window", "max_position", "rotary_dim"):
             if getattr(self, length) is not None:
                 object.__setattr__(self, length, as_dimension(getattr(self, length), length))
-        Attention(softcap=self.attn_softcap)
         Head(softcap=self.final_softcap)
         pattern = self.window_pattern
         if (not isinstance(pattern, tuple) or not pattern
@@ -182,22 +181,13 @@ class Transformer(Sizes):
         self._check_shapes()
 
     def _check_shapes(self) -> None:
-        ratio = self.H / self.G
-        if self.H.is_number and self.G.is_number and not ratio.is_integer:
-            raise ValueError(f"H ({self.H}) must be divisible by G ({self.G}): each KV head "
-                             "serves H/G query heads")
+        from_fields(Attention, self)  # heads, MLA and its conflicts: the block's own checks
         if self.rotary_dim is not None and (self.rotary_dim - self.d_h).is_positive:
             raise ValueError(f"rotary_dim ({self.rotary_dim}) must not exceed d_h ({self.d_h})")
         if self.positions == "learned" and self.max_position is None:
             raise ValueError("learned positions need max_position (the table's rows)")
         if self.moe is not None and not isinstance(self.moe, MoE):
             raise ValueError(f"moe must be a MoE record or None, got {self.moe!r}")
-        if self.mla is not None and not isinstance(self.mla, MLA):
-            raise ValueError(f"mla must be an MLA record or None, got {self.mla!r}")
-        if self.mla is not None and self.qk_norm:
-            raise ValueError("qk_norm normalises GQA heads; MLA has its own q and kv norms")
-        if self.mla is not None and (self.fused_qkv or self.qkv_bias):
-            raise ValueError("MLA has its own q and kv projections: no fused_qkv or qkv_bias")
         if self.moe is not None and self.L.is_number and self.moe.dense_layers > self.L:
             raise ValueError(f"moe.dense_layers ({self.moe.dense_layers}) exceeds L ({self.L})")
 

@@ -65,6 +65,18 @@ class Attention:
 
     def __post_init__(self) -> None:
         cap(self.softcap, "attn_softcap")
+        H, G = sp.sympify(self.H), sp.sympify(self.G)
+        if H.is_number and G.is_number and not (H / G).is_integer:
+            raise ValueError(f"H ({H}) must be divisible by G ({G}): each KV head serves H/G "
+                             "query heads")
+        if self.latent is None:
+            return
+        if not isinstance(self.latent, MLA):
+            raise ValueError(f"mla must be an MLA record or None, got {self.latent!r}")
+        if self.qk_norm:
+            raise ValueError("qk_norm normalises GQA heads; MLA has its own q and kv norms")
+        if self.fused_qkv or self.qkv_bias:
+            raise ValueError("MLA has its own q and kv projections: no fused_qkv or qkv_bias")
 
     def local_layers(self, L: Any) -> sp.Expr:
         """Layers of L that attend within the window (``window_pattern`` repeated).
