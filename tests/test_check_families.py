@@ -169,10 +169,10 @@ def test_random_family_configs(model, batch, new_tokens, cached, attention, last
     assert report.ok, str(report)
 
 
-def test_the_twin_trains_the_llama_family_only():
+def test_the_twin_trains_the_dense_families_and_names_what_it_does_not():
     from symroof.numeric import loss_and_grads
 
-    cfg = _numeric_config(TINY.replace(**FAMILIES["gpt2"]))
+    cfg = _numeric_config(TINY.replace(**MOE))
     tokens = np.zeros((1, 3), dtype=int)
-    with pytest.raises(ValueError, match="Llama family only; custom's config sets norm, act"):
+    with pytest.raises(ValueError, match="runs the dense families; custom's config sets moe"):
         loss_and_grads(init_params(cfg), cfg.replace(name="custom"), tokens, tokens)

@@ -12,7 +12,7 @@ import sympy as sp
 
 import symroof as sr
 from symroof.models import saved_activations
-from symroof.models.training_memory import _KEPT, _RECOMPUTE, _fused, _rerun
+from symroof.models.training_memory import remat_recompute
 from symroof.symbols import B, D, F, L, M, T, X, Y, Z
 
 C, W_ici = sp.Symbol("C", positive=True), sp.Symbol("W_ici", positive=True)
@@ -120,13 +120,18 @@ def test_remat_tuple_reruns_what_the_backward_reads_and_is_not_kept():
     rerun = [k.split("/", 1)[1] for k in rows if k.startswith("recompute/")]
     assert "mlp/swiglu" in rerun and "attn/softmax" in rerun
     assert not {"mlp/gate", "mlp/up", "mlp/down"} & set(rerun)
-    # the rule rebuilds the hand-written table of every named policy but full
-    for attention in ("naive", "fused"):
-        for policy in ("none", "selective", "matmul_outputs"):
-            keys = _KEPT[policy] if attention == "naive" else _fused(_KEPT[policy])
-            table = _RECOMPUTE[policy]
-            assert _rerun(keys, attention) == (table if attention == "naive"
-                                               else _fused(table))
+    # the rule rebuilds the policies' table (docs/accounting.md, "Remat policies"; selective
+    # is Megatron-LM's, matmul_outputs JAX's dots_with_no_batch_dims_saveable)
+    table = {"none": (), "selective": ("attn/scores", "attn/softmax"),
+             "matmul_outputs": ("attn_norm", "attn/rope", "attn/scores", "attn/softmax",
+                                "attn/av", "attn/residual", "mlp_norm", "mlp/swiglu")}
+    for policy, keys in table.items():
+        assert remat_recompute(policy) == keys
+        assert remat_recompute(policy, "fused") == tuple(
+            "attn/core" if k == "attn/av" else k for k in keys if k not in _CORE)
+
+
+_CORE = ("attn/scores", "attn/softmax")
 
 
 @pytest.mark.parametrize("remat, message", [

@@ -9,11 +9,11 @@ from hypothesis import strategies as st
 import symroof as sr
 from symroof.cost import Cost
 from symroof.models import MODELS, REMAT_POLICIES, saved_activations
+from symroof.models.check import _numeric_config
 from symroof.numeric import (
-    BACKWARD_READS,
-    REMAT,
     Adam,
     Config,
+    backward_reads,
     init_params,
     loss_and_grads,
     train_step,
@@ -109,14 +109,24 @@ def test_every_policy_gives_the_same_gradients():
             np.testing.assert_allclose(_get(grads, path), g, rtol=1e-12, atol=1e-15)
 
 
-@pytest.mark.parametrize("tensor", BACKWARD_READS)
-def test_the_backward_reads_every_tensor_none_keeps(tensor, monkeypatch):
+#: every switch that changes what a layer's backward reads, on two small configs
+EVERY_READ = {"llama": SMALL, "gemma2_qwen3": SMALL.replace(
+    qk_norm=True, post_norms=True, attn_softcap=2.0, act="gelu_tanh", window=3),
+    "neox_gpt2": SMALL.replace(norm="layer", gated=False, act="gelu", fused_qkv=True,
+                               parallel_residual=True, positions="learned", max_position=8)}
+
+
+@pytest.mark.parametrize("name, tensor", [(name, t) for name, cfg in EVERY_READ.items()
+                                          for t in backward_reads(cfg)])
+def test_the_backward_reads_every_tensor_none_keeps(name, tensor, monkeypatch):
     """The backward reads only what the policy kept or recomputed: keeping one tensor too
     few fails (so "none" keeps nothing the backward does not read)."""
-    monkeypatch.setitem(REMAT, "none", tuple(t for t in BACKWARD_READS if t != tensor))
-    monkeypatch.setattr(numeric_train, "_rerun_plan", lambda remat: [])  # recompute nothing
+    cfg = EVERY_READ[name]
+    fewer = tuple(t for t in backward_reads(cfg) if t != tensor)
+    monkeypatch.setattr(numeric_train, "_kept", lambda cfg, remat: fewer)
+    monkeypatch.setattr(numeric_train, "_rerun_plan", lambda cfg, remat: [])  # rerun nothing
     with pytest.raises(KeyError, match=tensor):
-        loss_and_grads(init_params(SMALL), SMALL, *_batch(SMALL))
+        loss_and_grads(init_params(cfg), cfg, *_batch(cfg))
 
 
 def test_a_planted_backward_flop_is_caught_and_named(monkeypatch):
@@ -137,9 +147,11 @@ def test_a_planted_backward_flop_is_caught_and_named(monkeypatch):
 
 
 def test_a_kept_tensor_too_many_is_caught(monkeypatch):
-    plan = numeric_train._rerun_plan("selective")
-    monkeypatch.setitem(numeric_train.REMAT, "selective", BACKWARD_READS)
-    monkeypatch.setattr(numeric_train, "_rerun_plan", lambda remat: plan)
+    cfg, kept = _numeric_config(TINY), numeric_train._kept
+    plan = numeric_train._rerun_plan(cfg, "selective")
+    monkeypatch.setattr(numeric_train, "_kept", lambda cfg, remat: kept(
+        cfg, "none" if remat == "selective" else remat))
+    monkeypatch.setattr(numeric_train, "_rerun_plan", lambda cfg, remat: plan)
     report = sr.check_training(TINY, 1, 3, "selective")
     assert [(m.op, m.quantity) for m in report.mismatches] == [
         ("saved/attn/softmax", "act_bytes")]
@@ -171,23 +183,23 @@ def test_bad_input_is_named(call, message):
         call()
 
 
-DENSE = [name for name, m in MODELS.items() if m.moe is None and m.mla is None
-         and m.norm == "rms" and m.gated and not m.fused_qkv and not m.post_norms
-         and m.positions == "rope" and m.act == "silu" and not m.qk_norm]  # the Llama family
+DENSE = [name for name, m in MODELS.items() if m.moe is None and m.mla is None]
+LLAMA = [name for name in DENSE if not sr.model(name).features]  # the Llama family
 
 
 @pytest.mark.parametrize("name", DENSE)
-def test_every_llama_family_preset_trains_exactly_at_its_own_head_layout(name):
-    """Each dense Llama-family preset with its own H, G, tying, biases and window, its
-    widths shrunk (D, F, d_h, V, L) so that a float64 backward runs: counted == symbolic."""
+def test_every_dense_preset_trains_exactly_at_its_own_head_layout(name):
+    """Each dense preset with its own H, G, tying, biases, switches and window, its widths
+    shrunk (D, F, d_h, V, L; a window of 6 with 4 tokens, learned positions 8) so that a
+    float64 backward runs: counted == symbolic."""
     m = sr.model(name)
     small = m.replace(D=16, F=24, L=2, d_h=2, V=32, window=None if m.window is None else 6,
-                      max_position=None)
+                      rotary_dim=None, max_position=8 if m.positions == "learned" else None)
     report = sr.check_training(small, 1, 4, "full" if m.H > 32 else "none")
     assert report.ok, str(report)
 
 
-@pytest.mark.parametrize("name", DENSE)
+@pytest.mark.parametrize("name", LLAMA)
 def test_dense_presets_train_at_six_params_plus_attention(name):
     """Training FLOPs per token of each dense preset, from its rows: 6 x matmul parameters
     plus the attention matmuls' 12 L H d_h S, and lower-order terms (norms, softmax, loss,

@@ -115,18 +115,21 @@ def swiglu_backward(n: Any, *, x_bytes: Any = 2) -> Cost:
 
 
 def softmax_backward(rows: Any, n: Any, *, useful_elements: Any = None,
-                     x_bytes: Any = 2) -> Cost:
+                     x_bytes: Any = 2, softcap: bool = False) -> Cost:
     """dz = scale * p * (dp - sum(dp*p)) per row of n: 5n - 1 FLOPs (useful: 5u - 1 per row
-    of u unmasked entries). Reads p and dp, writes dz.
+    of u unmasked entries). Reads p and dp, writes dz. With a softcap on the scores
+    (Gemma-2) it also reads the raw scores s and multiplies by 1 - tanh(scale*s/cap)^2:
+    6 more per element (scale, divide, tanh, square, subtract, multiply).
 
     >>> from symroof.symbols import B, S
-    >>> softmax_backward(B, S).flops
-    B*(5*S - 1)
+    >>> softmax_backward(B, S).flops, softmax_backward(B, S, softcap=True).flops
+    (B*(5*S - 1), B*(11*S - 1))
     """
     rows, n = as_dimension(rows, "rows"), as_dimension(n, "n")
     u = rows * n if useful_elements is None else as_exact(useful_elements, "useful_elements")
-    return Cost(flops=rows * (5 * n - 1), useful_flops=5 * u - rows,
-                act_bytes=3 * rows * n * _w(x_bytes, "x_bytes"))
+    per = 11 if softcap else 5
+    return Cost(flops=rows * (per * n - 1), useful_flops=per * u - rows,
+                act_bytes=(4 if softcap else 3) * rows * n * _w(x_bytes, "x_bytes"))
 
 
 def attention_matmul_backward(B: Any, T: Any, S: Any, H: Any, G: Any, d_h: Any, *,
@@ -149,12 +152,13 @@ def attention_matmul_backward(B: Any, T: Any, S: Any, H: Any, G: Any, d_h: Any, 
 
 
 def flash_attention_backward(B: Any, T: Any, S: Any, H: Any, G: Any, d_h: Any, *,
-                             pairs: Any = None, x_bytes: Any = 2) -> Cost:
+                             pairs: Any = None, x_bytes: Any = 2, softcap: bool = False) -> Cost:
     """FlashAttention-2's backward: per allowed (query, key) pair and head it recomputes
     s = q.k (2d_h) and p = exp(scale*s - lse) (3), then dp = do.v (2d_h), ds = p*(dp - delta)
     *scale (3), dq, dk, dv (2d_h each): 10*d_h + 6; per query row and head
     delta = sum(do*o): 2*d_h - 1. Masked blocks are skipped (executed = useful). Reads q, K,
-    V, o, do and the logsumexp; writes dq, dK, dV.
+    V, o, do and the logsumexp; writes dq, dK, dV. A softcap (Gemma-2) adds 6 per pair: the
+    capped score's divide, tanh, multiply, and the derivative's square, subtract, multiply.
 
     >>> from symroof.symbols import B, S, H, G, d_h
     >>> flash_attention_backward(B, S, S, H, G, d_h, pairs=S**2).flops
@@ -163,24 +167,26 @@ def flash_attention_backward(B: Any, T: Any, S: Any, H: Any, G: Any, d_h: Any, *
     B, T, S, H, G, d_h = (as_dimension(v, k) for v, k in
                           ((B, "B"), (T, "T"), (S, "S"), (H, "H"), (G, "G"), (d_h, "d_h")))
     pairs = T * S if pairs is None else as_exact(pairs, "pairs")
-    return Cost(flops=B * H * pairs * (10 * d_h + 6) + B * T * H * (2 * d_h - 1),
+    per_pair = 10 * d_h + 6 + (6 if softcap else 0)
+    return Cost(flops=B * H * pairs * per_pair + B * T * H * (2 * d_h - 1),
                 act_bytes=(4 * B * T * H * d_h + 4 * B * S * G * d_h + B * T * H)
                 * _w(x_bytes, "x_bytes"))
 
 
 def embedding_backward(n: Any, d: Any, v: Any, *, x_bytes: Any = 2, grad_bytes: Any = 2,
-                       accumulate: bool = False) -> Cost:
+                       accumulate: bool = False, scaled: bool = False) -> Cost:
     """Scatter-add of n gradient rows of width d into the [v, d] embedding gradient: n*d
     FLOPs; reads the n rows, writes the gradient (``accumulate``: a tied embedding adds into
-    the lm_head's gradient, which it also reads).
+    the lm_head's gradient, which it also reads). ``scaled`` (Gemma's sqrt(D) on the
+    embedding): the rows are multiplied by it first, n*d more.
 
     >>> from symroof.symbols import B, S, D, V
     >>> embedding_backward(B*S, D, V, accumulate=True)
     Cost(flops=B*D*S, weight_bytes=4*D*V, act_bytes=2*B*D*S)
     """
     n, d, v = as_dimension(n, "n"), as_dimension(d, "d"), as_dimension(v, "v")
-    return Cost(flops=n * d, weight_bytes=(2 if accumulate else 1) * v * d
-                * _w(grad_bytes, "grad_bytes"), act_bytes=n * d * _w(x_bytes, "x_bytes"))
+    return Cost(flops=(2 if scaled else 1) * n * d, weight_bytes=(2 if accumulate else 1) * v
+                * d * _w(grad_bytes, "grad_bytes"), act_bytes=n * d * _w(x_bytes, "x_bytes"))
 
 
 def cross_entropy(rows: Any, v: Any, *, x_bytes: Any = 2) -> Cost:

@@ -6,11 +6,18 @@ table, the NumPy twin counts the same keys and :func:`symroof.check_training` co
 
 - ``fwd/<key>``: the forward rows of :meth:`Transformer.ops` with no KV cache (no
   ``attn/kv_write``; K and V are activations), then ``fwd/loss`` (mean cross-entropy);
-- ``bwd/loss``, ``bwd/lm_head/dx``, ``bwd/lm_head/dw``, ``bwd/final_norm``;
+- ``bwd/loss``, (``bwd/logit_softcap``), ``bwd/lm_head/dx``, ``bwd/lm_head/dw``,
+  ``bwd/final_norm``;
 - ``recompute/<key>``: the forward rows the remat policy reruns (training_memory);
-- per layer, backwards: ``bwd/mlp/down/dx`` ... ``bwd/attn_norm``, ``bwd/attn/residual``
-  (a weight matmul's dX and dW one row each; ``*_sum`` rows add gradient contributions);
-- ``bwd/embed`` (scatter-add) and ``optimizer/adam``.
+- per layer, backwards: (``bwd/mlp/post_norm``), ``bwd/mlp/down/dx`` ... ``bwd/attn_norm``,
+  ``bwd/attn/residual`` (a weight matmul's dX and dW one row each; ``*_sum`` rows add
+  gradient contributions); the core's rows hold the windowed and the global layers;
+- (``bwd/pos_embed``), ``bwd/embed`` (scatter-add) and ``optimizer/adam``.
+
+Every dense family trains: its block switches (norm, activation, gating, fused projections,
+biases, positions, partial RoPE, parallel residual, post norms, embedding scale, softcaps,
+q/k norms, sliding windows) each add or change the rows of one function below
+(:mod:`symroof.models.backward_dense` has their ops); MoE and MLA are refused, naming them.
 
 No gradient accumulation across microbatches (one batch per step); a tied embedding's two
 gradients meet in ``bwd/embed``. ``attention="fused"`` (FlashAttention: the forward also
@@ -21,22 +28,27 @@ only; the NumPy twin runs the naive core.
 >>> rows = train_ops(Transformer(), B, S)
 >>> rows["bwd/mlp/down/dw"].flops == rows["fwd/mlp/down"].flops
 True
+>>> neox = train_ops(Transformer(norm="layer", gated=False, act="gelu", fused_qkv=True,
+...                              parallel_residual=True), B, S)
+>>> neox["bwd/mlp/gelu"].flops, neox["bwd/attn/residual"].flops   # act' 10 + 1; three summed
+(11*B*F*L*S, 2*B*D*L*S)
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .. import ops as op
 from ..conventions import using
 from ..cost import Cost, as_dimension
 from ..workload import TrainStep
 from . import attention_rows as ar
 from . import backward as bw
+from . import backward_dense as bd
+from . import rows as rw
 from .training_memory import REMAT_POLICIES, _policy, remat_recompute
 from .transformer import Transformer
 
-__all__ = ["train_ops", "REMAT_POLICIES", "MATMUL_KEYS", "ATTENTION_MATMUL_KEYS"]
+__all__ = ["train_ops", "REMAT_POLICIES", "MATMUL_KEYS", "ATTENTION_MATMUL_KEYS", "matmul_keys"]
 
 #: Forward weight-matmul rows: 6ND counts them (forward, dX, dW).
 MATMUL_KEYS = ("attn/q_proj", "attn/k_proj", "attn/v_proj", "attn/o_proj", "mlp/gate",
@@ -46,15 +58,32 @@ ATTENTION_MATMUL_KEYS = ("fwd/attn/scores", "fwd/attn/av", "bwd/attn/av/dp", "bw
                          "bwd/attn/scores/dq", "bwd/attn/scores/dk")
 
 
-def _llama_family(model: Transformer, S: Any) -> None:
-    """Training rows cover the Llama family (no backward for MoE, MLA, GPT-2, NeoX, Gemma,
-    Phi-3 blocks yet); a sliding window only while the sequence fits in it."""
-    if model.features:
-        raise ValueError(f"training rows cover the Llama family only; {model.name} has "
-                         f"{', '.join(model.features)}")
-    if model.window is not None and (S - model.window).is_positive:
-        raise ValueError(f"training rows attend to the whole sequence; seq {S} exceeds "
-                         f"{model.name}'s sliding window of {model.window}")
+def matmul_keys(model: Transformer) -> tuple[str, ...]:
+    """The forward weight-matmul rows of ``model`` (fused or not, gated or not): 6ND counts
+    them, forward, dX and dW (:data:`MATMUL_KEYS` is the Llama family's).
+
+    >>> matmul_keys(Transformer()) == MATMUL_KEYS
+    True
+    >>> matmul_keys(Transformer(fused_qkv=True, fused_gate_up=True))[:3]
+    ('attn/qkv_proj', 'attn/o_proj', 'mlp/gate_up')
+    """
+    attn = ("attn/qkv_proj",) if model.fused_qkv else ("attn/q_proj", "attn/k_proj",
+                                                       "attn/v_proj")
+    mlp = ("mlp/up",) if not model.gated else ("mlp/gate_up",) if model.fused_gate_up else \
+        ("mlp/gate", "mlp/up")
+    return (*attn, "attn/o_proj", *mlp, "mlp/down", "lm_head")
+
+
+def _unsupported(model: Transformer, S: Any) -> None:
+    """Training rows cover every dense family; what they do not cover yet is named, and a
+    sequence longer than a model's learned positions is refused."""
+    missing = [name for name in ("moe", "mla") if getattr(model, name) is not None]
+    if missing:
+        raise ValueError(f"training rows cover the dense families; {model.name} has "
+                         f"{' and '.join(missing)} (its backward is not written yet)")
+    if model.positions == "learned" and (S - model.max_position).is_positive:
+        raise ValueError(f"seq {S} exceeds {model.name}'s {model.max_position} learned "
+                         "positions")
 
 
 def _forward(model: Transformer, B: Any, S: Any, attention: str) -> dict[str, Cost]:
@@ -69,42 +98,127 @@ def _forward(model: Transformer, B: Any, S: Any, attention: str) -> dict[str, Co
     return out
 
 
-def _layer_backward(m: Transformer, B: Any, S: Any, attention: str, gb: Any) -> dict[str, Cost]:
-    """One layer's backward rows (per layer; the caller multiplies by L)."""
-    D, F, H, G, d_h, ab, wb = m.D, m.F, m.H, m.G, m.d_h, m.act_bytes, m.w_bytes
-    n, pairs = B * S, ar.pairs(S, 0, None)[1]  # causal S (S + 1)/2, or all S^2 (conventions)
+class _Widths:
+    """A layer's sizes and the backward's row builders at the step's widths."""
 
-    def dx(d_in: Any, d_out: Any) -> Cost:
-        return bw.linear_dx(n, d_in, d_out, x_bytes=ab, w_bytes=wb)
+    def __init__(self, m: Transformer, n: Any, gb: Any):
+        self.m, self.n, self.gb = m, n, gb
 
-    def dw(d_in: Any, d_out: Any, bias: bool = False) -> Cost:
-        return bw.linear_dw(n, d_in, d_out, x_bytes=ab, grad_bytes=gb, bias=bias)
+    def dx(self, d_in: Any, d_out: Any) -> Cost:
+        return bw.linear_dx(self.n, d_in, d_out, x_bytes=self.m.act_bytes,
+                            w_bytes=self.m.w_bytes)
 
-    norm = bw.rmsnorm_backward(n, D, x_bytes=ab, w_bytes=wb, grad_bytes=gb)
-    rows = {
-        "mlp/down/dx": dx(F, D), "mlp/down/dw": dw(F, D),
-        "mlp/swiglu": bw.swiglu_backward(n * F, x_bytes=ab),
-        "mlp/up/dx": dx(D, F), "mlp/up/dw": dw(D, F),
-        "mlp/gate/dx": dx(D, F), "mlp/gate/dw": dw(D, F),
-        "mlp/gate_up_sum": bw.grad_sum(n * D, 2, x_bytes=ab),
-        "mlp_norm": norm, "mlp/residual": bw.grad_sum(n * D, 2, x_bytes=ab),
-        "attn/o_proj/dx": dx(H * d_h, D), "attn/o_proj/dw": dw(H * d_h, D),
-    }
-    if attention == "naive":
-        core = bw.attention_matmul_backward(B, S, S, H, G, d_h, pairs=pairs, x_bytes=ab)
-        rows |= {"attn/av/dp": core, "attn/av/dv": core,
-                 "attn/softmax": bw.softmax_backward(B * H * S, S, useful_elements=B * H * pairs,
-                                                     x_bytes=ab),
-                 "attn/scores/dq": core, "attn/scores/dk": core}
+    def dw(self, d_in: Any, d_out: Any, bias: bool = False) -> Cost:
+        return bw.linear_dw(self.n, d_in, d_out, x_bytes=self.m.act_bytes, grad_bytes=self.gb,
+                            bias=bias)
+
+    def norm(self, kind: str, rows: Any, d: Any) -> Cost:
+        return bd.norm_backward(kind, rows, d, x_bytes=self.m.act_bytes,
+                                w_bytes=self.m.w_bytes, grad_bytes=self.gb)
+
+    def sum(self, k: int) -> Cost:
+        return bw.grad_sum(self.n * self.m.D, k, x_bytes=self.m.act_bytes)
+
+
+def _mlp_backward(m: Transformer, w: _Widths) -> dict[str, Cost]:
+    """One layer's MLP backward rows, from the residual down to the MLP norm."""
+    D, F, n, bias = m.D, m.F, w.n, m.mlp_bias
+    rows = {"mlp/post_norm": w.norm(m.norm, n, D)} if m.post_norms else {}
+    rows |= {"mlp/down/dx": w.dx(F, D), "mlp/down/dw": w.dw(F, D, bias),
+             f"mlp/{rw.act_key(m.act, m.gated)}": bd.activation_backward(
+                 m.act, gated=m.gated, n=n * F, x_bytes=m.act_bytes)}
+    if not m.gated:
+        rows |= {"mlp/up/dx": w.dx(D, F), "mlp/up/dw": w.dw(D, F, bias)}
+    elif m.fused_gate_up:
+        rows |= {"mlp/gate_up/dx": w.dx(D, 2 * F), "mlp/gate_up/dw": w.dw(D, 2 * F, bias)}
     else:
-        rows["attn/core"] = bw.flash_attention_backward(B, S, S, H, G, d_h, pairs=pairs,
-                                                        x_bytes=ab)
-    rows["attn/rope"] = op.rope(n * (H + G) * d_h, table=S * d_h, x_bytes=ab)
-    for name, width in (("v", G), ("k", G), ("q", H)):
-        rows[f"attn/{name}_proj/dx"] = dx(D, width * d_h)
-        rows[f"attn/{name}_proj/dw"] = dw(D, width * d_h, m.qkv_bias)
-    return rows | {"attn/qkv_sum": bw.grad_sum(n * D, 3, x_bytes=ab), "attn_norm": norm,
-                   "attn/residual": bw.grad_sum(n * D, 2, x_bytes=ab)}
+        rows |= {"mlp/up/dx": w.dx(D, F), "mlp/up/dw": w.dw(D, F, bias),
+                 "mlp/gate/dx": w.dx(D, F), "mlp/gate/dw": w.dw(D, F, bias),
+                 "mlp/gate_up_sum": w.sum(2)}
+    rows["mlp_norm"] = w.norm(m.norm, n, D)
+    if not m.parallel_residual:  # (parallel: the MLP norm's gradient meets x's below)
+        rows["mlp/residual"] = w.sum(2)
+    return rows
+
+
+def _attention_out_backward(m: Transformer, w: _Widths) -> dict[str, Cost]:
+    """The attention block's rows after its core: the post norm and o_proj."""
+    rows = {"attn/post_norm": w.norm(m.norm, w.n, m.D)} if m.post_norms else {}
+    return rows | {"attn/o_proj/dx": w.dx(m.H * m.d_h, m.D),
+                   "attn/o_proj/dw": w.dw(m.H * m.d_h, m.D, m.o_bias)}
+
+
+def _core_backward(m: Transformer, B: Any, S: Any, attention: str) -> dict[str, Cost]:
+    """The attention core's backward rows of all L layers, windowed and global ones apart
+    (a window changes the allowed pairs; the naive core still executes all S^2)."""
+    H, G, d_h, ab, cap = m.H, m.G, m.d_h, m.act_bytes, m.attn_softcap is not None
+    out: dict[str, Cost] = {}
+    for layers, window in ((m.L - m.local_layers, None), (m.local_layers, m.window)):
+        if layers == 0:
+            continue
+        pairs = ar.pairs(S, 0, window)[1]  # causal (in the window), or all S^2 (conventions)
+        if attention == "naive":
+            core = bw.attention_matmul_backward(B, S, S, H, G, d_h, pairs=pairs, x_bytes=ab)
+            rows = {"attn/av/dp": core, "attn/av/dv": core,
+                    "attn/softmax": bw.softmax_backward(B * H * S, S, x_bytes=ab,
+                                                        useful_elements=B * H * pairs,
+                                                        softcap=cap),
+                    "attn/scores/dq": core, "attn/scores/dk": core}
+        else:
+            rows = {"attn/core": bw.flash_attention_backward(B, S, S, H, G, d_h, pairs=pairs,
+                                                             x_bytes=ab, softcap=cap)}
+        for key, cost in rows.items():
+            out[key] = out.get(key, Cost()) + layers * cost
+    return out
+
+
+def _attention_in_backward(m: Transformer, w: _Widths, S: Any) -> dict[str, Cost]:
+    """The attention block's rows before its core: RoPE, the q/k norms, the projections,
+    the norm and the residual stream's sum."""
+    D, H, G, d_h, n = m.D, m.H, m.G, m.d_h, w.n
+    rows = {}
+    if m.positions == "rope":
+        rows["attn/rope"] = rw.rope(n, H + G, m.rotary, S, ab=m.act_bytes)
+    if m.qk_norm:
+        rows |= {"attn/q_norm": w.norm("rms", n * H, d_h), "attn/k_norm": w.norm("rms", n * G,
+                                                                                   d_h)}
+    if m.fused_qkv:
+        rows |= {"attn/qkv_proj/dx": w.dx(D, (H + 2 * G) * d_h),
+                 "attn/qkv_proj/dw": w.dw(D, (H + 2 * G) * d_h, m.qkv_bias)}
+    else:
+        for name, width in (("v", G), ("k", G), ("q", H)):
+            rows[f"attn/{name}_proj/dx"] = w.dx(D, width * d_h)
+            rows[f"attn/{name}_proj/dw"] = w.dw(D, width * d_h, m.qkv_bias)
+        rows["attn/qkv_sum"] = w.sum(3)
+    return rows | {"attn_norm": w.norm(m.norm, n, D),
+                   "attn/residual": w.sum(3 if m.parallel_residual else 2)}
+
+
+def _head_backward(m: Transformer, B: Any, S: Any, gb: Any) -> dict[str, Cost]:
+    """The loss, the final softcap, lm_head and the final norm, backwards."""
+    n, ab = B * S, m.act_bytes
+    rows = {"bwd/loss": bw.cross_entropy_backward(n, m.V, x_bytes=ab)}
+    if m.final_softcap is not None:
+        rows["bwd/logit_softcap"] = bd.softcap_backward(n * m.V, x_bytes=ab)
+    return rows | {
+        "bwd/lm_head/dx": bw.linear_dx(n, m.D, m.V, x_bytes=ab, w_bytes=m.w_bytes),
+        "bwd/lm_head/dw": bw.linear_dw(n, m.D, m.V, x_bytes=ab, grad_bytes=gb),
+        "bwd/final_norm": bd.norm_backward(m.norm, n, m.D, x_bytes=ab, w_bytes=m.w_bytes,
+                                           grad_bytes=gb),
+    }
+
+
+def _embedding_backward(m: Transformer, B: Any, S: Any, gb: Any) -> dict[str, Cost]:
+    """Learned positions' gradient (GPT-2), then the embedding's scatter-add."""
+    ab, n = m.act_bytes, B * S
+    rows = {"bwd/pos_embed": bd.pos_embed_backward(B, S, m.D, x_bytes=ab, grad_bytes=gb)} \
+        if m.positions == "learned" else {}
+    return rows | {"bwd/embed": bw.embedding_backward(n, m.D, m.V, x_bytes=ab, grad_bytes=gb,
+                                                      accumulate=m.tied,
+                                                      scaled=m.embed_scale)}
+
+
+_OUTSIDE = ("embed", "pos_embed", "final_norm", "lm_head", "logit_softcap")
 
 
 def train_ops(model: Transformer, batch: Any, seq: Any = None, remat: str = "none", *,
@@ -147,27 +261,24 @@ def _train_ops(model: Transformer, batch: Any, seq: Any, remat: str, attention: 
         raise ValueError("train_ops() needs a TrainStep (sr.TrainStep(sequences, seq)) or "
                          "batch and seq")
     B, S = as_dimension(batch, "batch"), as_dimension(seq, "seq")
-    _llama_family(model, S)
+    _unsupported(model, S)
     m, n = model, B * S
-    ab, gb = m.act_bytes, m.w_bytes if grad_bytes is None else grad_bytes
+    gb = m.w_bytes if grad_bytes is None else grad_bytes
     fwd = _forward(m, B, S, attention)
-    layer_keys = [k for k in fwd if k not in ("embed", "final_norm", "lm_head")]
-    recompute = remat_recompute(remat, attention)
+    layer_keys = [k for k in fwd if k not in _OUTSIDE]
+    recompute = remat_recompute(remat, attention, m)
     rows = {f"fwd/{key}": cost for key, cost in fwd.items()}
-    rows |= {
-        "fwd/loss": bw.cross_entropy(n, m.V, x_bytes=ab),
-        "bwd/loss": bw.cross_entropy_backward(n, m.V, x_bytes=ab),
-        "bwd/lm_head/dx": bw.linear_dx(n, m.D, m.V, x_bytes=ab, w_bytes=m.w_bytes),
-        "bwd/lm_head/dw": bw.linear_dw(n, m.D, m.V, x_bytes=ab, grad_bytes=gb),
-        "bwd/final_norm": bw.rmsnorm_backward(n, m.D, x_bytes=ab, w_bytes=m.w_bytes,
-                                              grad_bytes=gb),
-    }
+    rows["fwd/loss"] = bw.cross_entropy(n, m.V, x_bytes=m.act_bytes)
+    rows |= _head_backward(m, B, S, gb)
     rows |= {f"recompute/{key}": fwd[key]
              for key in (layer_keys if recompute is None else recompute)}
+    w = _Widths(m, n, gb)
+    per_layer = _mlp_backward(m, w) | _attention_out_backward(m, w)
+    rows |= {f"bwd/{key}": m.L * cost for key, cost in per_layer.items()}
+    rows |= {f"bwd/{key}": cost for key, cost in _core_backward(m, B, S, attention).items()}
     rows |= {f"bwd/{key}": m.L * cost
-             for key, cost in _layer_backward(m, B, S, attention, gb).items()}
-    rows["bwd/embed"] = bw.embedding_backward(n, m.D, m.V, x_bytes=ab, grad_bytes=gb,
-                                              accumulate=m.tied)
+             for key, cost in _attention_in_backward(m, w, S).items()}
+    rows |= _embedding_backward(m, B, S, gb)
     rows["optimizer/adam"] = bw.adam(m.params, w_bytes=m.w_bytes, grad_bytes=gb,
                                      moment_bytes=moment_bytes, master_bytes=master_bytes)
     return rows

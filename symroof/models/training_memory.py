@@ -9,7 +9,7 @@ and recomputes the rest from what it kept. Kept tensors are named by the op that
 | policy | keeps per layer | recomputes in the backward |
 |---|---|---|
 | ``none`` | every tensor the backward reads | nothing |
-| ``selective`` | all but the S x S softmax output | scores and softmax (Megatron-LM) |
+| ``selective`` | all but the S x S softmax output (and scores) | scores and softmax (Megatron-LM) |
 | ``matmul_outputs`` | the layer input and the outputs of the weight matmuls | the rest |
 | ``full`` | the layer input | the whole layer forward |
 | a tuple of tensor keys | those tensors | the rest of what the backward reads |
@@ -22,7 +22,7 @@ its intermediates only while that layer's backward runs; they are not counted he
 
 A tuple names the kept tensors itself (``layer_input`` among them: every rerun starts from
 it); what its backward reruns follows from which forward op reads which tensor
-(:data:`_INPUTS`), the same rule that gives the table's rows. The book's "checkpoint after
+(:func:`layer_graph`), the same rule that gives the table's rows. The book's "checkpoint after
 the three big matmuls" (ch. 5 problems: 2 L B (D + 2F) bytes in bf16) is
 ``("layer_input", "mlp/gate", "mlp/up")``, the down projection's output being the next
 layer's input.
@@ -41,6 +41,7 @@ import sympy as sp
 
 from ..conventions import current, using
 from ..cost import as_dimension, as_exact
+from .training_graph import LayerGraph, layer_graph
 from .transformer import ATTENTION_MODES, Transformer
 
 __all__ = ["REMAT_POLICIES", "TENSORS", "saved_activations", "train_memory", "state_bytes",
@@ -54,40 +55,12 @@ REMAT_POLICIES: dict[str, str] = {
     "full": "keep each layer's input; recompute the whole layer forward",
 }
 
-_NONE = ("layer_input", "attn_norm", "attn/rope", "attn/v_proj", "attn/softmax", "attn/av",
-         "attn/residual", "mlp_norm", "mlp/gate", "mlp/up", "mlp/swiglu")
-_KEPT = {
-    "none": _NONE,
-    "selective": tuple(k for k in _NONE if k != "attn/softmax"),
-    "matmul_outputs": ("layer_input", "attn/q_proj", "attn/k_proj", "attn/v_proj",
-                       "attn/o_proj", "mlp/gate", "mlp/up"),
-    "full": ("layer_input",),
-}
-_RECOMPUTE = {
-    "none": (),
-    "selective": ("attn/scores", "attn/softmax"),
-    "matmul_outputs": ("attn_norm", "attn/rope", "attn/scores", "attn/softmax", "attn/av",
-                       "attn/residual", "mlp_norm", "mlp/swiglu"),
-    "full": None,  # every forward row of the layer
-}
-_CORE = ("attn/scores", "attn/softmax", "attn/av")
-#: which tensors each forward op of a layer reads (naive attention), in forward order
-_INPUTS = {
-    "attn_norm": ("layer_input",), "attn/q_proj": ("attn_norm",),
-    "attn/k_proj": ("attn_norm",), "attn/v_proj": ("attn_norm",),
-    "attn/rope": ("attn/q_proj", "attn/k_proj"), "attn/scores": ("attn/rope",),
-    "attn/softmax": ("attn/scores",), "attn/av": ("attn/softmax", "attn/v_proj"),
-    "attn/o_proj": ("attn/av",), "attn/residual": ("layer_input", "attn/o_proj"),
-    "mlp_norm": ("attn/residual",), "mlp/gate": ("mlp_norm",), "mlp/up": ("mlp_norm",),
-    "mlp/swiglu": ("mlp/gate", "mlp/up"),
-}
-#: the same with a fused attention core (it reads q, k after RoPE and v; writes o and lse)
-_FUSED_INPUTS = {("attn/core" if k == "attn/av" else k):
-                 (("attn/rope", "attn/v_proj") if k == "attn/av" else
-                  tuple("attn/core" if i == "attn/av" else i for i in v))
-                 for k, v in _INPUTS.items() if k not in _CORE[:2]}
-#: every per-layer tensor a tuple may keep
-TENSORS = ("layer_input",) + tuple(_INPUTS) + ("attn/core",)
+#: every per-layer tensor key a kept-tensor tuple may name (a model has some of them)
+TENSORS = ("layer_input", "attn_norm", "attn/q_proj", "attn/k_proj", "attn/v_proj",
+           "attn/qkv_proj", "attn/q_norm", "attn/k_norm", "attn/rope", "attn/scores",
+           "attn/softmax", "attn/av", "attn/core", "attn/o_proj", "attn/post_norm",
+           "attn/residual", "mlp_norm", "mlp/gate", "mlp/up", "mlp/gate_up", "mlp/swiglu",
+           "mlp/geglu", "mlp/silu", "mlp/gelu", "mlp/down", "mlp/post_norm")
 
 
 def _policy(remat: Any, attention: str) -> str | tuple[str, ...]:
@@ -109,37 +82,48 @@ def _policy(remat: Any, attention: str) -> str | tuple[str, ...]:
     return remat
 
 
-def _kept(remat: str | tuple[str, ...], attention: str) -> tuple[str, ...]:
-    keys = remat if isinstance(remat, tuple) else _KEPT[remat]
-    return keys if attention == "naive" else _fused(keys)
+def _kept_tensors(g: LayerGraph, m: Transformer, remat: str | tuple[str, ...]
+                  ) -> tuple[str, ...]:
+    """The tensors a policy (or a tuple of writer keys) keeps per layer."""
+    if isinstance(remat, tuple):
+        known = set(g.writer.values()) - {"mlp/residual"}
+        unknown = [k for k in remat if k not in known]
+        if unknown:
+            raise ValueError(f"remat={remat!r}: unknown tensor(s) {unknown} for {m.name}; "
+                             f"its layers keep {', '.join(k for k in TENSORS if k in known)}")
+        return tuple(t for t, key in g.writer.items() if key in remat)
+    if remat == "none":
+        return g.reads
+    if remat == "selective":
+        return tuple(t for t in g.reads if t not in ("s", "p"))
+    if remat == "matmul_outputs":
+        outs = ["x", "q0", "k0", "v", "y", *(("g",) if m.gated else ()), "u",
+                *(("y2",) if m.post_norms else ())]
+        return tuple(t for t in g.writer if t in outs)
+    return ("x",)
 
 
-def _rerun(kept: tuple[str, ...], attention: str) -> tuple[str, ...]:
-    """The forward ops to rerun so that every tensor the backward reads (``none``'s list)
-    exists again, each rebuilt from what is kept: the closure over :data:`_INPUTS`."""
-    graph = _INPUTS if attention == "naive" else _FUSED_INPUTS
+def _rerun(g: LayerGraph, kept: tuple[str, ...]) -> tuple[str, ...]:
+    """The forward ops to rerun so that every tensor the backward reads exists again, each
+    rebuilt from what is kept: the closure over the graph's inputs."""
     out: set[str] = set()
 
     def rebuild(t: str) -> None:
-        if t not in kept and t not in out and t in graph:
-            out.add(t)
-            for source in graph[t]:
+        key = g.writer[t]
+        if t not in kept and key not in out and key != "layer_input":
+            out.add(key)
+            for source in g.ops[key][0]:
                 rebuild(source)
 
-    for t in _kept("none", attention):
+    for t in g.reads:
         rebuild(t)
-    return tuple(k for k in graph if k in out)
+    return tuple(k for k in g.ops if k in out)
 
 
-def _fused(keys: tuple[str, ...]) -> tuple[str, ...]:
-    """Fused attention keeps no S x S tensor: its core writes o and the logsumexp."""
-    out = ["attn/core" if k == "attn/av" else k for k in keys if k not in _CORE[:2]]
-    return tuple(dict.fromkeys(out))
-
-
-def remat_recompute(remat: str | tuple[str, ...],
-                    attention: str = "naive") -> tuple[str, ...] | None:
-    """The forward row keys a policy reruns in each layer's backward (``None``: all of them).
+def remat_recompute(remat: str | tuple[str, ...], attention: str = "naive",
+                    model: Transformer | None = None) -> tuple[str, ...] | None:
+    """The forward row keys a policy reruns in each layer's backward (``None``: all of them)
+    for ``model`` (default: the Llama family's layer).
 
     >>> remat_recompute("selective")
     ('attn/scores', 'attn/softmax')
@@ -149,10 +133,11 @@ def remat_recompute(remat: str | tuple[str, ...],
     ('attn/residual', 'mlp_norm', 'mlp/swiglu')
     """
     remat = _policy(remat, attention)
-    if isinstance(remat, tuple):
-        return _rerun(_kept(remat, attention), attention)
-    keys = _RECOMPUTE[remat]
-    return keys if keys is None or attention == "naive" else _fused(keys)
+    if remat == "full":
+        return None
+    m = Transformer() if model is None else model
+    g = layer_graph(m, attention)
+    return _rerun(g, _kept_tensors(g, m, remat))
 
 
 def saved_activations(model: Transformer, batch: Any, seq: Any,
@@ -167,7 +152,8 @@ def saved_activations(model: Transformer, batch: Any, seq: Any,
     ``attn/residual``, ``mlp_norm`` n*D, ``mlp/gate``, ``mlp/up``, ``mlp/swiglu`` n*F; once:
     ``final_input`` and ``final_norm`` n*D, ``lm_head`` (logits) n*V, ``loss`` (logsumexp)
     n; all times ``act_bytes``. Which rows appear is the policy's (module docstring), or
-    the tuple's.
+    the tuple's; the other families' tensors (fused projections' slices, q/k norms, post
+    norms, the scores under a softcap, the capped logits) follow :func:`layer_graph`.
 
     >>> from symroof.symbols import B, S
     >>> sa = saved_activations(Transformer(), B, S)
@@ -181,16 +167,17 @@ def saved_activations(model: Transformer, batch: Any, seq: Any,
     B, S = as_dimension(batch, "batch"), as_dimension(seq, "seq")
     m = model
     n, D, F, H, G, d_h = B * S, m.D, m.F, m.H, m.G, m.d_h
-    per_layer = {
-        "layer_input": n * D, "attn_norm": n * D, "attn/q_proj": n * H * d_h,
-        "attn/k_proj": n * G * d_h, "attn/v_proj": n * G * d_h,
-        "attn/rope": n * (H + G) * d_h, "attn/softmax": B * H * S**2, "attn/av": n * H * d_h,
-        "attn/core": n * H * (d_h + 1), "attn/o_proj": n * D, "attn/residual": n * D,
-        "mlp_norm": n * D, "mlp/gate": n * F, "mlp/up": n * F, "mlp/swiglu": n * F,
-    }
-    kept = _kept(remat, attention)
-    out = {key: m.L * per_layer[key] * m.act_bytes for key in kept}
-    once = {"final_input": n * D, "final_norm": n * D, "lm_head": n * m.V, "loss": n}
+    o = n * H * (d_h if attention == "naive" else d_h + 1)  # fused: o and the logsumexp
+    size = dict.fromkeys(("x", "h1", "y", "yn", "x1", "h2", "y2", "y2n"), n * D) | \
+        dict.fromkeys(("q0", "qn", "q"), n * H * d_h) | \
+        dict.fromkeys(("k0", "kn", "k", "v"), n * G * d_h) | \
+        dict.fromkeys(("s", "p"), B * H * S**2) | {"o": o} | dict.fromkeys("gua", n * F)
+    g = layer_graph(m, attention)
+    out: dict[str, sp.Expr] = {}
+    for t in _kept_tensors(g, m, remat):
+        out[g.writer[t]] = out.get(g.writer[t], 0) + m.L * size[t] * m.act_bytes
+    logits = "lm_head" if m.final_softcap is None else "logit_softcap"  # the loss reads
+    once = {"final_input": n * D, "final_norm": n * D, logits: n * m.V, "loss": n}
     return out | {key: size * m.act_bytes for key, size in once.items()}
 
 

@@ -225,7 +225,7 @@ class Transformer(Sizes):
     @property
     def features(self) -> tuple[str, ...]:
         """What this model has beyond the Llama family's rows (empty for Llama, Mistral,
-        Qwen2); training rows cover the Llama family only.
+        Qwen2).
 
         >>> Transformer(norm="layer", gated=False, act="gelu").features
         ('norm=layer', 'act=gelu', 'gated=False')

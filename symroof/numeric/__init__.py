@@ -26,7 +26,7 @@ _NAMES = {
     **dict.fromkeys(("OP_GROUPS", "OP_KEYS", "KVCache", "forward"), ".model"),
     **dict.fromkeys(("Adam", "train_step"), ".optimizer"),
     **dict.fromkeys(("count_params", "init_params"), ".params"),
-    **dict.fromkeys(("BACKWARD_READS", "REMAT", "loss_and_grads"), ".train"),
+    **dict.fromkeys(("backward_reads", "REMAT", "loss_and_grads"), ".train"),
 }
 __all__ = list(_NAMES)
 

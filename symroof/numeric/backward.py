@@ -86,31 +86,44 @@ def swiglu_backward(ops, g: np.ndarray, u: np.ndarray, da: np.ndarray):
 
 
 def rope_backward(ops, dq: np.ndarray, dk: np.ndarray, cos: np.ndarray, sin: np.ndarray):
-    """The inverse rotation of dq (B, T, H, d_h) and dk (B, T, G, d_h): 3 FLOPs per element;
-    reads dq, dk, cos, sin; writes the gradients before RoPE."""
-    for x in (dq, dk, cos, sin):
+    """The inverse rotation of the rotated dims (the first r = 2 cos.shape[-1]) of dq
+    (B, T, H, d_h) and dk (B, T, G, d_h): 3 FLOPs per rotated element; reads those parts of
+    dq, dk and cos, sin; writes them; the other dims pass through."""
+    r = 2 * cos.shape[-1]
+    parts = [dq[..., :r], dk[..., :r]]
+    for x in (*parts, cos, sin):
         ops.read(x, "act")
     out = []
-    for d in (dq, dk):
-        half = d.shape[-1] // 2
-        d1, d2 = d[..., :half], d[..., half:]  # (B, T, n, d_h/2) each
-        c, s = cos[:, None, :], sin[:, None, :]  # (T, 1, d_h/2)
+    for d in parts:
+        half = r // 2
+        d1, d2 = d[..., :half], d[..., half:]  # (B, T, n, r/2) each
+        c, s = cos[:, None, :], sin[:, None, :]  # (T, 1, r/2)
         x1 = ops.add(ops.mul(d1, c), ops.mul(d2, s))  # 2 mul + 1 add per pair
         x2 = ops.sub(ops.mul(d2, c), ops.mul(d1, s))  # 2 mul + 1 sub per pair
-        out.append(np.concatenate([x1, x2], axis=-1))  # (B, T, n, d_h)
+        out.append(np.concatenate([x1, x2], axis=-1))  # (B, T, n, r)
     for d in out:
         ops.write(d, "act")
-    return tuple(out)
+    return tuple(np.concatenate([o, d[..., r:]], axis=-1)  # (B, T, n, d_h)
+                 for o, d in zip(out, (dq, dk)))
 
 
-def softmax_backward(ops, p: np.ndarray, dp: np.ndarray, keep: np.ndarray, d_h: int):
+def softmax_backward(ops, p: np.ndarray, dp: np.ndarray, keep: np.ndarray, d_h: int,
+                     s: np.ndarray | None = None, cap: float | None = None):
     """dz = scale * p * (dp - sum(dp * p)) over each row of S: 5S - 1 FLOPs (useful: over
-    the kept entries). Reads p and dp, writes the gradient of the raw scores."""
+    the kept entries). Reads p and dp, writes the gradient of the raw scores. With a
+    softcap (Gemma-2) it also reads the raw scores s and multiplies by the cap's slope
+    1 - tanh(scale * s / cap)^2: 6S more."""
     ops.read(p, "act")
     ops.read(dp, "act")
+    scale = 1.0 / math.sqrt(d_h)
     dot = ops.sum(ops.mul(dp, p, valid=keep), valid=keep)  # S, S - 1
     dz = ops.mul(ops.sub(dp, dot, valid=keep), p, valid=keep)  # S, S
-    dz = ops.mul(dz, 1.0 / math.sqrt(d_h), valid=keep)  # scale: S
+    if cap is not None:
+        ops.read(s, "act")
+        t = ops.tanh(ops.div(ops.mul(s, scale, valid=keep), cap, valid=keep), valid=keep)  # 3S
+        slope = ops.sub(1.0, ops.mul(t, t, valid=keep), valid=keep)  # 2S
+        dz = ops.mul(dz, slope, valid=keep)  # S
+    dz = ops.mul(dz, scale, valid=keep)  # scale: S
     ops.write(dz, "act")
     return dz
 
@@ -126,12 +139,15 @@ def attention_grad(ops, spec: str, a: np.ndarray, b: np.ndarray, keep: np.ndarra
 
 
 def embedding_backward(ops, dE: np.ndarray, tokens: np.ndarray, dx: np.ndarray,
-                       accumulate: bool) -> None:
+                       accumulate: bool, scale: float | None = None) -> None:
     """Scatter-add the rows of dx (B, T, D) into dE (V, D) at the tokens: one add per
-    element. ``accumulate``: dE already holds the tied lm_head's gradient and is read."""
+    element. ``accumulate``: dE already holds the tied lm_head's gradient and is read.
+    ``scale`` (Gemma's sqrt(D)): dx is multiplied by it first, one multiply per element."""
     ops.read(dx, "act")
     if accumulate:
         ops.read(dE, "grad")
+    if scale is not None:
+        dx = ops.mul(dx, scale)
     ops.scatter_add(dE, tokens.reshape(-1), dx.reshape(-1, dx.shape[-1]))
     ops.write(dE, "grad")
 

@@ -24,99 +24,67 @@ from typing import Any
 import numpy as np
 
 from . import backward as bk
+from . import backward_dense as bd
 from . import layers
+from . import train_layer as tl
+from .attention import step
 from .config import Config
 from .counter import Counter
-from .model import _check_tokens
+from .model import _check_tokens, _embed
 from .params import check_params
 from .primitives import PLAIN
 
-__all__ = ["REMAT", "BACKWARD_READS", "loss_and_grads"]
+__all__ = ["REMAT", "backward_reads", "loss_and_grads"]
 
 
-def _heads(x: np.ndarray, n: int) -> np.ndarray:
-    return x.reshape(*x.shape[:2], n, -1)  # (B, T, n, d_h)
-
-
-def _scores(ops, c, q, k):
-    B, T, H, d_h = q.shape
-    ops.read(q, "act")
-    ops.read(k, "act")
-    q = q.reshape(B, T, c.G, H // c.G, d_h)  # (B, T, G, H/G, d_h)
-    s = ops.einsum("btgrd,bsgd->bgrts", q, k, valid=c.keep, valid_dims="ts")
-    ops.write(s, "act")  # (B, G, H/G, T, S)
-    return s
-
-
-def _av(ops, c, p, v):
-    B, G, r, T, S = p.shape
-    ops.read(p, "act")
-    ops.read(v, "act")
-    o = ops.einsum("bgrts,bsgd->btgrd", p, _heads(v, G), valid=c.keep, valid_dims="ts")
-    o = o.reshape(B, T, -1)  # (B, T, H*d_h)
-    ops.write(o, "act")
-    return o
-
-
-#: op key -> (inputs, outputs, fn(ops, context, *inputs)): one layer's forward, in order.
-_LAYER = {
-    "attn_norm": ("x", "h1", lambda ops, c, x: layers.rmsnorm(ops, x, c.p["attn_norm"], c.eps)),
-    "attn/q_proj": ("h1", "q0", lambda ops, c, h: layers.linear(ops, h, c.p["wq"], c.p.get("bq"))),
-    "attn/k_proj": ("h1", "k0", lambda ops, c, h: layers.linear(ops, h, c.p["wk"], c.p.get("bk"))),
-    "attn/v_proj": ("h1", "v", lambda ops, c, h: layers.linear(ops, h, c.p["wv"], c.p.get("bv"))),
-    "attn/rope": ("q0 k0", "q k", lambda ops, c, q, k: layers.rope(
-        ops, _heads(q, c.H), _heads(k, c.G), c.cos, c.sin)),
-    "attn/scores": ("q k", "s", _scores),
-    "attn/softmax": ("s", "p", lambda ops, c, s: layers.softmax(ops, s, c.keep, c.d_h)),
-    "attn/av": ("p v", "o", _av),
-    "attn/o_proj": ("o", "y", lambda ops, c, o: layers.linear(ops, o, c.p["wo"])),
-    "attn/residual": ("x y", "x1", lambda ops, c, x, y: layers.residual(ops, x, y)),
-    "mlp_norm": ("x1", "h2", lambda ops, c, x: layers.rmsnorm(ops, x, c.p["mlp_norm"], c.eps)),
-    "mlp/gate": ("h2", "g", lambda ops, c, h: layers.linear(ops, h, c.p["w_gate"])),
-    "mlp/up": ("h2", "u", lambda ops, c, h: layers.linear(ops, h, c.p["w_up"])),
-    "mlp/swiglu": ("g u", "a", lambda ops, c, g, u: layers.swiglu(ops, g, u)),
-    "mlp/down": ("a", "y2", lambda ops, c, a: layers.linear(ops, a, c.p["w_down"])),
-    "mlp/residual": ("x1 y2", "x2", lambda ops, c, x, y: layers.residual(ops, x, y)),
-}
-#: tensor -> the key it is recorded under when kept (the op that wrote it).
-_WRITER = {"x": "layer_input"} | {out: key for key, (_, outs, _) in _LAYER.items()
-                                  for out in outs.split()}
-#: the tensors a layer's backward reads (``_layer_backward``; a test holds it to this).
-BACKWARD_READS = ("x", "h1", "q", "k", "v", "p", "o", "x1", "h2", "g", "u", "a")
-#: remat policy -> the tensors the forward keeps per layer.
+#: remat policy -> what it keeps per layer (docs/accounting.md, "Remat policies").
 REMAT = {
-    "none": BACKWARD_READS,
-    "selective": tuple(t for t in BACKWARD_READS if t != "p"),
-    "matmul_outputs": ("x", "q0", "k0", "v", "y", "g", "u"),
-    "full": ("x",),
+    "none": "every tensor the backward reads",
+    "selective": "all but the S x S scores and softmax output",
+    "matmul_outputs": "the layer input and the outputs of the weight matmuls",
+    "full": "the layer input",
 }
 
 
-def _kept(remat: Any) -> tuple[str, ...]:
+def backward_reads(cfg: Config) -> tuple[str, ...]:
+    """The tensors one layer's backward reads for ``cfg`` (a test holds the backward to it).
+
+    >>> from symroof.numeric import TINY
+    >>> backward_reads(TINY)
+    ('x', 'h1', 'q', 'k', 'v', 'p', 'o', 'x1', 'h2', 'g', 'u', 'a')
+    """
+    return tl.backward_reads(cfg)
+
+
+def _kept(cfg: Config, remat: Any) -> tuple[str, ...]:
     """The tensors a policy keeps per layer; a tuple names them by the keys they are
     recorded under (``"layer_input"``, ``"mlp/gate"``, ...)."""
+    by_key: dict[str, list[str]] = {}
+    for t, key in tl.writers(cfg).items():
+        by_key.setdefault(key, []).append(t)
     if isinstance(remat, (tuple, list)):
-        by_key = {key: t for t, key in _WRITER.items()}
-        unknown = [k for k in remat if k not in by_key]
+        known = [k for k in by_key if k != "mlp/residual"]
+        unknown = [k for k in remat if k not in known]
         if unknown or "layer_input" not in remat:
             raise ValueError(f"remat={tuple(remat)!r}: keep 'layer_input' and tensors of "
-                             f"{list(by_key)}; unknown: {unknown}")
-        return tuple(dict.fromkeys(by_key[k] for k in remat))
+                             f"{known}; unknown: {unknown}")
+        return tuple(t for k in dict.fromkeys(remat) for t in by_key[k])
     if remat not in REMAT:
         raise ValueError(f"unknown remat policy {remat!r}; known: {list(REMAT)} or a tuple of "
                          "kept tensors")
-    return REMAT[remat]
+    return tl.policy_keeps(cfg, remat)
 
 
-def _rerun_plan(remat: Any) -> list[str]:
+def _rerun_plan(cfg: Config, remat: Any) -> list[str]:
     """The layer ops to rerun before the backward: all of them for ``full``, else those
     that produce a tensor the backward reads and the policy did not keep (transitively)."""
+    table = tl.layer_ops(cfg)
     if isinstance(remat, str) and remat == "full":
-        return list(_LAYER)
-    have = set(_kept(remat))
-    want, plan = set(BACKWARD_READS) - have, []
-    for key in reversed(_LAYER):
-        inputs, outputs, _ = _LAYER[key]
+        return list(table)
+    have = set(_kept(cfg, remat))
+    want, plan = set(tl.backward_reads(cfg)) - have, []
+    for key in reversed(table):
+        inputs, outputs, _ = table[key]
         if want & set(outputs.split()):
             plan.append(key)
             want |= set(inputs.split()) - have
@@ -125,7 +93,7 @@ def _rerun_plan(remat: Any) -> list[str]:
 
 def _run(scope, prefix: str, c, t: dict, keys) -> None:
     for key in keys:
-        inputs, outputs, fn = _LAYER[key]
+        inputs, outputs, fn = c.table[key]
         with scope(prefix + key) as ops:
             out = fn(ops, c, *(t[name] for name in inputs.split()))
         t.update(zip(outputs.split(), out if isinstance(out, tuple) else (out,)))
@@ -133,72 +101,16 @@ def _run(scope, prefix: str, c, t: dict, keys) -> None:
 
 def _layer_backward(scope, c, t, dx2, grads):
     """Gradients of one layer from the tensors in ``t``; returns d(layer input)."""
-    return _attention_backward(scope, c, t, _mlp_backward(scope, c, t, dx2, grads), grads)
+    dx1, dn_mlp = tl.mlp_backward(scope, c, t, dx2, grads)
+    return tl.attention_backward(scope, c, t, dx1, dn_mlp, grads)
 
 
-def _mlp_backward(scope, c, t, dx2, grads):
-    """The MLP block's backward, down to d(x1) (the residual stream after attention)."""
-    p = c.p
-    with scope("bwd/mlp/down/dx") as ops:
-        da = bk.linear_dx(ops, dx2, p["w_down"])
-    with scope("bwd/mlp/down/dw") as ops:
-        grads["w_down"] = bk.linear_dw(ops, t["a"], dx2)
-    with scope("bwd/mlp/swiglu") as ops:
-        dg, du = bk.swiglu_backward(ops, t["g"], t["u"], da)
-    dh = []
-    for name, d in (("up", du), ("gate", dg)):
-        with scope(f"bwd/mlp/{name}/dx") as ops:
-            dh.append(bk.linear_dx(ops, d, p[f"w_{name}"]))
-        with scope(f"bwd/mlp/{name}/dw") as ops:
-            grads[f"w_{name}"] = bk.linear_dw(ops, t["h2"], d)
-    with scope("bwd/mlp/gate_up_sum") as ops:
-        dh2 = bk.grad_sum(ops, *dh)
-    with scope("bwd/mlp_norm") as ops:
-        dx1_norm, grads["mlp_norm"] = bk.rmsnorm_backward(ops, t["x1"], p["mlp_norm"], dh2, c.eps)
-    with scope("bwd/mlp/residual") as ops:
-        return bk.grad_sum(ops, dx2, dx1_norm)
-
-
-def _attention_backward(scope, c, t, dx1, grads):
-    """The attention block's backward, down to d(layer input)."""
-    p, keep, G, H = c.p, c.keep, c.G, c.H
-    bias = "bq" in p
-    with scope("bwd/attn/o_proj/dx") as ops:
-        do = bk.linear_dx(ops, dx1, p["wo"])
-    with scope("bwd/attn/o_proj/dw") as ops:
-        grads["wo"] = bk.linear_dw(ops, t["o"], dx1)
-    B, T = do.shape[:2]
-    do = do.reshape(B, T, G, H // G, c.d_h)  # (B, T, G, H/G, d_h)
-    q, k, v = t["q"].reshape(do.shape), t["k"], _heads(t["v"], G)  # k, v: (B, S, G, d_h)
-    with scope("bwd/attn/av/dp") as ops:
-        dp = bk.attention_grad(ops, "btgrd,bsgd->bgrts", do, v, keep)  # (B, G, H/G, T, S)
-    with scope("bwd/attn/av/dv") as ops:
-        dv = bk.attention_grad(ops, "bgrts,btgrd->bsgd", t["p"], do, keep)  # (B, S, G, d_h)
-    with scope("bwd/attn/softmax") as ops:
-        ds = bk.softmax_backward(ops, t["p"], dp, keep, c.d_h)
-    with scope("bwd/attn/scores/dq") as ops:
-        dq = bk.attention_grad(ops, "bgrts,bsgd->btgrd", ds, k, keep)  # (B, T, G, H/G, d_h)
-    with scope("bwd/attn/scores/dk") as ops:
-        dk = bk.attention_grad(ops, "bgrts,btgrd->bsgd", ds, q, keep)  # (B, S, G, d_h)
-    with scope("bwd/attn/rope") as ops:
-        dq, dk = bk.rope_backward(ops, dq.reshape(B, T, H, c.d_h), dk, c.cos, c.sin)
-    dh = []
-    for name, d in (("v", dv), ("k", dk), ("q", dq)):
-        d = d.reshape(B, T, -1)  # (B, T, n*d_h)
-        with scope(f"bwd/attn/{name}_proj/dx") as ops:
-            dh.append(bk.linear_dx(ops, d, p[f"w{name}"]))
-        with scope(f"bwd/attn/{name}_proj/dw") as ops:
-            out = bk.linear_dw(ops, t["h1"], d, bias)
-        if bias:
-            grads[f"w{name}"], grads[f"b{name}"] = out
-        else:
-            grads[f"w{name}"] = out
-    with scope("bwd/attn/qkv_sum") as ops:
-        dh1 = bk.grad_sum(ops, *dh)
-    with scope("bwd/attn_norm") as ops:
-        dx_norm, grads["attn_norm"] = bk.rmsnorm_backward(ops, t["x"], p["attn_norm"], dh1, c.eps)
-    with scope("bwd/attn/residual") as ops:
-        return bk.grad_sum(ops, dx1, dx_norm)
+def _unsupported(cfg: Config) -> None:
+    """The training step runs every dense family; what it does not run yet is named."""
+    missing = [name for name in ("moe", "mla") if getattr(cfg, name) is not None]
+    if missing:
+        raise ValueError(f"the training step runs the dense families; {cfg.name}'s config "
+                         f"sets {' and '.join(missing)} (no backward for it yet)")
 
 
 def loss_and_grads(params: dict[str, Any], cfg: Config, tokens: Any, targets: Any,
@@ -212,15 +124,10 @@ def loss_and_grads(params: dict[str, Any], cfg: Config, tokens: Any, targets: An
     >>> grads["layers"][1]["w_gate"].shape, round(loss, 3) > 0
     ((64, 172), True)
     """
-    _kept(remat)  # a policy name, or a tuple of kept tensors: fails naming it
+    _unsupported(cfg)
+    _kept(cfg, remat)  # a policy name, or a tuple of kept tensors: fails naming it
     check_params(params, cfg)
-    if cfg.features:
-        raise ValueError(f"the training step runs the Llama family only; {cfg.name}'s config "
-                         f"sets {', '.join(cfg.features)}")
     tokens = _check_tokens(tokens, cfg)
-    if cfg.window is not None and tokens.shape[1] > cfg.window:
-        raise ValueError(f"the training step attends to the whole sequence; {tokens.shape[1]} "
-                         f"tokens exceed the sliding window of {cfg.window}")
     try:
         targets = _check_tokens(targets, cfg)
     except ValueError as err:
@@ -231,10 +138,12 @@ def loss_and_grads(params: dict[str, Any], cfg: Config, tokens: Any, targets: An
     T = tokens.shape[1]
     scope = (lambda key: PLAIN) if counter is None else counter.op
     keep = (lambda key, x: None) if counter is None else counter.keep
-    cos, sin = layers.rope_tables(cfg.d_h, cfg.rope_theta, 0, T, params["embed"].dtype)
-    mask = np.tril(np.ones((T, T), dtype=bool))  # (T, S): token i sees 0..i
-    ctx = [SimpleNamespace(p=p, eps=cfg.eps, H=cfg.H, G=cfg.G, d_h=cfg.d_h, cos=cos, sin=sin,
-                           keep=mask) for p in params["layers"]]
+    cos, sin = layers.rope_tables(cfg.rotary, cfg.rope_theta, 0, T, params["embed"].dtype)
+    table = tl.layer_ops(cfg)
+    ctx = [SimpleNamespace(p=p, cfg=cfg, eps=cfg.eps, H=cfg.H, G=cfg.G, d_h=cfg.d_h, cos=cos,
+                           sin=sin, keep=step(cfg, l, 0, T).keep, table=table,
+                           scores_inputs=table["attn/scores"][0].split())
+           for l, p in enumerate(params["layers"])]  # keep (T, S): causal, in the window
     f = _forward(scope, keep, params, cfg, ctx, tokens, targets, remat)
     grads = _backward(scope, params, cfg, ctx, f, tokens, targets, remat)
     grads["layers"] = [{k: g[k] for k in p} for p, g in zip(params["layers"], grads["layers"])]
@@ -242,51 +151,64 @@ def loss_and_grads(params: dict[str, Any], cfg: Config, tokens: Any, targets: An
 
 
 def _forward(scope, keep, params, cfg: Config, ctx, tokens, targets, remat: str):
-    """Embedding, layers (keeping what ``remat`` names), final norm, lm_head, loss."""
-    with scope("fwd/embed") as ops:
-        x = params["embed"][tokens]  # (B, T, D): a gather, 0 FLOPs
-        ops.read(x, "weight")
-        ops.write(x, "act")
-    kept = []
+    """Embedding, layers (keeping what ``remat`` names), final norm, lm_head (and its
+    softcap), loss."""
+    x = _embed(lambda key: scope("fwd/" + key), params, cfg, tokens, 0)  # (B, T, D)
+    kept, names, writer = [], _kept(cfg, remat), tl.writers(cfg)
     for c in ctx:
         t = {"x": x}
-        _run(scope, "fwd/", c, t, _LAYER)
-        kept.append({name: t[name] for name in _kept(remat)})
-        for name in _kept(remat):
-            keep(_WRITER[name], t[name])
+        _run(scope, "fwd/", c, t, c.table)
+        kept.append({name: t[name] for name in names})
+        for name in names:
+            keep(writer[name], t[name])
         x = t["x2"]
     W = params["embed"].T if cfg.tied else params["lm_head"]  # (D, V)
     with scope("fwd/final_norm") as ops:
-        hf = layers.rmsnorm(ops, x, params["final_norm"], cfg.eps)  # (B, T, D)
+        hf = layers.norm(ops, params, "final_norm", x, cfg.eps)  # (B, T, D)
     with scope("fwd/lm_head") as ops:
         logits = layers.linear(ops, hf, W)  # (B, T, V)
+    logits_key = "lm_head"
+    if cfg.final_softcap is not None:
+        logits_key = "logit_softcap"
+        with scope("fwd/logit_softcap") as ops:
+            ops.read(logits, "act")
+            logits = layers.softcap(ops, logits, cfg.final_softcap)
+            ops.write(logits, "act")
     with scope("fwd/loss") as ops:
         loss, lse = bk.cross_entropy(ops, logits, targets)  # lse: (B*T, 1)
-    for key, arr in (("final_input", x), ("final_norm", hf), ("lm_head", logits), ("loss", lse)):
+    for key, arr in (("final_input", x), ("final_norm", hf), (logits_key, logits),
+                     ("loss", lse)):
         keep(key, arr)
     return SimpleNamespace(x=x, hf=hf, W=W, logits=logits, lse=lse, loss=loss, kept=kept)
 
 
 def _backward(scope, params, cfg: Config, ctx, f, tokens, targets, remat: str):
-    """Loss, lm_head and final norm backward, each layer's (after its recomputation), and
-    the embedding's scatter-add."""
+    """Loss, softcap, lm_head and final norm backward, each layer's (after its
+    recomputation), the learned positions' and the embedding's scatter-add."""
     grads: dict[str, Any] = {"layers": [{} for _ in ctx]}
     with scope("bwd/loss") as ops:
         dz = bk.cross_entropy_backward(ops, f.logits, f.lse, targets)  # (B, T, V)
+    if cfg.final_softcap is not None:
+        with scope("bwd/logit_softcap") as ops:
+            dz = bd.softcap_backward(ops, f.logits, dz, cfg.final_softcap)
     with scope("bwd/lm_head/dx") as ops:
         dhf = bk.linear_dx(ops, dz, f.W)
     with scope("bwd/lm_head/dw") as ops:
         dW = bk.linear_dw(ops, f.hf, dz)  # (D, V)
     grads["embed" if cfg.tied else "lm_head"] = dW.T if cfg.tied else dW
     with scope("bwd/final_norm") as ops:
-        dx, grads["final_norm"] = bk.rmsnorm_backward(ops, f.x, params["final_norm"], dhf,
-                                                      cfg.eps)
-    plan = _rerun_plan(remat)
+        dx, final = bd.norm_backward(ops, params, "final_norm", f.x, dhf, cfg.eps)
+    grads |= final
+    plan = _rerun_plan(cfg, remat)
     for c, t, g in reversed(list(zip(ctx, f.kept, grads["layers"]))):
         _run(scope, "recompute/", c, t, plan)
         dx = _layer_backward(scope, c, t, dx, g)
+    if cfg.positions == "learned":
+        with scope("bwd/pos_embed") as ops:
+            grads["pos_embed"] = bd.pos_embed_backward(ops, dx, cfg.max_position)
     if not cfg.tied:
         grads["embed"] = np.zeros_like(params["embed"])  # (V, D)
     with scope("bwd/embed") as ops:
-        bk.embedding_backward(ops, grads["embed"], tokens, dx, accumulate=cfg.tied)
+        bk.embedding_backward(ops, grads["embed"], tokens, dx, accumulate=cfg.tied,
+                              scale=float(np.sqrt(cfg.D)) if cfg.embed_scale else None)
     return grads
