@@ -28,13 +28,14 @@ def test_the_weight_arrays_hold_every_parameter(name):
     """Sum over the declared weight arrays of (product of their sizes) x copies == params,
     the released counts pinned in tests/test_families.py."""
     b = MODELS[name].blocks
-    sizes = {k: sp.sympify(v) for k, v in b.dims().items()}
     total = 0
     for path, array in b.arrays().items():
         assert array.kind in KINDS, path
+        shape = b.shape(path)
         if array.kind == "weight":
-            elements = sp.Mul(*(sp.sympify(d, locals=sizes) for d in array.dims))
-            total += b.repeats(path) * elements
+            total += b.repeats(path) * sp.Mul(*shape)
+        else:  # an activation or the cache: the step's B, T or S in it
+            assert {"B", "T", "S"} & {str(s) for x in shape for s in sp.sympify(x).free_symbols}
     assert total == MODELS[name].params
 
 
@@ -85,6 +86,11 @@ def test_moe_record_and_the_twin_spec_share_their_fields():
 
 
 def test_bad_block_input_names_it():
+    b = sr.model("tiny").blocks
+    odd = dataclasses.replace(b, attention=_Odd(**{f.name: getattr(b.attention, f.name)
+                                                    for f in dataclasses.fields(Attention)}))
+    with pytest.raises(ValueError, match="array attn/nope: dimension 'Q' is not one of D, F"):
+        odd.shape("attn/nope")
     b = sr.model("gpt2").blocks
     with pytest.raises(ValueError, match="one norm kind for the whole model: the layers' is "
                                          "'layer', the head's 'rms'"):
@@ -113,3 +119,10 @@ def test_a_new_family_is_one_family_entry(monkeypatch):
     assert (m.qk_norm, m.qkv_bias, m.parallel_residual, m.embed_scale, m.act) == \
         (True, True, True, True, "gelu_tanh")
     assert sr.check(m, batch=2, new_tokens=3, cached=4).ok
+
+
+class _Odd(Attention):
+    """An attention block that declares an array over an unknown dimension."""
+
+    def arrays(self):
+        return super().arrays() | {"nope": super().arrays()["W_q"]._replace(dims=("Q",))}

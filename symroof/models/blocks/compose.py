@@ -21,6 +21,9 @@ from typing import Any
 import sympy as sp
 
 from ...cost import Cost
+from ...symbols import B as _B
+from ...symbols import S as _S
+from ...symbols import T as _T
 from .attention import Attention
 from .base import Array, Stream, fields_of, from_fields
 from .embedding import Embedding, Head, Learned, Rope
@@ -183,6 +186,34 @@ class Blocks:
             out |= {"E": self.experts.moe.E, "F_e": self.experts.moe.F,
                     "F_s": self.experts.moe.shared_F}
         return out
+
+    def shape(self, path: str) -> tuple[Any, ...]:
+        """The sizes of the array at ``path``, one per dimension (a name is a size of
+        :meth:`dims`, a step symbol B, T or S, or a sum of products of them and integers).
+
+        >>> from symroof.models import model
+        >>> b = model("phi-3-mini").blocks
+        >>> b.shape("attn/W_qkv"), b.shape("attn/K")
+        ((3072, 96, 96), (B, S, 32, 96))
+        """
+        sizes = self.dims() | {"B": _B, "T": _T, "S": _S}
+
+        def size(name: str) -> Any:
+            total = 0
+            for term in name.split("+"):
+                product = 1
+                for factor in term.split("*"):
+                    if factor.isdigit():
+                        product *= int(factor)
+                    elif factor in sizes:
+                        product *= sizes[factor]
+                    else:
+                        raise ValueError(f"array {path}: dimension {factor!r} is not one of "
+                                         f"{', '.join(sizes)}")
+                total += product
+            return sp.sympify(total)
+
+        return tuple(size(d) for d in self.arrays()[path].dims)
 
     def repeats(self, path: str) -> sp.Expr:
         """How many copies of the array at ``path`` the model holds: one per layer it is in

@@ -125,7 +125,8 @@ class Experts:
 
     def arrays(self) -> dict[str, Array]:
         """The experts' stacked weights (E the dimension expert parallelism splits), the
-        router, the shared expert."""
+        router, the shared expert (the routed tokens' activations depend on the routing:
+        not declared)."""
         out = {"W_router": Array(("D", "E")), "W_gate_e": Array(("E", "D", "F_e")),
                "W_up_e": Array(("E", "D", "F_e")), "W_down_e": Array(("E", "F_e", "D"))}
         if self.moe.router_bias:
@@ -135,7 +136,7 @@ class Experts:
                     "W_down_s": Array(("F_s", "D"))}
         if self.moe.shared_gate:
             out["w_shared_gate"] = Array(("D",))
-        return out | {"h_e": Array(("E", "tokens_e", "F_e"), "act")}
+        return out
 
     def twin(self) -> dict[str, Any]:
         """The record's fields (the twin's ``MoESpec`` has the same names)."""
