@@ -53,9 +53,11 @@ class Embedding:
         return {"embed": rw.embed(n, s.D, ab=s.ab, wb=s.wb, scaled=self.scale)}
 
     def arrays(self) -> dict[str, Array]:
+        """W_embed[V, D] and the stream it starts, x[B, T, D]."""
         return {"W_embed": Array(("V", "D")), "x": Array(("B", "T", "D"), "act")}
 
     def twin(self) -> dict[str, Any]:
+        """The twin's ``V``, ``tied`` and ``embed_scale``."""
         return {"V": self.V, "tied": self.tied, "embed_scale": self.scale}
 
 
@@ -70,14 +72,13 @@ class Rope:
     """
 
     FIELDS = {"kind": "positions", "rotary_dim": "rotary_dim"}
+    kind = "rope"  # the Transformer's ``positions``
 
     rotary_dim: Any = None
 
     def __post_init__(self) -> None:
         if self.rotary_dim is not None:
             object.__setattr__(self, "rotary_dim", as_dimension(self.rotary_dim, "rotary_dim"))
-
-    kind = "rope"
 
     def rotated(self, d_h: Any) -> Any:
         """Dims of a head it rotates.
@@ -89,10 +90,11 @@ class Rope:
         return d_h if self.rotary_dim is None else self.rotary_dim
 
     def params(self, s: Stream) -> dict[str, Any]:
+        """None: the cos and sin tables are constants."""
         return {}
 
     def rows(self, n: Any, T: Any, s: Stream) -> dict[str, Cost]:
-        """Learned positions' row; RoPE's own row is the attention's (``attn/rope``)."""
+        """None of its own: RoPE's row is the attention's (``attn/rope``, :meth:`rope_row`)."""
         return {}
 
     def rope_row(self, n: Any, heads: Any, r: Any, T: Any, s: Stream) -> dict[str, Cost]:
@@ -100,9 +102,11 @@ class Rope:
         return {"attn/rope": rw.rope(n, heads, r, T, ab=s.ab)}
 
     def arrays(self) -> dict[str, Array]:
+        """None (the tables are built per step, not stored)."""
         return {}
 
     def twin(self) -> dict[str, Any]:
+        """The twin's ``positions`` and ``rotary_dim``."""
         return {"positions": "rope", "rotary_dim": self.rotary_dim}
 
 
@@ -116,12 +120,12 @@ class Learned:
     """
 
     FIELDS = {"kind": "positions", "max_position": "max_position"}
+    kind = "learned"  # the Transformer's ``positions``
 
     max_position: Any = None
 
-    kind = "learned"
-
     def rotated(self, d_h: Any) -> Any:
+        """Dims of a head RoPE rotates: none."""
         return 0
 
     def params(self, s: Stream) -> dict[str, Any]:
@@ -133,12 +137,15 @@ class Learned:
         return {"pos_embed": rw.pos_embed(n, T, s.D, ab=s.ab, wb=s.wb)}
 
     def rope_row(self, n: Any, heads: Any, r: Any, T: Any, s: Stream) -> dict[str, Cost]:
+        """No rotation: learned positions are added to the embedding instead."""
         return {}
 
     def arrays(self) -> dict[str, Array]:
+        """The table W_pos[P, D]."""
         return {"W_pos": Array(("P", "D"))}
 
     def twin(self) -> dict[str, Any]:
+        """The twin's ``positions``."""
         return {"positions": "learned"}
 
 
@@ -174,9 +181,11 @@ class Head:
         return rows
 
     def arrays(self, tied: bool) -> dict[str, Array]:
+        """The final norm's weights, W_lm[D, V] unless tied, the logits[B, T, V]."""
         out = self.norm.arrays("final_norm", "D")
         out |= {} if tied else {"W_lm": Array(("D", "V"))}
         return out | {"logits": Array(("B", "T", "V"), "act")}
 
     def twin(self) -> dict[str, Any]:
+        """The twin's ``final_softcap``."""
         return {"final_softcap": None if self.softcap is None else float(self.softcap)}

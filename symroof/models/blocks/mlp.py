@@ -75,6 +75,7 @@ class DenseMLP:
         return out | {"h": Array(("B", "T", "F"), "act")}
 
     def twin(self) -> dict[str, Any]:
+        """The twin's ``F``, ``act``, ``gated``, ``fused_gate_up``, ``mlp_bias``."""
         return {"F": self.F, "act": self.act, "gated": self.gated,
                 "fused_gate_up": self.fused, "mlp_bias": self.bias}
 

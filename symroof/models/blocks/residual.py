@@ -61,6 +61,7 @@ class Residual:
         return rows | {"mlp/residual": rw.residual(n * s.D, ab=s.ab)}
 
     def arrays(self) -> dict[str, Array]:
+        """The weights of its norms (and LayerNorm's biases)."""
         names = ["attn_norm", "mlp_norm"] + (["attn_post_norm", "mlp_post_norm"]
                                              if self.post_norms else [])
         out: dict[str, Array] = {}
@@ -69,4 +70,5 @@ class Residual:
         return out
 
     def twin(self) -> dict[str, Any]:
+        """The twin's ``parallel_residual`` and ``post_norms``."""
         return {"parallel_residual": self.parallel, "post_norms": self.post_norms}
