@@ -378,8 +378,8 @@ two_d.claim(r"$T_\text{math} = BDF/C$, $T_\text{comms} = 2BF/W_1$, so $D^* = 2C/
             "depends on $D$, not $B$",
             pair.t_math == B * D * F / C and pair.t_comms == 2 * B * F / W_1
             and d_pair == 2 * C / W_1)
-two_d.claim("v5e: $D^*$ = 78800/9 = 8755.6, the number of derivation 01 "
-            "(no latency)",
+two_d.claim("v5e: $D^*$ = 78800/9 = 8755.6 (the number of derivation 01, with no "
+            "latency)",
             d_v5e == sp.Rational(78800, 9) and d_v5e == sr.crossover(old.t_math, old.t_net, D))
 two_d.claim("the $X$-chip ring formula gives the same threshold at $X = 2$ (a ring of two is a "
             "line of two)", sp.cancel(ring_at_2 - d_pair) == 0)

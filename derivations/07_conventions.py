@@ -98,8 +98,8 @@ png = OUT / "07_conventions.png"
 sr.plot.conventions_plot(m, h100, batch=1, context=2048, phase="decode", path=png)
 
 NOTES = [d, r, (png, "Llama-3-8B decode (batch 1, context 2048) on an H100: each op group's "
-                     "time under symroof's, the book's, LLM-Viewer's and llm-analysis's "
-                     "conventions")]
+                     "time under four sets of conventions: symroof, the book, LLM-Viewer and "
+                     "llm-analysis")]
 
 if __name__ == "__main__":
     print_notes(NOTES)

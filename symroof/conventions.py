@@ -40,8 +40,9 @@ FIELDS: dict[str, tuple[tuple[Any, ...], str, str]] = {
     "flops_per_mac": ((2, 1), "FLOPs per multiply-add of a contraction (linear layers, "
                       "attention matmuls): 2, or 1 as MAC counters write it",
                       "models.rows.mac_flops"),
-    "attention_pairs": (("causal", "all"), "useful FLOPs of the attention core over the "
-                        "causal (query, key) pairs, or over all T x S of them",
+    "attention_pairs": (("causal", "all", "new"), "useful FLOPs of the attention core over "
+                        "the causal (query, key) pairs, over all T x S of them, or over the "
+                        "T x T pairs of the new tokens only (the cached context unattended)",
                         "models.attention_rows.pairs"),
     "time_flops": (("useful", "executed"), "which FLOPs a time reads: useful (masked work "
               "left out) or executed", "Conventions.counted"),
@@ -93,6 +94,10 @@ FIELDS: dict[str, tuple[tuple[Any, ...], str, str]] = {
                     "with the (N - 1)/N share each member passes on, or the book's V / W "
                     "without it (bytes sent per chip stay exact)",
                     "hardware.mesh.ring_fraction"),
+    "gpu_level": (("all", "one"), "the switch levels of a GPU system a collective's time "
+                  "(so a GPU condition) reads: every level the group spans, the slowest "
+                  "binding, or the book's one: the NVLink level inside a node, the node's "
+                  "egress (W_node) beyond it", "hardware.collectives.switch_terms"),
     "optimizer_bytes": ((12, 10, 16, 18), "bytes per parameter of the training state with "
                         "bf16 weights and fp32 Adam moments: 12 (bf16 gradients), 10 (the "
                         "book's: no gradients kept), 16 (+ an fp32 master copy), 18 (fp32 "
@@ -156,6 +161,7 @@ class Conventions:
     head_dim: str = "config"
     omit: tuple[str, ...] = ()
     ring_factor: str = "exact"
+    gpu_level: str = "all"
     optimizer_bytes: int = 12
 
     def __post_init__(self) -> None:
@@ -273,25 +279,36 @@ Its time of a row is OPs / min(peak, intensity x bandwidth) (roofline_model.py),
 per-op lower bound symroof's table gives."""
 
 LLM_ANALYSIS = Conventions(
-    name="llm-analysis", attention_pairs="all", time_flops="executed", lm_head_positions="all",
+    name="llm-analysis", attention_pairs="new", time_flops="executed", lm_head_positions="all",
     kv_traffic="read+write", softmax_flops=0, norm_flops=0,
-    act_flops=0, head_dim="D/H", optimizer_bytes=18)
+    act_flops=0, head_dim="D/H", optimizer_bytes=18,
+    omit=("attn/rope", "attn/kv_write", "attn/residual", "mlp/residual"))
 LLM_ANALYSIS_DOC = """llm-analysis (cli99/llm-analysis, llm_analysis/analysis.py at d841e40),
 field by field:
 
-- attention_pairs=all, time_flops=executed: attention FLOPs 4 b s^2 h a layer (lines 935-939);
-- lm_head_positions=all: the logits of every token, 2 b s h V (lines 986-987);
+- attention_pairs=new, time_flops=executed: attention FLOPs 4 b s^2 h a layer (line 938),
+  all s x s pairs, and a decode step evaluates it at seq_len = 1 (lines 1758-1761): the
+  cached context adds no FLOPs;
+- lm_head_positions=all: the logits of every token, 2 b s h V (lines 994-995);
 - softmax_flops=0, norm_flops=0, act_flops=0: only the matmuls are counted (lines 921-956);
-- kv_traffic=read+write: decode loads and stores the KV cache at its final length
-  (kv_cache_latency = 2 x memory_kv_cache, lines 1691-1699);
+- omit=attn/rope,attn/kv_write,attn/residual,mlp/residual: no RoPE, KV-write or residual
+  work; a layer is attention, MLP and two layernorms (line 1324);
+- kv_traffic=read+write: decode loads and stores the KV cache at its final length, seq_len
+  + num_tokens_to_generate (kv_cache_latency = 2 x memory_kv_cache, lines 1691-1699);
 - head_dim=D/H: head_dim = hidden_dim / n_head (line 907);
 - optimizer_bytes=18: Adam's fp32 master copy and two moments, 12 bytes a parameter (line
   469), fp32 gradients (master_weights_dtype_bytes, lines 491-492), beside 2-byte weights.
-Not modelled here: its MoE MLP FLOPs without top_k; its activation bytes, which come from
-its activation-memory model (get_latency_fwd_per_layer_mlp, lines 1136-1147); its time rule
-(max of compute and weight + activation memory a layer, plus communication)."""
+Not modelled here: its MoE MLP FLOPs without top_k (line 955); its activation bytes, a
+footprint (get_activation_memory_per_layer_attn / _mlp, lines 618-620 and 695-699), not
+per-op traffic; one V x D table in every model's weights (get_num_params_embedding's
+shared_embedding=True, line 249, even for untied ones); the input embedding read whole
+(line 1367); layernorm time at 5 FLOPs an element over fp32 bytes (lines 1187-1191) although
+its FLOP count leaves norms out; no KV traffic in prefill; its time rule (max of compute and
+weight + activation memory per attention and per MLP block, lines 1082-1093, 1147-1166).
+tests/data/llm_analysis_d841e40.json.gz holds its numbers on a grid of Llama-2 steps."""
 
-BOOK = Conventions(name="book", attention_pairs="all", ring_factor="book", optimizer_bytes=10)
+BOOK = Conventions(name="book", attention_pairs="all", ring_factor="book", gpu_level="one",
+                   optimizer_bytes=10)
 BOOK_DOC = """How to Scale Your Model (the book), field by field:
 
 - attention_pairs=all: training attention FLOPs over all seq^2 pairs (chapter 4's
@@ -299,6 +316,9 @@ BOOK_DOC = """How to Scale Your Model (the book), field by field:
 - ring_factor=book: a bidirectional ring's AllGather / ReduceScatter time V / W_ici
   without the (N - 1)/N factor (chapter 3), the form the book's printed conditions use;
   on GPUs its C / W_GPU in a node and C / W_node beyond (chapter 12);
+- gpu_level=one: a GPU condition reads one switch level, W_coll = W_GPU inside the NVLink
+  domain and W_node (the node's egress, the first level above it) beyond it (chapter 12,
+  "Rooflines for LLM Scaling on GPUs"), not the slowest of every level the group spans;
 - optimizer_bytes=10: bf16 parameters and fp32 Adam moments, 10 bytes a parameter
   (chapter 4; no gradient buffer)."""
 

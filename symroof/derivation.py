@@ -33,7 +33,7 @@ import sympy as sp
 from .prose import plain_text, tex_escape, tex_number, tex_text
 from .render import latex
 
-__all__ = ["Derivation", "Step", "tex_escape", "tex_text", "plain_text", "print_notes"]
+__all__ = ["Derivation", "DerivationStep", "tex_escape", "tex_text", "plain_text", "print_notes"]
 
 def _tex(x: Any) -> str:
     return x if isinstance(x, str) else latex(x, readable=True)
@@ -66,7 +66,7 @@ def _plain(x: Any) -> str:
 
 
 @dataclass(frozen=True)
-class Step:
+class DerivationStep:
     """One step: ``statement``; ``lhs = rhs`` (then ``= at_value`` where the formula was
     evaluated at numbers); licensed by ``because``."""
 
@@ -84,7 +84,7 @@ class Derivation:
 
     title: str
     source: str = ""
-    steps: list[Step] = field(default_factory=list)
+    steps: list[DerivationStep] = field(default_factory=list)
     claims: list[tuple[str, bool]] = field(default_factory=list)
 
     def step(self, statement: str, lhs: Any, rhs: Any, because: str = "",
@@ -99,7 +99,7 @@ class Derivation:
         shown = _reading(number)
         if value is not None and not _scientific(number):  # else the value is shown already
             shown = value if isinstance(value, str) else f"{float(value):.6g}"
-        self.steps.append(Step(statement, lhs, rhs, because, shown, at_value))
+        self.steps.append(DerivationStep(statement, lhs, rhs, because, shown, at_value))
         return rhs if at is None else at_value
 
     def claim(self, statement: str, holds: Any) -> None:

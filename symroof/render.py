@@ -103,7 +103,8 @@ def number(x: Any, unit: str = "", digits: int = 3, *, tex: bool = True,
            si: bool = True) -> str:
     """One number as a person reads it: ``digits`` significant figures, with an SI prefix
     and ``unit`` when one is given (``si=False``: scientific notation and the base unit),
-    scientific notation past 10^4 or below 10^-3, a short exact number as it is.
+    scientific notation past 10^4 or below 10^-3, a short exact number as it is (an integer,
+    or a fraction of small numbers over a power of two: 1/2, 7/8; 48/5 reads 9.60).
 
     >>> number(sp.Rational(128, 241455078125), "s"), number(2.5e-10, "s", si=False)
     ('530\\\\,\\\\mathrm{ps}', '2.50 \\\\times 10^{-10}\\\\,\\\\mathrm{s}')
@@ -117,7 +118,8 @@ def number(x: Any, unit: str = "", digits: int = 3, *, tex: bool = True,
         raise ValueError(f"number() takes a real number, got {x!r:.60}")
     value = float(exact)
     if value == 0 or not unit and (exact.is_Integer and _short(exact) or exact.is_Rational
-                                   and abs(exact.p) < 100 and exact.q < 100):
+                                   and abs(exact.p) < 100 and exact.q < 100
+                                   and exact.q & (exact.q - 1) == 0):  # 1/2, 7/8, not 48/5
         text = _ReadablePrinter().doprint(exact) if tex else _sci_text(exact) if abs(
             value) >= 10**6 else sp.sstr(exact)
         return text + (_unit(unit, "", tex) if unit else "")

@@ -169,10 +169,12 @@ def test_random_family_configs(model, batch, new_tokens, cached, attention, last
     assert report.ok, str(report)
 
 
-def test_the_twin_trains_the_dense_families_and_names_what_it_does_not():
+def test_the_twin_trains_every_family_and_names_what_it_does_not():
     from symroof.numeric import loss_and_grads
 
     cfg = _numeric_config(TINY.replace(**MOE))
     tokens = np.zeros((1, 3), dtype=int)
-    with pytest.raises(ValueError, match="runs the dense families; custom's config sets moe"):
-        loss_and_grads(init_params(cfg), cfg.replace(name="custom"), tokens, tokens)
+    loss, grads = loss_and_grads(init_params(cfg), cfg, tokens, tokens)
+    assert np.isfinite(loss) and len(grads["layers"][0]["experts"]) == 4
+    with pytest.raises(ValueError, match="runs SwiGLU experts; custom has act='gelu'"):
+        loss_and_grads(init_params(cfg), cfg.replace(name="custom", act="gelu"), tokens, tokens)

@@ -19,6 +19,7 @@ from symroof.surfaces.cli import main
 T, G, P = 10**12, 10**9, 10**15
 US = Fraction(1, 10**6)
 NCCL_STEP = Fraction(6, 10**7)  # NCCL tuning.cc hwLatencies NVLINK Ring LL: 0.6 us
+NCCL_NET_STEP = Fraction(27, 10**7)  # and hwLatencies NET Ring LL: 2.7 us (v2.30.7-1)
 
 #: chip -> (peaks {dtype: FLOP/s}, HBM B/s, HBM bytes, one link one way B/s)
 SHEETS = {
@@ -110,7 +111,7 @@ def test_gpu_networks_match_their_sources(name):
     assert net.nvlink_ports == ports and net.sharp is sharp and net.pcie_bw == pcie
     got = [(lv.name, lv.degree, lv.gpus_per_child, lv.bw_per_gpu) for lv in net.levels]
     assert got[:len(levels)] == [tuple(lv) for lv in levels]
-    assert net.hop_latency == NCCL_STEP
+    assert net.hop_latency == NCCL_STEP and net.net_latency == NCCL_NET_STEP
     if name != "h800":  # the book's H800 W_GPU (300 GB/s) is not its 8 links (200 GB/s)
         assert net.levels[0].bw_per_gpu == ports * SHEETS[name][3]  # W_GPU = ports x link
 

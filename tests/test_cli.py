@@ -341,12 +341,16 @@ def test_chips_show_figures_and_sources(runs):
 def test_chips_show_networks(runs):
     text = runs["chips-text"].stdout
     rows = {line.split()[0]: line for line in text.split("\n\n")[0].splitlines()[1:]}
-    assert rows["h100"].endswith("switched 8x32x4x64, W_GPU 450 G, W_node 400 G")
-    assert rows["gb200"].endswith("switched 72x8, W_GPU 900 G, W_node 3.6 T")
-    assert re.search(r" - +switched 16, W_GPU 150 G$", rows["v100"])  # "-": no bf16 ridge
-    assert rows["tpu-v5p"].endswith("torus 16x20x28 (host 2x2x1)")
+    assert rows["h100"].endswith("switched 8x32x4x64, W_GPU 450 G, W_node 400 G, "
+                                   "hop 600 ns / 2.7 us")  # NCCL: NVLink, NET
+    assert rows["gb200"].endswith("switched 72x8, W_GPU 900 G, W_node 3.6 T, "
+                                  "hop 600 ns / 2.7 us")
+    assert re.search(r" - +switched 16, W_GPU 150 G, hop 600 ns$",
+                     rows["v100"])  # "-": no bf16 ridge
+    assert rows["tpu-v5p"].endswith("torus 16x20x28 (host 2x2x1), hop 1 us, DCN 6.25 G")
     assert "tpu-v5e network.wrap_rule: How to Scale Your Model" in runs["chips-sources"].stdout
-    assert runs["chips-markdown"].stdout.splitlines()[2].endswith("| torus 16x16 (host 4x2) |")
+    assert runs["chips-markdown"].stdout.splitlines()[2].endswith(
+        "| torus 16x16 (host 4x2), hop 1 us, DCN 3.12 G |")
     data = json.loads(runs["chips-json"].stdout)
     v5p, h100 = data["tpu-v5p"]["network"], data["h100"]["network"]
     assert (v5p["kind"], v5p["pod"], v5p["pod_chips"], v5p["wrap_rule"]) == \

@@ -193,7 +193,7 @@ def test_each_field_is_read_in_exactly_one_place():
 
 def test_bad_values_are_one_line_naming_field_value_and_allowed():
     with pytest.raises(ValueError, match=r"^convention attention_pairs must be one of "
-                       r"'causal', 'all'; got 'half'$"):
+                       r"'causal', 'all', 'new'; got 'half'$"):
         Conventions(attention_pairs="half")
     with pytest.raises(ValueError, match=r"unknown convention field\(s\) softmax; fields are "
                        r"flops_per_mac, attention_pairs"):
@@ -316,7 +316,7 @@ def _other_value(field: str):
 
 @pytest.mark.parametrize("field", [f for f in FIELDS if f not in
                                    ("ring_factor", "lm_head_positions", "time_flops",
-                                    "optimizer_bytes")])
+                                    "optimizer_bytes", "gpu_level")])
 def test_every_row_field_changes_some_row(field):
     """No field is a dead switch: moving it off symroof's value changes some row of a
     prefill (naive or fused core) of Llama-3.1-8B or Gemma-7B (whose d_h is not D/H)."""

@@ -205,8 +205,9 @@ def test_reports_of_the_families_compile(name):
     assert sum(exact.values()).flops == fast.total.flops
 
 
-def test_training_rows_name_the_families_they_do_not_cover():
-    with pytest.raises(ValueError, match="cover the dense families; mixtral-8x7b has moe"):
-        sr.train_ops(sr.model("mixtral-8x7b"), 1, 8)
-    with pytest.raises(ValueError, match="deepseek-v3 has moe and mla"):
-        sr.train_ops(sr.model("deepseek-v3"), 1, 8)
+def test_training_rows_cover_every_family_and_name_what_they_do_not():
+    assert "bwd/moe/route" in sr.train_ops(sr.model("mixtral-8x7b"), 1, 8)
+    assert "bwd/attn/k_rope_sum" in sr.train_ops(sr.model("deepseek-v3"), 1, 8)
+    with pytest.raises(ValueError, match="deepseek-v3's latent attention trains with "
+                                         "attention='naive', not 'fused'"):
+        sr.train_ops(sr.model("deepseek-v3"), 1, 8, attention="fused")

@@ -123,8 +123,8 @@ def test_the_backward_reads_every_tensor_none_keeps(name, tensor, monkeypatch):
     few fails (so "none" keeps nothing the backward does not read)."""
     cfg = EVERY_READ[name]
     fewer = tuple(t for t in backward_reads(cfg) if t != tensor)
-    monkeypatch.setattr(numeric_train, "_kept", lambda cfg, remat: fewer)
-    monkeypatch.setattr(numeric_train, "_rerun_plan", lambda cfg, remat: [])  # rerun nothing
+    monkeypatch.setattr(numeric_train, "_kept", lambda cfg, remat, moe=None: fewer)
+    monkeypatch.setattr(numeric_train, "_rerun_plan", lambda cfg, remat, moe: [])  # none
     with pytest.raises(KeyError, match=tensor):
         loss_and_grads(init_params(cfg), cfg, *_batch(cfg))
 
@@ -148,10 +148,10 @@ def test_a_planted_backward_flop_is_caught_and_named(monkeypatch):
 
 def test_a_kept_tensor_too_many_is_caught(monkeypatch):
     cfg, kept = _numeric_config(TINY), numeric_train._kept
-    plan = numeric_train._rerun_plan(cfg, "selective")
-    monkeypatch.setattr(numeric_train, "_kept", lambda cfg, remat: kept(
-        cfg, "none" if remat == "selective" else remat))
-    monkeypatch.setattr(numeric_train, "_rerun_plan", lambda cfg, remat: plan)
+    plan = numeric_train._rerun_plan(cfg, "selective", False)
+    monkeypatch.setattr(numeric_train, "_kept", lambda cfg, remat, moe=None: kept(
+        cfg, "none" if remat == "selective" else remat, moe))
+    monkeypatch.setattr(numeric_train, "_rerun_plan", lambda cfg, remat, moe: plan)
     report = sr.check_training(TINY, 1, 3, "selective")
     assert [(m.op, m.quantity) for m in report.mismatches] == [
         ("saved/attn/softmax", "act_bytes")]

@@ -71,6 +71,10 @@ _NCCL_LAT = ("NCCL src/graph/tuning.cc, hwLatencies[NVLINK][Ring][LL] = 0.6 us p
              "the same for every GPU generation (v2.30.7-1, https://github.com/NVIDIA/nccl/blob/"
              "v2.30.7-1/src/graph/tuning.cc; it was 0.47 us in v2.7.3 to v2.17 and is 0.6 since "
              "v2.18.1); the book gives no GPU hop latency")
+_NCCL_NET_LAT = ("NCCL src/graph/tuning.cc, hwLatencies[NET][Ring][LL] = 2.7 us per ring step "
+                 "that crosses the network (v2.30.7-1, https://github.com/NVIDIA/nccl/blob/"
+                 "v2.30.7-1/src/graph/tuning.cc; the same 2.7 since v2.7.3); the book gives "
+                 "no scale-out latency")
 _NVLS = ("NVLink SHARP (in-network reduction in the NVSwitch) arrived with third-generation "
          "NVSwitch on Hopper, https://www.nvidia.com/en-us/data-center/technologies/"
          "hopper-architecture/; the book prices SHARP in ch. 12 ("
@@ -118,13 +122,15 @@ def _torus(rank, pod, host, wrap_rule, pcie_bw, dcn_bw, slices, pcie_src, dcn_sr
 def _switched(ports, levels, levels_src, sharp, sharp_src, pcie_bw, pcie_src) -> dict:
     """A GPU's ``network`` entry: NVLink ports (a ``(count, source)`` pair), switch levels
     from the node up (each ``(name, degree, GPUs per child, one GPU's one-way B/s into the
-    level)``), SHARP, the NCCL ring-step latency and the host link (one way); every field
+    level)``), SHARP, the NCCL ring-step latencies (in a node, across nodes) and the host
+    link (one way); every field
     paired with its source."""
     return {"switched": {
         "nvlink_ports": (ports[0], ports[1]),
         "levels": (levels, levels_src),
         "sharp": (sharp, sharp_src),
         "hop_latency": (Fraction(6, 10**7), _NCCL_LAT),
+        "net_latency": (Fraction(27, 10**7), _NCCL_NET_LAT),
         "pcie_bw": (pcie_bw, pcie_src),
     }}
 
@@ -654,17 +660,34 @@ def _peer(name: str, key: str, base: str, figures: tuple, comment: str,
 
 RECORDS += [_peer(*p) for p in _PEERS]
 
-# llm-analysis's H100 preset (cli99/llm-analysis llm_analysis/gpu_configs/h100-sxm-80gb.json at
-# d841e40): its roofs, so that its ridge can be set beside the others; the link is symroof's.
-_LA = ("llm-analysis llm_analysis/gpu_configs/h100-sxm-80gb.json at d841e40, https://github.com/"
-       "cli99/llm-analysis/blob/d841e40/llm_analysis/gpu_configs/h100-sxm-80gb.json: ")
-_H100_RECORD = next(r for r in RECORDS if r["name"] == "h100")
-RECORDS.append(dict(
-    name="llm-analysis/h100-sxm-80gb",
-    peaks={"fp16": (989 * T, _LA + "'peak_fp16_TFLOPS': 989"),
-           "int8": (1979 * T, _LA + "'peak_i8_TFLOPS': 1979")},
-    hbm_bw=(3350 * G, _LA + "'hbm_bandwidth_in_GB_per_sec': 3350"),
-    hbm_bytes=(80 * G, _LA + "'mem_per_GPU_in_GB': 80"),
-    link_bw=(_H100_RECORD["link_bw"][0], "not in llm-analysis's preset per link; symroof's h100 "
-             "record's: " + _H100_RECORD["link_bw"][1]),
-    network=_H100_RECORD["network"]))
+# llm-analysis's GPU presets (cli99/llm-analysis llm_analysis/gpu_configs/<name>.json at
+# d841e40): its roofs, so that its numbers can be reproduced and its ridge set beside the
+# others; the link is symroof's. Its capacity is GiB: analysis.py line 1611 reads
+# mem_per_GPU_in_GB * 1024**3 (its bandwidth, hbm_bandwidth_in_GB_per_sec * 10**9, is GB).
+_LA = ("llm-analysis llm_analysis/gpu_configs/{0}.json at d841e40, https://github.com/cli99/"
+       "llm-analysis/blob/d841e40/llm_analysis/gpu_configs/{0}.json: ")
+_LA_PRESETS = (  # its file name, symroof's record of the part, and the file's figures
+    ("h100-sxm-80gb", "h100", {"peak_fp16_TFLOPS": 989, "peak_i8_TFLOPS": 1979,
+                               "hbm_bandwidth_in_GB_per_sec": 3350, "mem_per_GPU_in_GB": 80}),
+    ("a100-sxm-80gb", "a100", {"peak_fp16_TFLOPS": 312, "peak_i8_TFLOPS": 624,
+                               "hbm_bandwidth_in_GB_per_sec": 2039, "mem_per_GPU_in_GB": 80}),
+)
+
+
+def _llm_analysis(name: str, base: str, f: dict[str, int]) -> dict:
+    record, src = next(r for r in RECORDS if r["name"] == base), _LA.format(name)
+    return dict(
+        name=f"llm-analysis/{name}",
+        peaks={"fp16": (f["peak_fp16_TFLOPS"] * T, src + f"'peak_fp16_TFLOPS': "
+                        f"{f['peak_fp16_TFLOPS']}"),
+               "int8": (f["peak_i8_TFLOPS"] * T, src + f"'peak_i8_TFLOPS': {f['peak_i8_TFLOPS']}")},
+        hbm_bw=(f["hbm_bandwidth_in_GB_per_sec"] * G, src + "'hbm_bandwidth_in_GB_per_sec': "
+                f"{f['hbm_bandwidth_in_GB_per_sec']}"),
+        hbm_bytes=(f["mem_per_GPU_in_GB"] * 2**30, src + f"'mem_per_GPU_in_GB': "
+                   f"{f['mem_per_GPU_in_GB']}, read as GiB (analysis.py line 1611)"),
+        link_bw=(record["link_bw"][0], f"not in llm-analysis's preset per link; symroof's "
+                 f"{base} record's: " + record["link_bw"][1]),
+        network=record.get("network"))
+
+
+RECORDS += [_llm_analysis(*p) for p in _LA_PRESETS]

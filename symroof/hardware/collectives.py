@@ -41,6 +41,7 @@ all-gather over X (16 chips) of 67.1 MB: 746 us (bandwidth-bound), 62.9 MB sent 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -196,7 +197,7 @@ def _torus(kind: str, mesh: Mesh, names: tuple, V: sp.Expr, n: Any) -> tuple:
 
 
 def _switched(kind: str, mesh: Mesh, names: tuple, V: sp.Expr, n: int, sharp: bool) -> tuple:
-    levels = mesh.levels(names)
+    levels, node = mesh.levels(names), mesh.chip.network.levels[0].name
     if not levels:
         return sp.Integer(0), sp.Integer(0)
     if kind == "all-to-all":
@@ -205,7 +206,6 @@ def _switched(kind: str, mesh: Mesh, names: tuple, V: sp.Expr, n: int, sharp: bo
         # piece for another SU leaves through the NIC as well as one for the next node), so
         # the terms of the levels above add onto it, not max: the book's node-egress bound
         # V (M - 1) / (M^2 W_node) over M nodes. The node level rides NVLink on its own.
-        node = mesh.chip.network.levels[0].name
         sent = [V * (lv.degree - 1) * lv.members / n**2 for lv in levels]
         terms = [sum(sent[i:i + 1] if lv.name == node else sent[i:]) / lv.bw_per_gpu
                  for i, lv in enumerate(levels)]
@@ -216,7 +216,38 @@ def _switched(kind: str, mesh: Mesh, names: tuple, V: sp.Expr, n: int, sharp: bo
     else:
         terms = [V * ring_fraction(lv.degree) / lv.bw for lv in levels]
     steps = 1 if sharp else n - 1
-    return sp.Max(*terms), steps * mesh[names[0]].hop_latency
+    return sp.Max(*switch_terms(levels, terms, node)), _ring_latency(mesh, names, levels, node,
+                                                                     steps)
+
+
+def _ring_latency(mesh: Mesh, names: tuple, levels: tuple, node: str, steps: int) -> sp.Expr:
+    """NCCL's latency model of a ring: a step that crosses nodes (one per node boundary,
+    ``nodes - 1`` of them) costs the scale-out axes' latency, the others the NVLink one."""
+    nodes = math.prod(lv.degree for lv in levels if lv.name != node)
+    inter = min(steps, nodes - 1)
+    lats = [mesh[a].hop_latency for a in names]
+    return (steps - inter) * sp.Min(*lats) + inter * sp.Max(*lats)
+
+
+def switch_terms(levels: tuple, terms: list[Any], node: str) -> list[Any]:
+    """The per-level times of a GPU collective (one per engaged level of ``levels``,
+    innermost first) that its time is the largest of: all of them (``gpu_level="all"``), or
+    (``"one"``, the book's W_coll) the one level the book reads: the ``node`` level for a
+    group inside an NVLink domain, else the first level above it (the node's egress, W_node).
+
+    >>> from symroof.conventions import using
+    >>> from types import SimpleNamespace as L
+    >>> levels = (L(name="node"), L(name="leaf"), L(name="spine"))
+    >>> with using("book"):
+    ...     switch_terms(levels, [7, 5, 1], "node")
+    [5]
+    >>> switch_terms(levels, [7, 5, 1], "node")
+    [7, 5, 1]
+    """
+    if current().gpu_level == "all":
+        return terms
+    above = [t for lv, t in zip(levels, terms) if lv.name != node]
+    return above[:1] or terms[:1]
 
 
 def all_gather(mesh: Mesh, V: Any, axes: Any, *, conventions: Any = None) -> Collective:

@@ -440,10 +440,11 @@ def _gpu_axes(chip: Chip, net: Switched, shape: dict, dcn: tuple,
         raise ValueError(f"a mesh of {total} GPUs is larger than the largest {chip.name} "
                          f"system on record ({net.max_gpus} GPUs: "
                          f"{' x '.join(str(lv.degree) for lv in net.levels)})")
-    lat = net.hop_latency if latency is None else latency
     out, inner = [], 1
     for name, size in reversed(shape.items()):
         kind = "nvlink" if inner * size <= net.node_size else "scale-out"
+        lat = latency if latency is not None else \
+            net.hop_latency if kind == "nvlink" else net.net_latency
         out.append(Axis(name, size, kind, True, chip.link_bw * net.nvlink_ports, lat))
         inner *= size
     return tuple(reversed(out))

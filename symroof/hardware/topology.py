@@ -218,7 +218,8 @@ class Switched:
     into NVSwitches joining ``levels[0].degree`` GPUs (the node, i.e. the NVLink domain);
     above it a fat tree of ``levels[1:]`` (leaf, spine) with full bisection bandwidth.
     ``sharp``: the switches can reduce in the network (NVLink SHARP, Hopper on).
-    ``hop_latency`` is the per-step floor of a ring step.
+    ``hop_latency`` is the per-step floor of a ring step inside a node, ``net_latency`` of
+    one that crosses the scale-out network (None: ``hop_latency``).
     """
 
     nvlink_ports: int
@@ -226,6 +227,7 @@ class Switched:
     sharp: bool
     hop_latency: sp.Expr
     pcie_bw: sp.Expr
+    net_latency: sp.Expr | None = None
     kind: str = field(default="switched", init=False)
 
     def __post_init__(self) -> None:
@@ -240,7 +242,9 @@ class Switched:
                                  f"{above.gpus_per_child} GPUs, but one {below.name!r} "
                                  f"holds {below.gpus}")
         object.__setattr__(self, "levels", levels)
-        for name in ("hop_latency", "pcie_bw"):
+        if self.net_latency is None:
+            object.__setattr__(self, "net_latency", self.hop_latency)
+        for name in ("hop_latency", "pcie_bw", "net_latency"):
             object.__setattr__(self, name, exact_figure(getattr(self, name),
                                                         f"Switched.{name}"))
 

@@ -60,15 +60,19 @@ def context(T: Any, c: Any, window: Any) -> tuple[sp.Expr, sp.Expr]:
 
 def pairs(T: Any, c: Any, window: Any) -> tuple[sp.Expr, sp.Expr]:
     """(K, P) as :func:`context` gives them, or, under ``attention_pairs="all"``, every one
-    of the T x K (query, key) pairs counted as useful.
+    of the T x K (query, key) pairs counted as useful (``"new"``: the T x T of the new tokens).
 
     >>> from symroof.conventions import using
     >>> with using("llm-viewer"):
     ...     pairs(4, 0, None)
     (4, 16)
+    >>> with using("llm-analysis"):
+    ...     pairs(1, 99, None)   # decode: one pair, the 99 cached keys unattended
+    (100, 1)
     """
     K, P = context(T, c, window)
-    return (K, P) if current().attention_pairs == "causal" else (K, sp.sympify(T) * K)
+    rule = current().attention_pairs
+    return K, {"causal": P, "all": sp.sympify(T) * K, "new": sp.sympify(T) ** 2}[rule]
 
 
 def softmax_flops(rows: Any, elements: Any, useful: Any) -> tuple[Any, Any]:

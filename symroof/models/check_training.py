@@ -32,6 +32,8 @@ def _float64_bytes(cfg: Any, B: int, S: int) -> int:
     moments and a master copy; every layer's activations with the S x S matrices."""
     params = cfg.L * (cfg.D * (cfg.H + 2 * cfg.G) * cfg.d_h + cfg.H * cfg.d_h * cfg.D
                       + 3 * cfg.D * cfg.F) + 2 * cfg.V * cfg.D
+    if cfg.moe is not None:  # every routed expert's and the shared one's matrices
+        params += cfg.L * 3 * cfg.D * (cfg.moe.E * cfg.moe.F + cfg.moe.shared_F)
     per_layer = B * S * (6 * cfg.D + 3 * cfg.F + 3 * (cfg.H + cfg.G) * cfg.d_h)
     acts = cfg.L * (per_layer + 3 * B * cfg.H * S * S) + 4 * B * S * (cfg.D + cfg.V)
     return 8 * (5 * params + acts)
@@ -87,10 +89,13 @@ def check_training(model: Transformer, batch: int, seq: int,
     tokens, targets = rng.integers(0, cfg.V, size=(2, B, S))
     counter = Counter(**widths, grad_bytes=gb, moment_bytes=mb, master_bytes=master_bytes or None)
     opt = Adam(params, master=master_bytes > 0)
-    train_step(params, cfg, tokens, targets, opt, remat=remat, counter=counter)
+    trace = [] if model.moe is not None else None  # the twin's routing, per MoE layer
+    train_step(params, cfg, tokens, targets, opt, remat=remat, counter=counter, trace=trace)
 
     rows = train_ops(model, B, S, remat, grad_bytes=gb, moment_bytes=mb,
-                     master_bytes=master_bytes)
+                     master_bytes=master_bytes,
+                     tokens_per_expert=None if trace is None else [[int(t) for t in layer]
+                                                                   for layer in trace])
     symbolic = {op: {q: _int(getattr(cost, q), f"{op}.{q}") for q in QUANTITIES}
                 for op, cost in rows.items()}
     counted = {op: {q: int(r[q]) for q in QUANTITIES} for op, r in counter.rows.items()}

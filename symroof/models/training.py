@@ -17,7 +17,11 @@ table, the NumPy twin counts the same keys and :func:`symroof.check_training` co
 Every dense family trains: its block switches (norm, activation, gating, fused projections,
 biases, positions, partial RoPE, parallel residual, post norms, embedding scale, softcaps,
 q/k norms, sliding windows) each add or change the rows of one function below
-(:mod:`symroof.models.backward_dense` has their ops); MoE and MLA are refused, naming them.
+(:mod:`symroof.models.backward_dense` has their ops); MoE layers (:mod:`backward_moe`:
+router, routing, experts, shared experts) and MLA (:mod:`backward_mla`, the naive form)
+bring their blocks' rows, and a model mixes them (DeepSeek: MLA, dense first layers, then
+MoE). What is not covered yet is refused, naming it
+(:func:`~symroof.models.training_graph.trainable`).
 
 No gradient accumulation across microbatches (one batch per step); a tied embedding's two
 gradients meet in ``bwd/embed``. ``attention="fused"`` (FlashAttention: the forward also
@@ -44,7 +48,10 @@ from ..workload import TrainStep
 from . import attention_rows as ar
 from . import backward as bw
 from . import backward_dense as bd
+from . import backward_mla as bmla
+from . import backward_moe as bmoe
 from . import rows as rw
+from .training_graph import trainable
 from .training_memory import REMAT_POLICIES, _policy, remat_recompute
 from .transformer import Transformer
 
@@ -74,22 +81,22 @@ def matmul_keys(model: Transformer) -> tuple[str, ...]:
     return (*attn, "attn/o_proj", *mlp, "mlp/down", "lm_head")
 
 
-def _unsupported(model: Transformer, S: Any) -> None:
-    """Training rows cover every dense family; what they do not cover yet is named, and a
-    sequence longer than a model's learned positions is refused."""
-    missing = [name for name in ("moe", "mla") if getattr(model, name) is not None]
-    if missing:
-        raise ValueError(f"training rows cover the dense families; {model.name} has "
-                         f"{' and '.join(missing)} (its backward is not written yet)")
-    if model.positions == "learned" and (S - model.max_position).is_positive:
-        raise ValueError(f"seq {S} exceeds {model.name}'s {model.max_position} learned "
-                         "positions")
+def _unsupported(model: Transformer, S: Any, remat: Any, attention: str) -> Transformer:
+    """The model as its step runs it: what the training rows do not cover yet is named
+    (:func:`~symroof.models.training_graph.trainable`), and a sequence longer than a
+    model's learned positions is refused."""
+    m = trainable(model, remat, attention)
+    if m.positions == "learned" and (S - m.max_position).is_positive:
+        raise ValueError(f"seq {S} exceeds {m.name}'s {m.max_position} learned positions")
+    return m
 
 
-def _forward(model: Transformer, B: Any, S: Any, attention: str) -> dict[str, Cost]:
+def _forward(model: Transformer, B: Any, S: Any, attention: str,
+             tokens_per_expert: Any = None) -> dict[str, Cost]:
     """The forward rows with no KV cache: K and V are activations, nothing is written to a
     cache; a fused core also writes its logsumexp (B*S*H) for the backward."""
-    rows = model.replace(kv_bytes=model.act_bytes).ops(B, S, 0, attention=attention)
+    rows = model.replace(kv_bytes=model.act_bytes).ops(B, S, 0, attention=attention,
+                                                       tokens_per_expert=tokens_per_expert)
     rows.pop("attn/kv_write", None)  # (absent where the projections write the cache)
     out = {key: Cost(flops=c.flops, useful_flops=c.useful_flops, weight_bytes=c.weight_bytes,
                      act_bytes=c.act_bytes + c.kv_bytes) for key, c in rows.items()}
@@ -218,14 +225,35 @@ def _embedding_backward(m: Transformer, B: Any, S: Any, gb: Any) -> dict[str, Co
                                                       scaled=m.embed_scale)}
 
 
+def _layers_backward(m: Transformer, B: Any, S: Any, attention: str, w: _Widths,
+                     tokens_per_expert: Any) -> dict[str, Cost]:
+    """The backward rows of all L layers, keys without ``bwd/``, block by block: the MLP
+    (dense rows hold the dense layers, the MLP norm's and the residual's all L; MoE rows
+    the MoE layers), then attention (GQA: its core's rows hold the windowed and the global
+    layers; MLA: its naive form)."""
+    dense = m.L if m.moe is None else m.dense_layers
+    rows = {key: layers * cost for key, cost in _mlp_backward(m, w).items()
+            if (layers := m.L if key in ("mlp_norm", "mlp/residual") else dense) != 0}
+    if m.moe is not None:
+        rows |= bmoe.moe_backward(m, w.n, m.moe_layers, tokens_per_expert, w.gb)
+    if m.mla is not None:
+        return rows | {key: m.L * cost for key, cost in bmla.mla_backward(m, B, S, w.gb).items()}
+    rows |= {key: m.L * cost for key, cost in _attention_out_backward(m, w).items()}
+    rows |= _core_backward(m, B, S, attention)
+    return rows | {key: m.L * cost for key, cost in _attention_in_backward(m, w, S).items()}
+
+
 _OUTSIDE = ("embed", "pos_embed", "final_norm", "lm_head", "logit_softcap")
 
 
 def train_ops(model: Transformer, batch: Any, seq: Any = None, remat: str = "none", *,
               attention: str = "naive", grad_bytes: Any = None, moment_bytes: Any = 4,
-              master_bytes: Any = 0, conventions: Any = None) -> dict[str, Cost]:
+              master_bytes: Any = 0, tokens_per_expert: Any = None,
+              conventions: Any = None) -> dict[str, Cost]:
     """The rows of one training step (module docstring), as ``dict[str, Cost]``: ``batch``
-    a :class:`~symroof.TrainStep`, or sequences with their ``seq``.
+    a :class:`~symroof.TrainStep`, or sequences with their ``seq``. MoE layers route
+    ``tokens_per_expert`` ("balanced" by default, or counts: :meth:`Transformer.ops`);
+    MLA trains in its naive form.
 
     Weight matmuls cost 2*n*P_mm forward and 4*n*P_mm backward (n = B*S tokens, P_mm =
     ``model.matmul_params``): 6*n*P_mm, the 6ND rule. The naive attention core's six matmuls
@@ -247,11 +275,12 @@ def train_ops(model: Transformer, batch: Any, seq: Any = None, remat: str = "non
     """
     with using(conventions):
         return _train_ops(model, batch, seq, remat, attention, grad_bytes, moment_bytes,
-                          master_bytes)
+                          master_bytes, tokens_per_expert)
 
 
 def _train_ops(model: Transformer, batch: Any, seq: Any, remat: str, attention: str,
-               grad_bytes: Any, moment_bytes: Any, master_bytes: Any) -> dict[str, Cost]:
+               grad_bytes: Any, moment_bytes: Any, master_bytes: Any,
+               tokens_per_expert: Any) -> dict[str, Cost]:
     remat = _policy(remat, attention)
     if isinstance(batch, TrainStep):  # the workload named once: sequences and seq
         if seq is not None:
@@ -261,10 +290,9 @@ def _train_ops(model: Transformer, batch: Any, seq: Any, remat: str, attention: 
         raise ValueError("train_ops() needs a TrainStep (sr.TrainStep(sequences, seq)) or "
                          "batch and seq")
     B, S = as_dimension(batch, "batch"), as_dimension(seq, "seq")
-    _unsupported(model, S)
-    m, n = model, B * S
+    m, n = _unsupported(model, S, remat, attention), B * S
     gb = m.w_bytes if grad_bytes is None else grad_bytes
-    fwd = _forward(m, B, S, attention)
+    fwd = _forward(m, B, S, attention, tokens_per_expert)
     layer_keys = [k for k in fwd if k not in _OUTSIDE]
     recompute = remat_recompute(remat, attention, m)
     rows = {f"fwd/{key}": cost for key, cost in fwd.items()}
@@ -272,12 +300,8 @@ def _train_ops(model: Transformer, batch: Any, seq: Any, remat: str, attention: 
     rows |= _head_backward(m, B, S, gb)
     rows |= {f"recompute/{key}": fwd[key]
              for key in (layer_keys if recompute is None else recompute)}
-    w = _Widths(m, n, gb)
-    per_layer = _mlp_backward(m, w) | _attention_out_backward(m, w)
-    rows |= {f"bwd/{key}": m.L * cost for key, cost in per_layer.items()}
-    rows |= {f"bwd/{key}": cost for key, cost in _core_backward(m, B, S, attention).items()}
-    rows |= {f"bwd/{key}": m.L * cost
-             for key, cost in _attention_in_backward(m, w, S).items()}
+    layers = _layers_backward(m, B, S, attention, _Widths(m, n, gb), tokens_per_expert)
+    rows |= {f"bwd/{key}": cost for key, cost in layers.items()}
     rows |= _embedding_backward(m, B, S, gb)
     rows["optimizer/adam"] = bw.adam(m.params, w_bytes=m.w_bytes, grad_bytes=gb,
                                      moment_bytes=moment_bytes, master_bytes=master_bytes)

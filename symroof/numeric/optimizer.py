@@ -95,9 +95,10 @@ class Adam:
 
 
 def train_step(params: dict[str, Any], cfg: Config, tokens: Any, targets: Any, opt: Adam,
-               remat: str = "none", counter: Counter | None = None) -> float:
+               remat: str = "none", counter: Counter | None = None,
+               trace: list | None = None) -> float:
     """One step: loss and gradients (:func:`loss_and_grads`), then ``opt.step``; returns
-    the loss before the update.
+    the loss before the update (``trace``: the MoE routing, as loss_and_grads gives it).
 
     >>> from symroof.numeric import TINY, init_params
     >>> params = init_params(TINY)
@@ -107,6 +108,7 @@ def train_step(params: dict[str, Any], cfg: Config, tokens: Any, targets: Any, o
     >>> train_step(params, TINY, tokens, tokens + 1, opt) < first
     True
     """
-    loss, grads = loss_and_grads(params, cfg, tokens, targets, remat=remat, counter=counter)
+    loss, grads = loss_and_grads(params, cfg, tokens, targets, remat=remat, counter=counter,
+                                 trace=trace)
     opt.step(params, grads, counter)
     return loss

@@ -27,6 +27,7 @@ from . import backward as bk
 from . import backward_dense as bd
 from . import layers
 from . import train_layer as tl
+from . import train_moe as tmoe
 from .attention import step
 from .config import Config
 from .counter import Counter
@@ -46,21 +47,31 @@ REMAT = {
 }
 
 
-def backward_reads(cfg: Config) -> tuple[str, ...]:
-    """The tensors one layer's backward reads for ``cfg`` (a test holds the backward to it).
+#: the remat policies MoE and MLA layers train under (tuples name the dense layers' tensors)
+_BLOCK_POLICIES = ("none", "selective", "matmul_outputs", "full")
+
+
+def backward_reads(cfg: Config, moe: bool | None = None) -> tuple[str, ...]:
+    """The tensors one layer's backward reads for ``cfg`` (a test holds the backward to it);
+    an MoE layer's, or with ``moe=False`` a dense one's (default: the config's MoE layers).
 
     >>> from symroof.numeric import TINY
     >>> backward_reads(TINY)
     ('x', 'h1', 'q', 'k', 'v', 'p', 'o', 'x1', 'h2', 'g', 'u', 'a')
     """
-    return tl.backward_reads(cfg)
+    return tl.backward_reads(cfg, moe)
 
 
-def _kept(cfg: Config, remat: Any) -> tuple[str, ...]:
+def _kept(cfg: Config, remat: Any, moe: bool | None = None) -> tuple[str, ...]:
     """The tensors a policy keeps per layer; a tuple names them by the keys they are
     recorded under (``"layer_input"``, ``"mlp/gate"``, ...)."""
+    if (cfg.moe is not None or cfg.mla is not None) and (
+            not isinstance(remat, str) or remat not in _BLOCK_POLICIES):
+        raise ValueError(f"remat={remat!r}: MoE and MLA layers train under "
+                         f"{', '.join(_BLOCK_POLICIES)} (kept-tensor tuples name the dense "
+                         "layers' tensors)")
     by_key: dict[str, list[str]] = {}
-    for t, key in tl.writers(cfg).items():
+    for t, key in tl.writers(tl.layer_ops(cfg, moe)).items():
         by_key.setdefault(key, []).append(t)
     if isinstance(remat, (tuple, list)):
         known = [k for k in by_key if k != "mlp/residual"]
@@ -72,17 +83,17 @@ def _kept(cfg: Config, remat: Any) -> tuple[str, ...]:
     if remat not in REMAT:
         raise ValueError(f"unknown remat policy {remat!r}; known: {list(REMAT)} or a tuple of "
                          "kept tensors")
-    return tl.policy_keeps(cfg, remat)
+    return tl.policy_keeps(cfg, remat, moe)
 
 
-def _rerun_plan(cfg: Config, remat: Any) -> list[str]:
+def _rerun_plan(cfg: Config, remat: Any, moe: bool) -> list[str]:
     """The layer ops to rerun before the backward: all of them for ``full``, else those
     that produce a tensor the backward reads and the policy did not keep (transitively)."""
-    table = tl.layer_ops(cfg)
+    table = tl.layer_ops(cfg, moe)
     if isinstance(remat, str) and remat == "full":
         return list(table)
-    have = set(_kept(cfg, remat))
-    want, plan = set(tl.backward_reads(cfg)) - have, []
+    have = set(_kept(cfg, remat, moe))
+    want, plan = set(tl.backward_reads(cfg, moe)) - have, []
     for key in reversed(table):
         inputs, outputs, _ = table[key]
         if want & set(outputs.split()):
@@ -99,25 +110,34 @@ def _run(scope, prefix: str, c, t: dict, keys) -> None:
         t.update(zip(outputs.split(), out if isinstance(out, tuple) else (out,)))
 
 
-def _layer_backward(scope, c, t, dx2, grads):
-    """Gradients of one layer from the tensors in ``t``; returns d(layer input)."""
-    dx1, dn_mlp = tl.mlp_backward(scope, c, t, dx2, grads)
-    return tl.attention_backward(scope, c, t, dx1, dn_mlp, grads)
-
-
 def _unsupported(cfg: Config) -> None:
-    """The training step runs every dense family; what it does not run yet is named."""
-    missing = [name for name in ("moe", "mla") if getattr(cfg, name) is not None]
-    if missing:
-        raise ValueError(f"the training step runs the dense families; {cfg.name}'s config "
-                         f"sets {' and '.join(missing)} (no backward for it yet)")
+    """The training step runs every family; what it does not run yet is named."""
+    if cfg.moe is not None and cfg.act != "silu":
+        raise ValueError(f"the training step runs SwiGLU experts; {cfg.name} has "
+                         f"act={cfg.act!r}")
+
+
+def _context(cfg: Config, l: int, p: dict, T: int, cos: Any, sin: Any) -> SimpleNamespace:
+    """Layer l's parameters, sizes, mask (keep (T, S): causal, in the window), its kind
+    (MoE or dense MLP) and its forward table; MLA's core has every head its own key
+    (G = H) and scores scaled by 1/sqrt(d_qk)."""
+    moe = cfg.is_moe(l)
+    table = tl.layer_ops(cfg, moe)
+    c = SimpleNamespace(p=p, cfg=cfg, eps=cfg.eps, H=cfg.H, G=cfg.G, d_h=cfg.d_h, D=cfg.D,
+                        cos=cos, sin=sin, keep=step(cfg, l, 0, T).keep, table=table,
+                        scores_inputs=table["attn/scores"][0].split(), moe=cfg.moe,
+                        moe_layer=moe, mla=cfg.mla)
+    if cfg.mla is not None:
+        c.G, c.d_h = cfg.H, cfg.mla.d_nope + cfg.mla.d_rope
+    return c
 
 
 def loss_and_grads(params: dict[str, Any], cfg: Config, tokens: Any, targets: Any,
-                   remat: str = "none", counter: Counter | None = None
-                   ) -> tuple[float, dict[str, Any]]:
+                   remat: str = "none", counter: Counter | None = None,
+                   trace: list | None = None) -> tuple[float, dict[str, Any]]:
     """Mean next-token cross-entropy of ``tokens`` (B, T) against ``targets`` (B, T) and its
     gradient for every parameter (a dict shaped like ``params``), under a remat policy.
+    ``trace``: a list that gets, per MoE layer, the tokens each expert was routed (forward).
 
     >>> from symroof.numeric import TINY, init_params
     >>> loss, grads = loss_and_grads(init_params(TINY), TINY, [[1, 2, 3]], [[2, 3, 4]])
@@ -139,28 +159,37 @@ def loss_and_grads(params: dict[str, Any], cfg: Config, tokens: Any, targets: An
     scope = (lambda key: PLAIN) if counter is None else counter.op
     keep = (lambda key, x: None) if counter is None else counter.keep
     cos, sin = layers.rope_tables(cfg.rotary, cfg.rope_theta, 0, T, params["embed"].dtype)
-    table = tl.layer_ops(cfg)
-    ctx = [SimpleNamespace(p=p, cfg=cfg, eps=cfg.eps, H=cfg.H, G=cfg.G, d_h=cfg.d_h, cos=cos,
-                           sin=sin, keep=step(cfg, l, 0, T).keep, table=table,
-                           scores_inputs=table["attn/scores"][0].split())
-           for l, p in enumerate(params["layers"])]  # keep (T, S): causal, in the window
-    f = _forward(scope, keep, params, cfg, ctx, tokens, targets, remat)
+    ctx = [_context(cfg, l, p, T, cos, sin) for l, p in enumerate(params["layers"])]
+    f = _forward(scope, keep, params, cfg, ctx, tokens, targets, remat, trace)
     grads = _backward(scope, params, cfg, ctx, f, tokens, targets, remat)
     grads["layers"] = [{k: g[k] for k in p} for p, g in zip(params["layers"], grads["layers"])]
     return f.loss, {k: grads[k] for k in params}
 
 
-def _forward(scope, keep, params, cfg: Config, ctx, tokens, targets, remat: str):
-    """Embedding, layers (keeping what ``remat`` names), final norm, lm_head (and its
-    softcap), loss."""
+def _record(keep, writer: dict[str, str], t: dict, names: tuple[str, ...]) -> None:
+    """Count every kept tensor under its writer's key (an expert's list: each array; the
+    routing's integer indices move no counted bytes)."""
+    for name in names:
+        if name in tmoe.UNCOUNTED:
+            continue
+        value = t[name]
+        for arr in value if isinstance(value, list) else [value]:
+            if arr is not None:
+                keep(writer[name], arr)
+
+
+def _forward(scope, keep, params, cfg: Config, ctx, tokens, targets, remat: str, trace):
+    """Embedding, layers (keeping what ``remat`` names; ``trace`` gets each MoE layer's
+    tokens per expert), final norm, lm_head (and its softcap), loss."""
     x = _embed(lambda key: scope("fwd/" + key), params, cfg, tokens, 0)  # (B, T, D)
-    kept, names, writer = [], _kept(cfg, remat), tl.writers(cfg)
+    kept = []
     for c in ctx:
-        t = {"x": x}
+        t, names = {"x": x}, _kept(cfg, remat, c.moe_layer)
         _run(scope, "fwd/", c, t, c.table)
         kept.append({name: t[name] for name in names})
-        for name in names:
-            keep(writer[name], t[name])
+        _record(keep, tl.writers(c.table), t, names)
+        if c.moe_layer and trace is not None:
+            trace.append(np.bincount(t["idx"].ravel(), minlength=cfg.moe.E))
         x = t["x2"]
     W = params["embed"].T if cfg.tied else params["lm_head"]  # (D, V)
     with scope("fwd/final_norm") as ops:
@@ -199,10 +228,9 @@ def _backward(scope, params, cfg: Config, ctx, f, tokens, targets, remat: str):
     with scope("bwd/final_norm") as ops:
         dx, final = bd.norm_backward(ops, params, "final_norm", f.x, dhf, cfg.eps)
     grads |= final
-    plan = _rerun_plan(cfg, remat)
     for c, t, g in reversed(list(zip(ctx, f.kept, grads["layers"]))):
-        _run(scope, "recompute/", c, t, plan)
-        dx = _layer_backward(scope, c, t, dx, g)
+        _run(scope, "recompute/", c, t, _rerun_plan(cfg, remat, c.moe_layer))
+        dx = tl.layer_backward(scope, c, t, dx, g)
     if cfg.positions == "learned":
         with scope("bwd/pos_embed") as ops:
             grads["pos_embed"] = bd.pos_embed_backward(ops, dx, cfg.max_position)

@@ -1,11 +1,14 @@
 """One decoder layer of the NumPy training step as data: its forward ops (inputs ->
 outputs, in order) for the config's family switches, the tensors its backward reads, what
 each remat policy keeps, and the hand-written backward of the attention and MLP blocks.
+A layer is an attention block (GQA, or MLA: numeric.train_mla) and an MLP block (dense,
+or MoE: numeric.train_moe); a model with dense first layers has two kinds of layer.
 
 Tensors: x (the layer input), h1 (attention norm), q0 k0 v (projections), qn kn (Qwen3's
 per-head norms), q k (after RoPE), s p (scores, softmax), o (attention output), y (o_proj),
 yn (Gemma-2's post norm), x1 (residual), h2 (MLP norm), g u (gate, up), a (activation),
 y2 (down), y2n (post norm), x2 (the layer output). Where an op is absent its input flows on.
+MLA and MoE tensors: those of :mod:`symroof.models.training_graph`'s docstring.
 """
 
 from __future__ import annotations
@@ -15,7 +18,13 @@ import numpy as np
 from . import backward as bk
 from . import backward_dense as bd
 from . import layers
+from . import train_mla as tmla
+from . import train_moe as tmoe
 from .mlp import act_key
+
+#: the weight matmuls' outputs, by block (``matmul_outputs`` keeps those a layer has)
+_MATMULS = ("q0", "k0", "v", "cq0", "ckv_pe", "kv", "y", "g", "u", "logits", "eg", "eu", "Y",
+            "sg", "su")
 
 
 def _heads(x: np.ndarray, n: int) -> np.ndarray:
@@ -113,40 +122,82 @@ def _mlp_ops(cfg) -> dict:
     return ops
 
 
-def layer_ops(cfg) -> dict:
-    """One layer's forward ops in order: key -> (inputs, outputs, fn)."""
-    return _attention_ops(cfg) | _mlp_ops(cfg)
+def _mla_ops(cfg) -> dict:
+    """The MLA block's forward ops: its own (numeric.train_mla) between the norm and the
+    core, the core's two matmuls with G = H on its selections, o_proj, the residual."""
+    gqa = _attention_ops(cfg)
+    return {"attn_norm": gqa["attn_norm"]} | tmla.mla_ops(cfg) | {
+        "attn/scores": ("q0 q_pe kv k_pe", "s", lambda o, c, *t: _scores(o, c, *tmla.qk(c, *t))),
+        "attn/softmax": gqa["attn/softmax"],
+        "attn/av": ("p kv", "o", lambda o, c, p, kv: _av(o, c, p, tmla.values(c, kv))),
+        "attn/o_proj": gqa["attn/o_proj"], "attn/residual": gqa["attn/residual"]}
 
 
-def writers(cfg) -> dict[str, str]:
-    """tensor -> the key it is recorded under when kept (the op that wrote it)."""
-    return {"x": "layer_input"} | {out: key for key, (_, outs, _) in layer_ops(cfg).items()
+def _moe_ops(cfg) -> dict:
+    """The MoE block's forward ops: the MLP norm, its own (numeric.train_moe), the residual."""
+    dense = _mlp_ops(cfg)
+    return {"mlp_norm": dense["mlp_norm"]} | tmoe.moe_ops(cfg) | {
+        "mlp/residual": dense["mlp/residual"]}
+
+
+def layer_ops(cfg, moe: bool | None = None) -> dict:
+    """One layer's forward ops in order: key -> (inputs, outputs, fn); an MoE layer, or
+    with ``moe=False`` a dense one (default: the config's MoE layers)."""
+    moe = cfg.moe is not None if moe is None else moe
+    return (_mla_ops(cfg) if cfg.mla is not None else _attention_ops(cfg)) | \
+        (_moe_ops(cfg) if moe else _mlp_ops(cfg))
+
+
+def writers(table: dict) -> dict[str, str]:
+    """tensor -> the key it is recorded under when kept (the op of ``table`` that wrote it)."""
+    return {"x": "layer_input"} | {out: key for key, (_, outs, _) in table.items()
                                    for out in outs.split()}
 
 
-def backward_reads(cfg) -> tuple[str, ...]:
-    """The tensors one layer's backward reads (``attention_backward``, ``mlp_backward``)."""
-    table = layer_ops(cfg)
-    q, k = table["attn/scores"][0].split()
-    reads = ["x", "h1", *(("q0", "k0") if cfg.qk_norm else ()), q, k, "v", "p",
-             *(("s",) if cfg.attn_softcap is not None else ()), "o",
-             *(("y",) if cfg.post_norms else ()), table["mlp_norm"][0], "h2",
-             *(("g",) if cfg.gated else ()), "u", "a", *(("y2",) if cfg.post_norms else ())]
-    return tuple(dict.fromkeys(reads))
+def backward_reads(cfg, moe: bool | None = None) -> tuple[str, ...]:
+    """The tensors one layer's backward reads (``layer_backward``)."""
+    moe = cfg.moe is not None if moe is None else moe
+    table = layer_ops(cfg, moe)
+    if cfg.mla is not None:
+        reads = list(tmla.MLA_READS)
+    else:
+        q, k = table["attn/scores"][0].split()
+        reads = ["x", "h1", *(("q0", "k0") if cfg.qk_norm else ()), q, k, "v", "p",
+                 *(("s",) if cfg.attn_softcap is not None else ()), "o",
+                 *(("y",) if cfg.post_norms else ())]
+    if moe:
+        reads += [*tmoe.MOE_READS, *(tmoe.SHARED_READS if cfg.moe.shared_F else ()),
+                  *(("ys",) if cfg.moe.shared_gate else ())]
+    else:
+        reads += [table["mlp_norm"][0], "h2", *(("g",) if cfg.gated else ()), "u", "a",
+                  *(("y2",) if cfg.post_norms else ())]
+    writer = writers(table)
+    return tuple(t for t in dict.fromkeys(reads) if t in writer)  # (no q latent: no cq0, cq)
 
 
-def policy_keeps(cfg, remat: str) -> tuple[str, ...]:
+def policy_keeps(cfg, remat: str, moe: bool | None = None) -> tuple[str, ...]:
     """The tensors a named policy keeps per layer."""
-    reads = backward_reads(cfg)
+    reads = backward_reads(cfg, moe)
     if remat == "none":
         return reads
     if remat == "selective":
         return tuple(t for t in reads if t not in ("s", "p"))
     if remat == "matmul_outputs":
-        outs = {"x", "q0", "k0", "v", "y", "u"} | ({"g"} if cfg.gated else set()) | \
-            ({"y2"} if cfg.post_norms else set())
-        return tuple(t for t in writers(cfg) if t in outs)
+        outs = {"x", *_MATMULS} | ({"y2"} if cfg.post_norms else set())
+        return tuple(t for t in writers(layer_ops(cfg, moe)) if t in outs)
     return ("x",)
+
+
+def layer_backward(scope, c, t, dx2, grads):
+    """Gradients of one layer from the tensors in ``t``; returns d(layer input): the MLP
+    block's (dense or MoE), then the attention block's (GQA or MLA)."""
+    if c.moe_layer:
+        dx1, dn_mlp = tmoe.moe_backward(scope, c, t, dx2, grads), None
+    else:
+        dx1, dn_mlp = mlp_backward(scope, c, t, dx2, grads)
+    if c.cfg.mla is not None:
+        return tmla.mla_backward(scope, c, t, dx1, grads)
+    return attention_backward(scope, c, t, dx1, dn_mlp, grads)
 
 
 def _project_back(scope, key: str, p: dict, w: str, b: str, x, dy, grads):

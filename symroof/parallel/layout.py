@@ -37,6 +37,7 @@ from typing import Any
 
 import sympy as sp
 
+from ..conventions import Conventions, current
 from ..hardware.collectives import all_gather, all_to_all
 from ..hardware.mesh import Mesh
 from ..symbols import PLAN, PLAN_ROLES
@@ -139,8 +140,10 @@ def assign_axes(mesh: Mesh, roles: tuple[str, ...],
 
 
 @functools.lru_cache(maxsize=512)
-def _link(mesh: Mesh, axes: tuple[str, ...], role: str) -> tuple[sp.Expr, sp.Expr]:
-    """(seconds per byte, latency floor) of one role's collectives on ``axes``."""
+def _link(mesh: Mesh, axes: tuple[str, ...], role: str,
+          _cv: Conventions) -> tuple[sp.Expr, sp.Expr]:
+    """(seconds per byte, latency floor) of one role's collectives on ``axes``, cached per
+    conventions record (its ring factor and GPU switch level change them)."""
     if mesh.size(axes) == 1:
         return sp.Integer(0), sp.Integer(0)
     if role != "pp":
@@ -165,11 +168,10 @@ def role_links(mesh: Mesh, axes: Mapping[str, tuple[str, ...]]) -> dict[str, tup
     """Per role, (k, lat) on ``mesh``: k = AllGather seconds per byte (an AllGather of V
     bytes takes max(lat, V k)); for ``pp`` one hop's seconds per byte. A role without
     axes gets (0, 0)."""
-    return {r: _link(mesh, tuple(axes.get(r, ())), r) if axes.get(r) else
+    return {r: _link(mesh, tuple(axes.get(r, ())), r, current()) if axes.get(r) else
             (sp.Integer(0), sp.Integer(0)) for r in ROLES}
 
 
-@functools.lru_cache(maxsize=512)
 def a2a_link(mesh: Mesh, axes: tuple[str, ...]) -> sp.Expr:
     """Seconds per byte of an AllToAll over ``axes`` (its bandwidth term; 0 without axes):
     V/(4 W_ici) on a wrapped ring, the scale-out levels' V (d - 1) m/(n^2 w) on a GPU system
@@ -179,6 +181,11 @@ def a2a_link(mesh: Mesh, axes: tuple[str, ...]) -> sp.Expr:
     >>> a2a_link(sr.mesh("tpu-v5p", "4x4x4"), ("Z",))     # 1 / (4 W_ici), W_ici = 1.8e11
     1/720000000000
     """
+    return _a2a_link(mesh, tuple(axes), current())
+
+
+@functools.lru_cache(maxsize=512)
+def _a2a_link(mesh: Mesh, axes: tuple[str, ...], _cv: Conventions) -> sp.Expr:
     if not axes or mesh.size(axes) == 1:
         return sp.Integer(0)
     return all_to_all(mesh, 1, axes).t_bw  # linear in V: the time of one byte

@@ -19,11 +19,14 @@ _DTYPE_COLOR = {"fp32": "C1", "fp64": "C2"}
 
 
 def _clusters(points: list[tuple[float, float, str, str]]) -> list[list]:
-    """Points within 0.25 decades of a cluster's first point (in both axes) join it."""
+    """Points of one colour within 0.25 decades of a cluster's first point (in both axes)
+    join it (a label has its points' colour: an overhead-bound op is never named in a
+    bandwidth-bound one's label)."""
     clusters: list[list] = []
     for p in sorted(points, key=lambda p: (p[0], p[1])):
         for c in clusters:
-            if max(abs(np.log10(c[0][0] / p[0])), abs(np.log10(c[0][1] / p[1]))) < 0.25:
+            if c[0][3] == p[3] and max(abs(np.log10(c[0][0] / p[0])),
+                                       abs(np.log10(c[0][1] / p[1]))) < 0.25:
                 c.append(p)
                 break
         else:
@@ -35,7 +38,8 @@ def _place(fig: Any, ax: Any, cluster: list, boxes: list, labels: list) -> None:
     """Label a cluster of ops (names stacked) right of its rightmost point or left of its
     leftmost, at its middle, or a few lines up or down with a leader line: the first place
     inside the axes that overlaps no marker or roof and no other label (``boxes``), else the
-    first that overlaps no other label (``labels``), else right beside the points."""
+    first that overlaps no other label (``labels``), else right beside the points; a leader
+    line crosses no label, and later labels keep off it."""
     renderer = fig.canvas.get_renderer()
     frame = ax.get_window_extent(renderer)
     middle = float(np.exp(np.mean([np.log(p[1]) for p in cluster])))
@@ -55,14 +59,28 @@ def _place(fig: Any, ax: Any, cluster: list, boxes: list, labels: list) -> None:
         y0 = y + dy * pt - h / 2
         return x0, y0, x0 + w, y0 + h
 
-    def free(ha: str, dy: int, avoid: list) -> bool:
-        x0, y0, x1, y1 = box(ha, dy)
-        if not (frame.x0 <= x0 and x1 <= frame.x1 and frame.y0 <= y0 and y1 <= frame.y1):
-            return False
-        pad_x, pad_y = 0.02 * w, 0.05 * h
+    def leader(ha: str, dy: int) -> list[tuple[float, float, float, float]]:
+        """Small boxes along the leader line of a label moved ``dy`` points (none at 0),
+        from a little off the points to the label's near edge."""
+        if dy == 0:
+            return []
+        (x, y), (x0, y0, x1, _) = anchors[ha], box(ha, dy)
+        ends = np.array([(x, y), (x0 if ha == "left" else x1, y0 + h / 2)])
+        at = [ends[0] + t * (ends[1] - ends[0]) for t in np.linspace(0.15, 0.95, 12)]
+        return [(px - 1, py - 1, px + 1, py + 1) for px, py in at]
+
+    def clear(rect: tuple, avoid: list, pad_x: float = 0.0, pad_y: float = 0.0) -> bool:
+        x0, y0, x1, y1 = rect
         b = np.asarray(avoid or [(0, 0, 0, 0)])
         return not np.any((b[:, 0] < x1 + pad_x) & (b[:, 2] > x0 - pad_x)
                           & (b[:, 1] < y1 + pad_y) & (b[:, 3] > y0 - pad_y))
+
+    def free(ha: str, dy: int, avoid: list) -> bool:
+        x0, y0, x1, y1 = box(ha, dy)
+        if not (frame.x0 <= x0 and x1 <= frame.x1 and frame.y0 <= y0 and y1 <= frame.y1):
+            return False  # inside the axes, off ``avoid``, and its leader through no label
+        return clear((x0, y0, x1, y1), avoid, 0.02 * w, 0.05 * h) and all(
+            clear(seg, labels) for seg in leader(ha, dy))
 
     # off every marker, roof and label; else off every label; else right beside the points
     ha, dy = next((p for p in places if free(*p, boxes)), None) or next(
@@ -73,6 +91,7 @@ def _place(fig: Any, ax: Any, cluster: list, boxes: list, labels: list) -> None:
                                                  "color": color, "shrinkA": 0, "shrinkB": 3})
     boxes.append(box(ha, dy))
     labels.append(boxes[-1])
+    labels += leader(ha, dy)  # later labels keep off this one's leader line too
 
 
 def plot_measured(result: MeasureResult, path: str) -> str:

@@ -34,7 +34,7 @@ def _listing(args: argparse.Namespace) -> str:
     names = list(PROFILES)
     if args.format == "json":
         return json.dumps({"profiles": {n: PROFILES[n].as_dict() for n in names},
-                           "fields": {f: {"allowed": [str(v) for v in FIELDS[f][0]],
+                           "fields": {f: {"allowed": list(FIELDS[f][0]),
                                           "meaning": FIELDS[f][1], "read_in": FIELDS[f][2]}
                                       for f in FIELDS}}, indent=2)
     rows = [["field", *names, "allowed"]]

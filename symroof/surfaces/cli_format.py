@@ -73,15 +73,22 @@ def roofs(peak: Any, hbm_bw: Any, ridge: sp.Expr) -> str:
 
 
 def network_text(net: Any) -> str:
-    """A chip's network in a few words: ``torus 16x16 (host 4x2)``, or the switch levels'
-    degrees with W_GPU and W_node (``switched 8x32x4, W_GPU 450 G, W_node 400 G``)."""
+    """A chip's network in a few words: ``torus 16x16 (host 4x2), hop 1 us, DCN 3.12 G``, or
+    the switch levels' degrees with W_GPU and W_node and the ring-step latencies in a node
+    and across nodes (``switched 8x32x4, W_GPU 450 G, W_node 400 G, hop 600 ns / 2.7 us``)."""
     if net is None:
         return "-"
     if net.kind == "torus":
-        return f"torus {'x'.join(map(str, net.pod))} (host {'x'.join(map(str, net.host))})"
+        return (f"torus {'x'.join(map(str, net.pod))} (host {'x'.join(map(str, net.host))}), "
+                f"hop {fmt_si(net.hop_latency, 's')}, DCN {fmt_si(net.dcn_bw)}")
     text = f"switched {'x'.join(str(lv.degree) for lv in net.levels)}, " \
            f"W_GPU {fmt_si(net.levels[0].bw_per_gpu)}"
-    return text + (f", W_node {fmt_si(net.node_egress)}" if len(net.levels) > 1 else "")
+    if len(net.levels) > 1:
+        text += f", W_node {fmt_si(net.node_egress)}"
+    hops = fmt_si(net.hop_latency, "s")
+    if len(net.levels) > 1 and net.net_latency != net.hop_latency:
+        hops += f" / {fmt_si(net.net_latency, 's')}"
+    return f"{text}, hop {hops}"
 
 
 def network_data(net: Any) -> dict[str, Any] | None:
@@ -100,7 +107,8 @@ def network_data(net: Any) -> dict[str, Any] | None:
             "node_size": net.node_size, "max_gpus": net.max_gpus,
             "node_egress": num(net.node_egress) if len(net.levels) > 1 else None,
             "sharp": net.sharp, "node_bisection": num(net.node_bisection),
-            "hop_latency": num(net.hop_latency), "pcie_bw": num(net.pcie_bw)}
+            "hop_latency": num(net.hop_latency), "net_latency": num(net.net_latency),
+            "pcie_bw": num(net.pcie_bw)}
 
 
 def _mlp(m: Any) -> str:

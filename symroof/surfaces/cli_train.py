@@ -43,7 +43,7 @@ def _row(plan: Any) -> dict[str, Any]:
     return {"strategy": plan.strategy, "split": _split(plan.axes),
             "axes": {r: list(a) for r, a in plan.axes.items() if a}, "degrees": plan.degrees,
             "lower_s": float(plan.lower), "upper_s": float(plan.upper), "bound": plan.bound,
-            "memory_bytes": float(plan.memory_total), "fits": plan.fits,
+            "memory_bytes": num(plan.memory_total), "fits": plan.fits,
             "conditions": conds, "notes": list(plan.notes), "plan": str(plan)}
 
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import sympy as sp
 
-from ..derivation import Derivation, Step
+from ..derivation import Derivation, DerivationStep
 from ..prose import tex_text
 from ..render import latex
 
@@ -29,7 +29,7 @@ __all__ = ["INTERNAL", "for_students", "short_claim", "unit_of", "stated_unit",
 #: what a handout never shows: internal references, errata and the book's slips, code
 INTERNAL = re.compile(
     r"\bseeds?\b|\bseed's\b|\bcommits?\b|\brevisions?\b|errat|\.py\b|\.md\b|CS349|"
-    r"Feb 2025|lecture[- ]\d|\bscript\b|``|\\texttt|\btruncat|\bslip|"
+    r"Feb 2025|lecture[- ]\d|\bscript\b|``|\\texttt|\btruncat|\bslip|\bderivations? \d|"
     r"the book's|book prints|the book (?:writes|rounds|prints|gives|says)|"
     r"\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7}\b")
 _MATH = re.compile(r"(?<!\\)\$(?:[^$\\]|\\.)+?(?<!\\)\$")
@@ -140,7 +140,7 @@ def _in_unit(x: Any, unit: str) -> str:
     return rf"{shown}\,{tex}"
 
 
-def _row(s: Step) -> str:
+def _row(s: DerivationStep) -> str:
     statement = for_students(s.statement)
     stated = stated_unit(s.statement)
     unit = unit_of(s.lhs) if stated is None else ""
@@ -150,8 +150,8 @@ def _row(s: Step) -> str:
     row = f"{_tex(s.lhs)} &= {value(s.rhs)}"
     if s.at_value is not None:
         row += r" \\*" + "\n" + f"&= {value(s.at_value)}"
-    if s.because:
-        row += rf" && \text{{{tex_text(for_students(s.because))}}}"
+    if s.because and for_students(s.because):  # beside its equation, not at the far margin
+        row += rf" \qquad \text{{({tex_text(for_students(s.because))})}}"
     return (rf"\intertext{{{tex_text(statement)}}}" + "\n" if statement else "") + row
 
 
