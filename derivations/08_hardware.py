@@ -8,8 +8,9 @@ above $B = 11$, from host memory over PCIe a bf16 one only above $B \approx 61{,
 the VPU a kernel needs only about 3 FLOPs a byte. Across GPU nodes an AllToAll leaves through
 each GPU's network card whatever level it is bound for, so over $M$ nodes it takes
 $V_b (M - 1) / (M^2 W_\text{node})$; a core level above the 1024-GPU SuperPod makes 4096 to
-65,536 H100s one fat tree. A sharded array's per-device shape, bytes and copies follow from
-its spec.
+65,536 H100s one fat tree, where a small AllReduce waits on NCCL's tree, $\log_2$ of the
+nodes deep, not on a ring of every GPU; a spine above GB200's 576-GPU scalable units makes
+NVIDIA's 9216. A sharded array's per-device shape, bytes and copies follow from its spec.
 
 Source: "How to Scale Your Model", ch. 1 (https://jax-ml.github.io/scaling-book/roofline/),
 ch. 2 (https://jax-ml.github.io/scaling-book/tpus/), ch. 3
@@ -116,6 +117,14 @@ ar = gpu_d.step("an AllReduce over 16,384 H100s (LLaMA-3's count) in DGX SuperPo
                 "core level: twice the AllGather, bound at the leaf",
                 r"T_\text{AR}\, W_\text{node} / V_b", sr.all_reduce(big, V_b, "XY").t_bw
                 * W_node / V_b)
+floor = gpu_d.step("... and its latency floor: NCCL's tree, $2 (7 \\times 0.6 + 11 \\times "
+                   "5.0)\\,\\mu$s (7 hops in the node, 11 levels over 2048 nodes), not a ring's "
+                   "$2 \\times 16{,}383$ steps",
+                   r"T_\text{AR, floor} / \mu\text{s}", sr.all_reduce(big, V_b, "XY").t_lat
+                   * 10**6)
+ring_floor = sr.all_reduce(big, V_b, "XY", conventions=sr.profile("symroof").replace(
+    allreduce_latency="ring")).t_lat
+nvl = sr.mesh("gb200", {"R": 128, "G": 72})
 M = 64
 a2a = gpu_d.step("an AllToAll over 64 nodes: every piece leaving a node crosses its NICs, "
                  "leaf- and spine-bound alike", r"T_\text{A2A}\, W_\text{node} / V_b",
@@ -135,6 +144,12 @@ gpu_d.claim("16,384 H100s build: node 8, leaf 32, spine 4, core 16; the AllReduc
             r"$2 \cdot 31/32\, V_b / W_\text{node}$ (the book's 413 GB/s leaf bound, twice)",
             big.n_chips == 16384 and levels == [("node", 8), ("leaf", 32), ("spine", 4),
                                                 ("core", 16)] and ar == sp.Rational(31, 16))
+gpu_d.claim("NCCL's tree floor is $118.4\\,\\mu$s where a flat ring's would be 28 ms; the book "
+            "gives no GPU latency, only that 'a tree (log N hops) lowers latency, not bandwidth "
+            "cost'", floor == sp.Rational(592, 5) and round(float(ring_floor) * 1e3) == 28)
+gpu_d.claim("GB200: 128 NVL72 racks, 16 scalable units of 8 under a spine, are NVIDIA's 9216 "
+            "GPUs", nvl.n_chips == 9216 and [lv.degree for lv in nvl.levels("RG")]
+            == [72, 8, 16])
 gpu_d.claim(r"over 64 nodes the AllToAll is the book's $V_b (M - 1)/(M^2 W_\text{node})$",
             a2a == sp.Rational(M - 1, M**2))
 gpu_d.claim(r"the book's 'more than $4\times$ degradation' from one node to two compares "

@@ -18,6 +18,8 @@ a number is asked for.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from fractions import Fraction
+from functools import cached_property
 from typing import Any
 
 import sympy as sp
@@ -35,6 +37,7 @@ from .render import fmt_si, latex
 from .symbols import B as _B
 from .symbols import D as _D
 from .symbols import F as _F
+from .timerule import EXACT, SYMPY, combine, terms
 
 __all__ = ["TimeBound", "time", "limit", "leading", "crossover", "critical_batch"]
 
@@ -62,24 +65,34 @@ class TimeBound:
             terms["host"] = self.t_host
         return terms
 
+    @cached_property
+    def _rule(self) -> tuple[Any, Any, Any]:
+        """(lower, upper, index of the largest term): the time rule (:mod:`symroof.timerule`)
+        exactly on numbers, symbolically (no index) otherwise."""
+        values = list(self._terms().values())
+        if all(t.is_Rational for t in values):  # Python's Fractions compare faster than SymPy's
+            lower, upper, which = combine([Fraction(int(t.p), int(t.q)) for t in values])
+            return sp.Rational(lower.numerator, lower.denominator), \
+                sp.Rational(upper.numerator, upper.denominator), which
+        numeric = all(t.is_number for t in values)
+        return combine(values, EXACT if numeric else SYMPY)
+
     @property
     def lower(self) -> sp.Expr:
         """max(t_math, t_mem, t_net, t_host): the time with perfect overlap."""
-        return sp.Max(*self._terms().values())
+        return self._rule[0]
 
     @property
     def upper(self) -> sp.Expr:
         """t_math + t_mem + t_net + t_host: the time with no overlap at all."""
-        return sp.Add(*self._terms().values())
+        return self._rule[1]
 
     @property
     def bound(self) -> str:
         """'compute', 'memory', 'network' or 'host' (the largest term); 'undetermined'
         while the terms are symbolic and cannot be ordered."""
-        terms = self._terms()
-        if all(t.is_number for t in terms.values()):
-            return max(terms, key=lambda k: float(terms[k]))
-        return "undetermined"
+        which = self._rule[2]
+        return "undetermined" if which is None else list(self._terms())[which]
 
     def subs(self, *args: Any, **kwargs: Any) -> TimeBound:
         """Substitute dimension values into the cost and recompute."""
@@ -167,17 +180,13 @@ def time(cost: Cost, chip: Any, dtype: str = "bf16", *, useful: bool = False,
     elif per_chip is not None:
         raise ValueError("per_chip= applies to a mesh; this is one chip")
     hw = as_chip(chip)
-    flops = cost.useful_flops if useful else cost.flops
-    if cost.net_time != 0:  # collectives on a mesh carry their own time
-        t_net = cost.net_time
-    else:
-        t_net = cost.net_bytes / hw.link_bw if cost.net_bytes != 0 else sp.Integer(0)
     compute, bandwidth = roof_of(hw, roof, dtype)
-    t_host = cost.host_bytes / roof_of(hw, "pcie", dtype)[1] if cost.host_bytes != 0 \
-        else sp.Integer(0)
-    return TimeBound(t_math=flops / compute, t_mem=cost.bytes / bandwidth,
-                     t_net=t_net, cost=cost, chip=hw, dtype=dtype, scope=scope,
-                     t_host=t_host, roof=roof)
+    pcie = roof_of(hw, "pcie", dtype)[1] if cost.host_bytes != 0 else None
+    t = terms(cost.useful_flops if useful else cost.flops, cost.bytes, cost.net_time,
+              cost.net_bytes, cost.host_bytes, (compute, bandwidth, hw.link_bw, pcie))
+    return TimeBound(t_math=t["compute"], t_mem=t["memory"], t_net=sp.sympify(t["network"]),
+                     cost=cost, chip=hw, dtype=dtype, scope=scope,
+                     t_host=sp.sympify(t["host"]), roof=roof)
 
 
 def _on_mesh(cost: Cost, mesh: Mesh, per_chip: bool | None) -> tuple[Cost, str]:

@@ -98,6 +98,11 @@ FIELDS: dict[str, tuple[tuple[Any, ...], str, str]] = {
                   "(so a GPU condition) reads: every level the group spans, the slowest "
                   "binding, or the book's one: the NVLink level inside a node, the node's "
                   "egress (W_node) beyond it", "hardware.collectives.switch_terms"),
+    "allreduce_latency": (("nccl", "ring"), "the latency floor of a GPU AllReduce across "
+                          "nodes: NCCL's, the lower of its ring's and its tree's (2 ((n/M - 1) "
+                          "T_hop + log2 M T_tree) over M nodes, NCCL's tuner picking the faster "
+                          "algorithm), or a flat ring's 2 (n - 1) steps; the bandwidth term "
+                          "is the book's either way", "hardware.collectives._allreduce_latency"),
     "optimizer_bytes": ((12, 10, 16, 18), "bytes per parameter of the training state with "
                         "bf16 weights and fp32 Adam moments: 12 (bf16 gradients), 10 (the "
                         "book's: no gradients kept), 16 (+ an fp32 master copy), 18 (fp32 "
@@ -162,6 +167,7 @@ class Conventions:
     omit: tuple[str, ...] = ()
     ring_factor: str = "exact"
     gpu_level: str = "all"
+    allreduce_latency: str = "nccl"
     optimizer_bytes: int = 12
 
     def __post_init__(self) -> None:

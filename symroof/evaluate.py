@@ -30,11 +30,14 @@ import sympy as sp
 
 from .analysis import TimeBound
 from .cost import FIELDS, Cost
+from .timerule import Ops, combine
 
-__all__ = ["evaluate", "free_symbols", "cache_info"]
+__all__ = ["evaluate", "free_symbols", "cache_info", "NUMPY"]
 
 _MODULES = [{"Max": np.maximum, "Min": np.minimum}, "numpy"]  # elementwise, never amax
 _TIME_FIELDS = ("t_math", "t_mem", "t_net", "t_host")
+#: the time rule's NumPy backend (:mod:`symroof.timerule`): elementwise over configurations
+NUMPY = Ops(np.maximum, np.add, np.greater, np.where)
 _Builder = Callable[[Iterator[Any]], Any]
 
 
@@ -78,8 +81,7 @@ def _build_time(it: Iterator[Any]) -> dict[str, Any]:
     row = {name: next(it) for name in _TIME_FIELDS}
     terms = [row["t_math"], row["t_mem"]] + [row[k] for k in ("t_net", "t_host")
                                               if not _is_zero(row[k])]
-    row["lower"] = functools.reduce(np.maximum, terms)
-    row["upper"] = functools.reduce(np.add, terms)
+    row["lower"], row["upper"], _ = combine(terms, NUMPY, index=False)
     return row
 
 

@@ -76,7 +76,10 @@ GPU_NETS = {
     "v100": (6, [("node", 16, 1, 150 * G)], False, 16 * G),
     "b200": (18, [("node", 8, 1, 900 * G), ("leaf", 32, 8, 50 * G), ("spine", 4, 256, 50 * G)],
              True, 64 * G),
-    "gb200": (18, [("node", 72, 1, 900 * G), ("leaf", 8, 72, 50 * G)], True, 225 * G),
+    # GB200 SuperPOD RA: SUs of 8 NVL72 racks (576 GPUs), "up to and beyond 128 racks with
+    # 9216 GPUs" (16 SUs under the spine)
+    "gb200": (18, [("node", 72, 1, 900 * G), ("leaf", 8, 72, 50 * G),
+                   ("spine", 16, 576, 50 * G)], True, 225 * G),
 }
 #: TPU tori: rank, pod, host (chips), wraparound rule, PCIe and DCN one way per chip
 #: (book ch. 2 'TPU Networking' and 'TPU Specs'; hop latency 1 us, ch. 3)

@@ -343,7 +343,7 @@ def test_chips_show_networks(runs):
     rows = {line.split()[0]: line for line in text.split("\n\n")[0].splitlines()[1:]}
     assert rows["h100"].endswith("switched 8x32x4x64, W_GPU 450 G, W_node 400 G, "
                                    "hop 600 ns / 2.7 us")  # NCCL: NVLink, NET
-    assert rows["gb200"].endswith("switched 72x8, W_GPU 900 G, W_node 3.6 T, "
+    assert rows["gb200"].endswith("switched 72x8x16, W_GPU 900 G, W_node 3.6 T, "
                                   "hop 600 ns / 2.7 us")
     assert re.search(r" - +switched 16, W_GPU 150 G, hop 600 ns$",
                      rows["v100"])  # "-": no bf16 ridge

@@ -29,18 +29,22 @@ SHEET = {
     "b200": {"cores": 148, "units_per_core": 4, "clock": 1_860_000_000, "unit_flops.bf16": 2048,
              "vector_alus": 18944, "smem_bytes": 256_000, "tmem_bytes": 256_000,
              "l2_bytes": 126_000_000},
-    "gb200": {},
+    # the GB200 RA: 'Each B200 GPU features 18 NVL5 links': the book's B200 row, no clock
+    "gb200": {"cores": 148, "units_per_core": 4, "unit_flops.bf16": 2048, "vector_alus": 18944,
+              "smem_bytes": 256_000, "tmem_bytes": 256_000, "l2_bytes": 126_000_000},
     "tpu-v2": {"cores": 2, "units_per_core": 1, "unit_flops.bf16": MXU},  # one MXU a core
     "tpu-v3": {"cores": 2, "units_per_core": 2, "unit_flops.bf16": MXU},
     "tpu-v4p": {"cores": 2, "units_per_core": 4, "unit_flops.bf16": MXU, "vector_alus": 4096,
                 "vregs_bytes": 2 * 32 * 8 * 128 * 4},  # 32 VREGs of (8, 128) 32-bit a core
     "tpu-v5e": {"cores": 1, "units_per_core": 4, "clock": 1_500_000_000, "unit_flops.bf16": MXU,
                 "unit_flops.int8": 2 * MXU, "vmem_bytes": 128 * 2**20,
-                "vmem_bw": 22 * 820 * G},  # '22x higher than HBM bandwidth'
+                "vmem_bw": 22 * 820 * G,  # '22x higher than HBM bandwidth'
+                "host_dram": 384 * G},  # Google Cloud v5e VM types: ct5lp-hightpu-8t, 384 GB
     "tpu-v5p": {"cores": 2, "units_per_core": 4, "unit_flops.bf16": MXU, "vector_alus": 8192,
                 "vector_peak": 7 * T, "vmem_bytes": 128_000_000, "vregs_bytes": 256_000,
                 "host_dram": 448 * G},  # Google Cloud v5p: 'RAM (GB) (4-chip VM) 448'
-    "tpu-v6e": {"cores": 1, "unit_flops.bf16": 4 * MXU},  # a 256x256 MXU: 4x a 128x128's
+    "tpu-v6e": {"cores": 1, "unit_flops.bf16": 4 * MXU,  # a 256x256 MXU: 4x a 128x128's
+                "host_dram": 1536 * 2**30},  # Google Cloud v6e: 'DRAM per host 1536 GiB'
 }
 
 
@@ -81,6 +85,16 @@ def test_cuda_cores_times_clock_times_an_fma_is_the_fp32_peak(name, fp32):
     c = sr.chip(name)  # sheets count an FMA as 2 FLOPs (book ch. 12, Quiz 1 Q2)
     built = c.internals["vector_alus"] * 2 * c.internals["clock"]
     assert abs(built / fp32 - 1) < sp.Rational(5, 1000) and vector_peak(c) == fp32
+
+
+def test_gb200_cuda_cores_imply_the_books_2_1_ghz():
+    # no clock is on record for the GB200's GPU: the NVL72 sheet's 'FP32 5,760 TFLOPS' for 72
+    # GPUs over 18,944 CUDA cores of 2 FLOPs (an FMA) a cycle is 2.11 GHz, the book's Quiz 1
+    # Q6 reading (2.1 GHz)
+    gb200 = sr.chip("gb200")
+    assert "clock" not in gb200.internals and gb200.peak("fp32") == 5760 * T // 72
+    clock = gb200.peak("fp32") / (2 * gb200.internals["vector_alus"])
+    assert round(float(clock) / 1e9, 2) == 2.11
 
 
 def test_book_from_vmem_an_int8_matmul_needs_only_b_over_11():
@@ -142,6 +156,8 @@ def test_hosts_are_chips_over_host_size():
     assert sr.mesh("tpu-v5p", "16x20x28").hosts == 2240
     v5p = sr.chip("tpu-v5p")
     assert v5p.internals["host_dram"] > 4 * v5p.hbm_bytes  # 448 GB against 4 x 96 GB
+    v5e = sr.chip("tpu-v5e")  # a host of 8 v5e chips: 384 GB of DRAM, 3x its 8 x 16 GB HBM
+    assert v5e.internals["host_dram"] == 3 * 8 * v5e.hbm_bytes
     with pytest.raises(ValueError, match="mesh.hosts is for TPU slices"):
         sr.mesh("h100", {"X": 8}).hosts  # noqa: B018
 

@@ -17,7 +17,7 @@ ROOT = Path(sr.__file__).parent
 
 # lower number = lower layer; a module may import its own layer or any below it
 LAYERS = {
-    "symbols": 0, "conventions": 0, "cost": 1, "workload": 2, "ops": 2, "render": 1,
+    "symbols": 0, "conventions": 0, "cost": 1, "timerule": 1, "workload": 2, "ops": 2, "render": 1,
     "hardware": 2, "analysis": 3, "evaluate": 4, "measured": 4, "lazy": 0, "cache": 0,
     "derivation": 3, "prose": 0, "numeric": 0, "models": 5, "parallel": 5, "xla": 6,
     "plots": 7, "surfaces": 8, "problems": 8, "__init__": 9, "__main__": 9,

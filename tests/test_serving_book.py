@@ -160,9 +160,9 @@ def test_params_plan_is_the_books_formulas_symbolically():
 
 def test_a_mesh_axis_of_one_chip_has_no_layout_condition():
     # one H100 node written as {"N": 1, "G": 8}: the 2-D layout needs two axes that carry
-    # traffic (this used to fail in crossover); the ICI condition is the book's TPU form
+    # traffic (this used to fail in crossover); the ICI condition reads W_GPU on a GPU node
     plan = sr.serve("llama-3.1-8b", sr.mesh("h100", {"N": 1, "G": 8}), batch=8, context=4096)
-    assert plan.conditions == {}
+    assert list(plan.conditions) == ["ici"]
     on_tpu = sr.serve("llama-3.1-8b", sr.mesh("tpu-v5e", {"X": 1, "Y": 8}, custom=True), batch=8,
                       context=4096)
     assert list(on_tpu.conditions) == ["ici"]

@@ -75,6 +75,13 @@ _NCCL_NET_LAT = ("NCCL src/graph/tuning.cc, hwLatencies[NET][Ring][LL] = 2.7 us 
                  "that crosses the network (v2.30.7-1, https://github.com/NVIDIA/nccl/blob/"
                  "v2.30.7-1/src/graph/tuning.cc; the same 2.7 since v2.7.3); the book gives "
                  "no scale-out latency")
+_NCCL_TREE_LAT = ("NCCL src/graph/tuning.cc, hwLatencies[NET][Tree][LL] = 5.0 us per tree level "
+                  "that crosses the network; an AllReduce tree costs 2 ((nRanks/nNodes - 1) "
+                  "intraLat + log2i(nNodes) interLat), intraLat = hwLatencies[NVLINK][Tree][LL] "
+                  "= 0.6 us, the ring's (v2.30.7-1, https://github.com/NVIDIA/nccl/blob/"
+                  "v2.30.7-1/src/graph/tuning.cc); the book: 'A tree (log N hops) lowers "
+                  "latency, not bandwidth cost' (ch. 12, https://jax-ml.github.io/scaling-book/"
+                  "gpus/)")
 _NVLS = ("NVLink SHARP (in-network reduction in the NVSwitch) arrived with third-generation "
          "NVSwitch on Hopper, https://www.nvidia.com/en-us/data-center/technologies/"
          "hopper-architecture/; the book prices SHARP in ch. 12 ("
@@ -122,15 +129,15 @@ def _torus(rank, pod, host, wrap_rule, pcie_bw, dcn_bw, slices, pcie_src, dcn_sr
 def _switched(ports, levels, levels_src, sharp, sharp_src, pcie_bw, pcie_src) -> dict:
     """A GPU's ``network`` entry: NVLink ports (a ``(count, source)`` pair), switch levels
     from the node up (each ``(name, degree, GPUs per child, one GPU's one-way B/s into the
-    level)``), SHARP, the NCCL ring-step latencies (in a node, across nodes) and the host
-    link (one way); every field
-    paired with its source."""
+    level)``), SHARP, NCCL's latencies (a ring step in a node and across nodes, a tree level
+    across nodes) and the host link (one way); every field paired with its source."""
     return {"switched": {
         "nvlink_ports": (ports[0], ports[1]),
         "levels": (levels, levels_src),
         "sharp": (sharp, sharp_src),
         "hop_latency": (Fraction(6, 10**7), _NCCL_LAT),
         "net_latency": (Fraction(27, 10**7), _NCCL_NET_LAT),
+        "tree_latency": (Fraction(5, 10**6), _NCCL_TREE_LAT),
         "pcie_bw": (pcie_bw, pcie_src),
     }}
 
@@ -197,6 +204,29 @@ def _hopper_internals(name: str) -> dict:
                   "bandwidth)"),
         "nvswitch_bw": (4 * 64 * 25 * G, _BOOK_NODE + " Quiz 2 Q1: the node's 4 NVSwitches of 64 "
                         "NVLink-4 ports, 4 x 64 x 25e9 = 6.4 TB/s one way"),
+    }
+
+
+_GB200_GPU = ("; a GB200 NVL72's GPU is a B200: NVIDIA DGX SuperPOD RA (DGX GB200), 'Each B200 "
+              "GPU features 18 NVL5 links', https://docs.nvidia.com/dgx-superpod/reference-"
+              "architecture-scalable-infrastructure-gb200/latest/network-fabrics.html. No "
+              "clock: no source gives the 1,200 W part's")
+
+
+def _blackwell_internals() -> dict:
+    """A GB200 NVL72's GPU: the book's B200 row (SMs, tensor cores, SMEM, TMEM, L2) and its
+    CUDA-core count; no clock on record (neither NVIDIA nor the book gives the GB200's)."""
+    return {
+        "cores": (148, _BOOK_SM + ": B200 '148' SMs" + _GB200_GPU),
+        "units_per_core": (4, _BOOK_SM + ": 4 Tensor Cores a SM" + _GB200_GPU),
+        "unit_flops.bf16": (2048, _BOOK_SM + ": 'it seems likely it's about 2048 "
+                            "FLOPs/TC/cycle' (an estimate)" + _GB200_GPU),
+        "vector_alus": (148 * 4 * 32, _BOOK_SM + " Quiz 1 Q1: 'a total of 18944' CUDA cores"
+                        + _GB200_GPU),
+        "smem_bytes": (256 * 10**3, _BOOK_SM + ": SMEM '256kB' per SM" + _GB200_GPU),
+        "tmem_bytes": (256 * 10**3, _BOOK_SM + ": 'Blackwell adds 256kB of TMEM per SM'"
+                       + _GB200_GPU),
+        "l2_bytes": (126 * 10**6, _BOOK_SM + ": L2 '126MB'" + _GB200_GPU),
     }
 
 
@@ -439,17 +469,27 @@ RECORDS: list[dict] = [
                  "for 2 GPUs (bidirectional) over 18 links each, 50e9 B/s per link each way"),
         network=_switched(
             (18, _BOOK_NODE + ": NVLink 5.0, 18 ports of 50 GB/s per Blackwell GPU"),
-            # node: the 72-GPU NVLink domain; leaf: a scalable unit of 8 racks (576 GPUs).
-            (("node", 72, 1, 18 * 50 * G), ("leaf", 8, 72, 3600 * G // 72)),
+            # node: the 72-GPU NVLink domain; leaf: a scalable unit of 8 racks (576 GPUs);
+            # spine: 16 SUs, the RA's 128 racks of 9216 GPUs.
+            (("node", 72, 1, 18 * 50 * G), ("leaf", 8, 72, 3600 * G // 72),
+             ("spine", 9216 // 576, 576, 3600 * G // 72)),
             _BOOK_NODE + ": GB200 NVL72 node of 72 GPUs, W_GPU 900 GB/s, node egress "
             "4 x 18 x 400 Gb/s / 8 = 3.6 TB/s (50 GB/s per GPU); NVIDIA DGX SuperPOD RA (DGX "
             "GB200): 'each SU contains 8 DGX GB200 systems', https://docs.nvidia.com/"
             "dgx-superpod/reference-architecture-scalable-infrastructure-gb200/latest/"
-            "abstract.html (no spine: the RA details one SU)",
+            "abstract.html; spine: the same RA, 'DGX SuperPOD can scale to much larger "
+            "configurations up to and beyond 128 racks with 9216 GPUs', https://docs.nvidia."
+            "com/dgx-superpod/reference-architecture-scalable-infrastructure-gb200/latest/"
+            "dgx-superpod-architecture.html: 9216 / 576 = 16 SUs under the spine, each GPU "
+            "keeping its 400 Gb/s NIC share (a full fat tree above the node, as the book reads "
+            "the SuperPod's and as the DGX B200 RA's counts show: as many leaf-spine cables as "
+            "node-leaf ones). Uncertain: the GB200 RA details one SU and prints no spine "
+            "cable count",
             True, _NVLS + "; fourth-generation NVSwitch (Blackwell) keeps it",
             900 * G // 2 // 2, _GB200 + ": NVLink-C2C 900GB/s (bidirectional) between the Grace "
             "CPU and its 2 GPUs, read as shared: 225e9 B/s per GPU one way (the conservative "
             "reading; 2x if each GPU has its own 900GB/s)"),
+        internals=_blackwell_internals(),
     ),
     dict(
         name="tpu-v2",
@@ -561,6 +601,11 @@ RECORDS: list[dict] = [
             "vmem_bw": (22 * 820 * G, _BOOK_TC + ": 'VMEM bandwidth is around 22x higher than "
                         "HBM bandwidth' (ch. 2 problem 4 writes 1.78e13 = 22 x 8.1e11); 22 x "
                         "this record's 8.2e11"),
+            "host_dram": (384 * G, "Google Cloud TPU docs, https://cloud.google.com/tpu/docs/"
+                          "v5e, 'VM types': ct5lp-hightpu-8t, 8 chips (one host, 4x2), 224 "
+                          "vCPUs, 'RAM (GB)' 384, as v5p's figure is its 4-chip VM's. "
+                          "Uncertain: a newer version of the page says 'DRAM per host 512 "
+                          "GiB' (the machine, not the VM)"),
         }
     ),
     dict(
@@ -618,6 +663,10 @@ RECORDS: list[dict] = [
             "unit_flops.bf16": (4 * _MXU[0], _BOOK_TC + ": 'Trillium (TPU v6e) has a 256x256 "
                                 "systolic array, which means it can perform 4x more FLOPs / "
                                 "cycle'"),
+            "host_dram": (1536 * 2**30, "Google Cloud TPU docs, https://cloud.google.com/tpu/"
+                          "docs/v6e: 'DRAM per host 1536 GiB', 'Chips per host 8' (the "
+                          "machine's DRAM; the page gives no VM figure, which v5e and v5p's "
+                          "records use)"),
         }
     ),
 ]

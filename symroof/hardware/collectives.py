@@ -24,8 +24,9 @@ Times (book ch. 3 and ch. 12; W_1 = one link one way, X = the axis size):
   over M nodes it is the book's V (M - 1) / (M^2 W_node); AllReduce twice the AllGather, or
   with in-network reduction (``sharp=True``) max_i V / (m_i w_i) on the levels whose
   switches have SHARP (the records say which, level by level), 2x the ring elsewhere.
-  Latency: T_hop per ring step (a flat ring of n - 1 steps; NCCL's trees cut this to about
-  log n at scale).
+  Latency: T_hop per ring step (a ring of n - 1 steps, NCCL's), and for an AllReduce across
+  M nodes the lower of that and NCCL's tree, 2 ((n/M - 1) T_hop + floor(log2 M) T_tree)
+  (``allreduce_latency="nccl"``; "ring" keeps the ring's): the bandwidth term is the book's.
 - DCN axes (slices): a ring of slices, each chip over its own DCN share: (X-1)/X V / W_dcn.
 
 >>> import symroof as sr
@@ -151,7 +152,8 @@ def _collective(kind: str, mesh: Mesh, V: Any, axes: Any, sharp: bool) -> Collec
     n = mesh.size(names)
     if key == "all-reduce" and not sharp:
         rs = _collective("reduce-scatter", mesh, V, names, False)
-        return _make(key, mesh, names, V, n, bytes_sent(key, V, n), 2 * rs.t_bw, 2 * rs.t_lat)
+        return _make(key, mesh, names, V, n, bytes_sent(key, V, n), 2 * rs.t_bw,
+                     _allreduce_latency(mesh, names, 2 * rs.t_lat))
     if any(mesh[a].kind in ("nvlink", "scale-out") for a in names):
         t_bw, t_lat = _switched(key, mesh, names, V, n, sharp)
     else:
@@ -227,6 +229,35 @@ def _ring_latency(mesh: Mesh, names: tuple, levels: tuple, node: str, steps: int
     inter = min(steps, nodes - 1)
     lats = [mesh[a].hop_latency for a in names]
     return (steps - inter) * sp.Min(*lats) + inter * sp.Max(*lats)
+
+
+def _allreduce_latency(mesh: Mesh, names: tuple, ring: sp.Expr) -> sp.Expr:
+    """The latency floor of an AllReduce whose ring floor is ``ring``: on a GPU system
+    across M > 1 nodes under ``allreduce_latency="nccl"``, the lower of the ring's and NCCL's
+    tree's, 2 ((n/M - 1) T_hop + floor(log2 M) T_tree) (NCCL src/graph/tuning.cc at
+    v2.30.7-1, its Tree/LL latency without the base latency, which the ring's leaves out
+    too); a latency given by hand (``mesh(..., hop_latency=)``) stands for every step.
+
+    >>> import symroof as sr
+    >>> big = sr.mesh("h100", {"X": 2048, "Y": 8})      # 16,384 GPUs: 2048 nodes
+    >>> sr.all_reduce(big, 10**6, "XY").t_lat * 10**6     # 2 (7 x 0.6 + 11 x 5.0) us
+    592/5
+    """
+    net = mesh.chip.network
+    if current().allreduce_latency == "ring" or not isinstance(net, Switched) or \
+            not any(mesh[a].kind in ("nvlink", "scale-out") for a in names):
+        return ring
+    levels, node = mesh.levels(names), net.levels[0].name
+    nodes = math.prod(lv.degree for lv in levels if lv.name != node)
+    if nodes < 2:
+        return ring
+    per_node = mesh.size(names) // nodes
+    lats = [mesh[a].hop_latency for a in names]
+    by_hand = any(mesh[a].kind == "scale-out" and mesh[a].hop_latency != net.net_latency
+                  for a in names)
+    hop, level = sp.Min(*lats), (sp.Max(*lats) if by_hand else net.tree_latency)
+    tree = 2 * ((per_node - 1) * hop + (nodes.bit_length() - 1) * level)
+    return sp.Min(ring, tree)
 
 
 def switch_terms(levels: tuple, terms: list[Any], node: str) -> list[Any]:

@@ -219,7 +219,8 @@ class Switched:
     above it a fat tree of ``levels[1:]`` (leaf, spine) with full bisection bandwidth.
     ``sharp``: the switches can reduce in the network (NVLink SHARP, Hopper on).
     ``hop_latency`` is the per-step floor of a ring step inside a node, ``net_latency`` of
-    one that crosses the scale-out network (None: ``hop_latency``).
+    one that crosses the scale-out network (None: ``hop_latency``), ``tree_latency`` of one
+    level of a tree across nodes (NCCL's AllReduce tree; None: ``net_latency``).
     """
 
     nvlink_ports: int
@@ -228,6 +229,7 @@ class Switched:
     hop_latency: sp.Expr
     pcie_bw: sp.Expr
     net_latency: sp.Expr | None = None
+    tree_latency: sp.Expr | None = None
     kind: str = field(default="switched", init=False)
 
     def __post_init__(self) -> None:
@@ -244,7 +246,9 @@ class Switched:
         object.__setattr__(self, "levels", levels)
         if self.net_latency is None:
             object.__setattr__(self, "net_latency", self.hop_latency)
-        for name in ("hop_latency", "pcie_bw", "net_latency"):
+        if self.tree_latency is None:
+            object.__setattr__(self, "tree_latency", self.net_latency)
+        for name in ("hop_latency", "pcie_bw", "net_latency", "tree_latency"):
             object.__setattr__(self, name, exact_figure(getattr(self, name),
                                                         f"Switched.{name}"))
 

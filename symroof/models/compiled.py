@@ -6,8 +6,12 @@ groups). Every field is a polynomial in B, T and S with the model's numbers in i
 cleared of denominators (a field that is no polynomial, such as a sliding window's
 ``Min``, is printed with exact Fractions instead), the fields share their subterms
 (``sympy.cse``), and the lot is written out as one straight-line Python function of
-(B, T, S). Counts stay exact Python integers; each time is an integer true division, which
-Python rounds correctly, so every float equals ``float()`` of the exact SymPy value.
+(B, T, S). Counts stay exact Python integers; each term is an integer true division, which
+Python rounds correctly, so t_math and t_mem equal ``float()`` of the exact SymPy values.
+The time rule (:mod:`symroof.timerule`) is printed into the source as a decision tree
+(``timerule.source``: each comparison asked once, the row's values chosen by it): lower,
+the max of the rounded terms, is the rounded max; upper, their sum, is within an ulp of
+the exact sum.
 Prefill is S = T (nothing cached). :func:`row_values` gives the same ``OpValues`` of any
 ``Cost`` with numbers, the slow way.
 
@@ -18,7 +22,7 @@ by the model's fields, the chip's peak and bandwidth, the options and symroof's 
 >>> import symroof as sr
 >>> table = compiled_table(sr.model("tiny"), sr.chip("h100"))
 >>> rows, whole = table(2, 1, 8)              # B = 2, T = 1, S = 8 (7 cached)
->>> q = rows[table.names.index("attn/q_proj")]
+>>> q = rows["attn/q_proj"]
 >>> q.flops, q.weight_bytes, q.bound           # 2 L B T D H d_h; L D H d_h w_bytes
 (32768, 16384, 'memory')
 """
@@ -39,16 +43,19 @@ from ..conventions import SYMROOF, Conventions, using
 from ..cost import FIELDS, Cost
 from ..hardware import Chip
 from ..symbols import B, S, T
+from ..timerule import TERMS, combine, present, source, terms
 from .transformer import Transformer, group
 
-__all__ = ["OpValues", "CompiledTable", "compiled_table", "row_values", "exact_number", "net_time"]
+__all__ = ["OpValues", "CompiledTable", "compiled_table", "row_values", "exact_number",
+           "exact_terms", "rates"]
 
 _FIELDS = ("flops", "useful_flops", "weight_bytes", "act_bytes", "kv_bytes")
 
 
 class OpValues(NamedTuple):
     """One row of a numeric table: exact counts, float seconds (useful FLOPs over the peak
-    unless the table counts executed ones), the lower bound and what bounds it."""
+    unless the table counts executed ones), the lower and upper bounds and what bounds it
+    (the time rule, :mod:`symroof.timerule`, on the rounded terms)."""
 
     flops: Any
     useful_flops: Any
@@ -60,6 +67,7 @@ class OpValues(NamedTuple):
     t_mem: float
     t_net: float
     lower: float
+    upper: float
     bound: str
 
     @property
@@ -78,35 +86,54 @@ def exact_number(x: Any) -> Any:
     return float(x)
 
 
+_RATES: dict[tuple, tuple] = {}  # (id(chip), dtype) -> (chip, rates)
+
+
+def rates(chip: Any, dtype: str) -> tuple[Any, Any, Any, None]:
+    """(C, W, W_net, -) of ``chip`` at ``dtype`` as exact Python numbers (no host link: a
+    table's rows carry no host bytes)."""
+    hit = _RATES.get((id(chip), dtype))
+    if hit is None or hit[0] is not chip:
+        if len(_RATES) >= 64:
+            _RATES.clear()
+        hit = _RATES[id(chip), dtype] = (chip, (
+            exact_number(chip.peak(dtype)), exact_number(chip.hbm_bw),
+            exact_number(chip.link_bw), None))
+    return hit[1]
+
+
+def exact_terms(f: Any, chip: Any, dtype: str, useful: bool, net_time: Any = None,
+                exact: bool = True) -> dict[str, Any]:
+    """The time rule's terms of one row's numbers (``f``: its fields, or its ``OpValues``
+    with the row's collective seconds as ``net_time``): exact, or with ``exact=False`` as
+    Python divides them (an int over an int is a correctly rounded float)."""
+    if isinstance(f, dict):
+        f, net_time = OpValues(*(f[n] for n in FIELDS[:6]), 0, 0, 0, 0, 0, ""), f["net_time"]
+    counted = f.useful_flops if useful else f.flops
+    nbytes, net_bytes = f.bytes, f.net_bytes
+    if exact:
+        counted, nbytes, net_bytes = Fraction(counted), Fraction(nbytes), Fraction(net_bytes)
+    return terms(counted, nbytes, net_time or 0, net_bytes, 0, rates(chip, dtype))
+
+
 def row_values(cost: Cost | dict[str, Any], chip: Any, dtype: str, useful: bool) -> OpValues:
     """The numbers of one row (a Cost, or its fields as exact numbers): exact counts and
-    float times, each rounded once."""
+    float times, each term rounded once, then the time rule on them."""
     f = cost if isinstance(cost, dict) else {n: exact_number(getattr(cost, n)) for n in FIELDS}
-    counted = f["useful_flops"] if useful else f["flops"]
-    t_math = float(Fraction(counted) / exact_number(chip.peak(dtype)))
-    t_mem = float(Fraction(f["weight_bytes"] + f["act_bytes"] + f["kv_bytes"])
-                  / exact_number(chip.hbm_bw))
-    t_net = net_time(f["net_time"], f["net_bytes"], chip)
-    terms = {"compute": t_math, "memory": t_mem, "network": float(t_net)}
-    bound = max(terms, key=terms.__getitem__)  # the first of equals, as TimeBound.bound
+    t = present({k: float(v) for k, v in exact_terms(f, chip, dtype, useful,
+                                                      exact=False).items()})
+    lower, upper, which = combine(list(t.values()))
     return OpValues(f["flops"], f["useful_flops"], f["weight_bytes"], f["act_bytes"],
-                    f["kv_bytes"], f["net_bytes"], t_math, t_mem, float(t_net),
-                    terms[bound], bound)
-
-
-def net_time(seconds: Any, net_bytes: Any, chip: Any) -> Any:
-    """As :func:`symroof.time`: a collective's own time (``seconds``), else its bytes over
-    the chip's link."""
-    if seconds != 0:
-        return seconds
-    return Fraction(net_bytes) / exact_number(chip.link_bw) if net_bytes != 0 else 0
+                    f["kv_bytes"], f["net_bytes"], t["compute"], t["memory"],
+                    t.get("network", 0.0), lower, upper, list(t)[which])
 
 
 class CompiledTable(NamedTuple):
-    """``fn(B, T, S) -> (rows, whole)``: an ``OpValues`` per name, and one for the whole."""
+    """``fn(B, T, S) -> (rows, whole)``: ``{name: OpValues}`` in ``names`` order, and the
+    whole's ``OpValues``."""
 
     names: tuple[str, ...]
-    fn: Callable[[int, int, int], tuple[tuple[OpValues, ...], OpValues]]
+    fn: Callable[[int, int, int], tuple[dict[str, OpValues], OpValues]]
     source: str
 
     def __call__(self, batch: int, new_tokens: int, context: int) -> Any:
@@ -158,16 +185,17 @@ def _over(var: str, value: sp.Expr) -> str:
 
 def _row_source(i: str, fields: list[str], dens: list[int], peak: sp.Expr,
                 hbm_bw: sp.Expr, counted: str = "u") -> list[str]:
-    """Lines that compute row ``i``'s OpValues ``r{i}`` from its field expressions."""
+    """Lines that compute row ``i``'s OpValues ``r{i}`` from its field expressions: the
+    terms, then the time rule printed by its source backend."""
     vals = [src if den == 1 else f"_normal({src})" if den == 0 else f"_quotient({src}, {den})"
             for src, den in zip(fields, dens)]
     wrap = "float" if any(d != 1 for d in dens) else ""
+    head = f"f{i}, u{i}, w{i}, a{i}, k{i}, 0, m{i}, t{i}, 0.0"
+    rule = source([f"m{i}", f"t{i}"], lambda lo, up, k: f"({head}, {lo}, {up}, {TERMS[k]!r})")
     return [f"    f{i}, u{i}, w{i}, a{i}, k{i} = " + ", ".join(vals),
             f"    m{i} = {wrap}({_over(f'{counted}{i}', peak)}); "
             f"t{i} = {wrap}({_over(f'(w{i} + a{i} + k{i})', hbm_bw)})",
-            f"    r{i} = _new(_V, (f{i}, u{i}, w{i}, a{i}, k{i}, 0, m{i}, t{i}, 0.0, m{i}, "
-            f"'compute') if m{i} >= t{i} else (f{i}, u{i}, w{i}, a{i}, k{i}, 0, m{i}, t{i}, "
-            f"0.0, t{i}, 'memory'))"]
+            f"    r{i} = _new(_V, {rule})"]
 
 
 @functools.lru_cache(maxsize=64)
@@ -237,5 +265,6 @@ def _source(model: Transformer, peak: sp.Expr, hbm_bw: sp.Expr, attention: str,
     for k in range(len(names)):
         lines += _row_source(str(k), fields[k], dens[k], peak, hbm_bw,
                              counted if k < last else "u")
-    lines.append(f"    return ({''.join(f'r{k}, ' for k in range(last))}), r{last}")
+    rows = ", ".join(f"{name!r}: r{k}" for k, name in enumerate(names[:-1]))
+    lines.append(f"    return {{{rows}}}, r{last}")  # a dict display: no dict(zip()) per call
     return list(names[:-1]), "\n".join(lines)

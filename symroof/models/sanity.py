@@ -21,6 +21,7 @@ context 1,050,000 is 918,928 past llama-3.1-8b's maximum of 131,072 positions
 from __future__ import annotations
 
 import functools
+from fractions import Fraction
 from typing import Any
 
 import sympy as sp
@@ -49,13 +50,37 @@ def _solved(what: str, model: Transformer, batch: int = 1) -> sp.Expr | None:
     return None if not root else sp.Rational(*root) if len(root) == 2 else sp.sympify(root[0])
 
 
-def step_warnings(model: Transformer, chip: Chip, batch: int, context: int) -> list[str]:
+_BY_ID: dict[tuple, tuple] = {}  # (id(model), what, batch) -> (model, root)
+
+
+def _root(what: str, model: Transformer, batch: int = 1) -> sp.Expr | None:
+    """:func:`_solved` (or, for "weights", the weight bytes), found by the model's identity
+    first (hashing a model costs more than a table's numbers)."""
+    key = (id(model), what, batch)
+    hit = _BY_ID.get(key)
+    if hit is None or hit[0] is not model:
+        if len(_BY_ID) >= 4096:
+            _BY_ID.clear()
+        value = model.params * model.w_bytes if what == "weights" else \
+            _solved(what, model, batch)
+        if value is not None and value.is_Rational:  # compared at Python's speed
+            value = int(value) if value.is_Integer else Fraction(int(value.p), int(value.q))
+        hit = _BY_ID[key] = (model, value)
+    return hit[1]
+
+
+def step_warnings(model: Transformer, chip: Chip, batch: int, context: int,
+                  kv: Any = None) -> list[str]:
     """Warnings for ``batch`` sequences at ``context`` tokens each (new ones included) of
-    ``model`` (numbers in its dimensions) on ``chip``; an empty list when nothing is off."""
+    ``model`` (numbers in its dimensions) on ``chip``; an empty list when nothing is off.
+    ``kv``: the batch's KV-cache bytes at that context where the caller has them (a
+    compiled table's whole-model row), else derived here."""
     out = list(model.notes)
-    weights = model.params * model.w_bytes  # every parameter stays resident
-    kv = model.whole(batch, 1, context - 1).kv_bytes  # the batch's cache (windows, MLA...)
-    if chip.hbm_bytes.is_number and weights + kv > chip.hbm_bytes:
+    weights = _root("weights", model)  # every parameter stays resident
+    if kv is None:
+        kv = model.whole(batch, 1, context - 1).kv_bytes  # the batch's cache (windows, MLA...)
+    hbm = int(chip.hbm_bytes) if chip.hbm_bytes.is_Integer else chip.hbm_bytes
+    if chip.hbm_bytes.is_number and weights + kv > hbm:
         times = float((weights + kv) / chip.hbm_bytes)
         out.append(f"weights {fmt_si(weights, 'B')} + KV cache {fmt_si(kv, 'B')} = "
                    f"{fmt_si(weights + kv, 'B')}, "
@@ -69,7 +94,7 @@ def step_warnings(model: Transformer, chip: Chip, batch: int, context: int) -> l
     elif context > top:
         out.append(f"context {context:,} is {context - top:,} past {model.name}'s maximum of "
                    f"{top:,} positions")
-    star, kv_star = _solved("ctx*", model), _solved("kv", model, batch)
+    star, kv_star = _root("ctx*", model), _root("kv", model, batch)
     ctx_text = "ctx* (attention FLOPs = matmul FLOPs per token)"
     if star is None:
         out.append(f"{ctx_text} is reached at no context: in {model.name} the matmuls "
@@ -94,4 +119,5 @@ def step_warnings(model: Transformer, chip: Chip, batch: int, context: int) -> l
 
 def _count(x: Any) -> str:
     """An exact root as a reader wants it: 28,628 or 114,512/3 ~ 38,170.7."""
-    return f"{int(x):,}" if x.is_Integer else f"{x} ~ {float(x):,.1f}"
+    whole = Fraction(x).denominator == 1 if isinstance(x, (int, Fraction)) else x.is_Integer
+    return f"{int(x):,}" if whole else f"{x} ~ {float(x):,.1f}"

@@ -31,11 +31,11 @@ from ..conventions import Conventions, as_conventions, using
 from ..cost import FIELDS, Cost
 from ..hardware import as_chip
 from ..render import fmt_num, fmt_si
+from ..timerule import combine, present
 from ..workload import Step
 from . import table_render as _render
-from .compiled import OpValues, compiled_table
+from .compiled import OpValues, compiled_table, exact_terms
 from .compiled import exact_number as _exact
-from .compiled import net_time as _net_time
 from .compiled import row_values as _values
 from .sanity import step_warnings
 from .transformer import ATTENTION_MODES, Transformer, group
@@ -74,11 +74,10 @@ class RooflineTable:
     @classmethod
     def _from_numbers(cls, numbers: dict[str, OpValues], whole: OpValues, chip: Any, dtype: str,
                       title: str, notes: tuple[str, ...], step: tuple,
-                      conventions: Conventions) -> RooflineTable:
+                      conventions: Conventions, useful: bool) -> RooflineTable:
         """A table from compiled numbers; ``step`` rebuilds its exact rows on demand."""
         table = cls.__new__(cls)
-        vars(table).update(numbers=numbers, chip=chip, dtype=dtype,
-                           useful=conventions.counted == "useful_flops", title=title,
+        vars(table).update(numbers=numbers, chip=chip, dtype=dtype, useful=useful, title=title,
                            notes=notes, _step=step, _net={}, _whole_values=whole, _whole_net=0,
                            conventions=conventions)
         return table
@@ -124,7 +123,12 @@ class RooflineTable:
         if "_step" not in vars(self):
             return ()
         model, batch, new, cached = self._step[:4]
-        return tuple(step_warnings(model, self.chip, batch, cached + new))
+        whole = self._whole_values
+        # the whole row's KV bytes are the cache's at this context where no window makes a
+        # prefill read fewer keys than a decode step (attention_rows.context)
+        kv = whole.kv_bytes if whole is not None and (model.window is None or new == 1) \
+            else None
+        return tuple(step_warnings(model, self.chip, batch, cached + new, kv=kv))
 
     @property
     def times(self) -> dict[str, TimeBound]:
@@ -137,25 +141,22 @@ class RooflineTable:
     @cached_property
     def _total(self) -> OpValues:
         """The totals' numbers: summed counts, their roofline (network as time() sums it)."""
-        sums = {n: sum(v[i] for v in self.numbers.values()) for i, n in enumerate(FIELDS[:6])}
+        columns = zip(*self.numbers.values())  # one column per OpValues field
+        sums = {n: sum(col) for n, col in zip(FIELDS[:6], columns)}
         return _values({**sums, "net_time": sum(self._net.values())}, self.chip, self.dtype,
                        self.useful)
 
     def _exact_times(self, v: OpValues, net_time: Any = 0,
                      useful: bool | None = None) -> tuple[Any, Any, Any]:
-        """(t_math, t_mem, t_net) of a row's numbers, exact."""
-        counted = v.useful_flops if (self.useful if useful is None else useful) else v.flops
-        peak, hbm_bw = self._roofs
-        return (Fraction(counted) / peak, Fraction(v.bytes) / hbm_bw,
-                _net_time(net_time, v.net_bytes, self.chip))
-
-    @cached_property
-    def _roofs(self) -> tuple[Any, Any]:
-        return _exact(self.chip.peak(self.dtype)), _exact(self.chip.hbm_bw)
+        """(lower, upper, index of the largest term) of a row's numbers, exact: the time
+        rule (:mod:`symroof.timerule`)."""
+        t = exact_terms(v, self.chip, self.dtype, self.useful if useful is None else useful,
+                        net_time)
+        return combine(list(present(t).values()))
 
     @cached_property
     def _per_op_sum(self) -> Any:
-        return sum(max(self._exact_times(v, self._net.get(n, 0)))
+        return sum(self._exact_times(v, self._net.get(n, 0))[0]
                    for n, v in self.numbers.items())
 
     @property
@@ -165,8 +166,7 @@ class RooflineTable:
 
     @cached_property
     def _bounds(self) -> tuple[Any, Any]:
-        terms = self._exact_times(self._total, sum(self._net.values()))
-        return max(terms), sum(terms)
+        return self._exact_times(self._total, sum(self._net.values()))[:2]
 
     @property
     def bounds(self) -> tuple[sp.Expr, sp.Expr]:
@@ -179,17 +179,33 @@ class RooflineTable:
             return math.inf if counted != 0 else math.nan
         return Fraction(counted) / v.bytes
 
+    def _intensity_pair(self, v: OpValues) -> tuple[float, str]:
+        """(float, exact text) of a row's intensity; integers stay off Fraction's slow path."""
+        counted, nbytes = (v.useful_flops if self.useful else v.flops), v.bytes
+        if nbytes == 0:
+            return (math.inf, "oo") if counted != 0 else (math.nan, "nan")
+        if type(counted) is int and type(nbytes) is int:
+            g = math.gcd(counted, nbytes)
+            p, q = counted // g, nbytes // g
+            return counted / nbytes, str(p) if q == 1 else f"{p}/{q}"
+        x = Fraction(counted) / nbytes
+        return float(x), str(x)
+
+    def _per_op_float(self) -> float:
+        return math.fsum(v.lower for v in self.numbers.values())
+
     def bottleneck(self) -> str:
         """One sentence: what bounds the step and which row costs most."""
         numbers = self.numbers
         worst = max(numbers, key=lambda k: numbers[k].lower)
-        lower = max(self._exact_times(numbers[worst], self._net.get(worst, 0)))
-        share = float(lower / self._per_op_sum) if self._per_op_sum else math.nan
+        total = self._per_op_float()
+        share = numbers[worst].lower / total if total else math.nan
+        ridge = _ridge(self.chip, self.dtype)[1]
         return (f"{self._total.bound}-bound: '{worst}' takes {share:.0%} of the per-op time "
-                f"({fmt_si(numbers[worst].lower, 's')} of {fmt_si(self._per_op_sum, 's')}), "
+                f"({fmt_si(numbers[worst].lower, 's')} of {fmt_si(total, 's')}), "
                 f"{numbers[worst].bound}-bound at intensity "
-                f"{fmt_num(self._intensity(numbers[worst]))} against the "
-                f"ridge {fmt_num(self.chip.critical_intensity(self.dtype))} FLOP/B")
+                f"{fmt_num(self._intensity_pair(numbers[worst])[0])} against the "
+                f"ridge {ridge} FLOP/B")
 
     # -- printing (symroof.models.table_render) -----------------------------------------
     def _body(self) -> tuple[list[list[str]], list[str]]:
@@ -214,26 +230,23 @@ class RooflineTable:
     def as_dict(self) -> dict[str, Any]:
         """Stable JSON-ready form: numbers as numbers, exact values as strings."""
 
-        def row(v: OpValues, net_time: Any = 0) -> dict[str, Any]:
-            intensity = self._intensity(v)
-            exact = "oo" if intensity == math.inf else "nan" if intensity != intensity \
-                else str(intensity)
+        def row(v: OpValues) -> dict[str, Any]:
+            intensity, exact = self._intensity_pair(v)
             return {"flops": int(v.flops), "useful_flops": int(v.useful_flops),
                     "weight_bytes": int(v.weight_bytes), "kv_bytes": int(v.kv_bytes),
-                    "act_bytes": int(v.act_bytes), "intensity": float(intensity),
+                    "act_bytes": int(v.act_bytes), "intensity": intensity,
                     "intensity_exact": exact, "bound": v.bound, "t_math_s": v.t_math,
-                    "t_mem_s": v.t_mem, "t_lower_s": v.lower,
-                    "t_upper_s": float(sum(self._exact_times(v, net_time)))}
+                    "t_mem_s": v.t_mem, "t_lower_s": v.lower, "t_upper_s": v.upper}
 
-        lo, hi = self._bounds
-        out = {"title": self.title, "conventions": self.conventions.as_dict(),
+        total = self._total
+        out = {"title": self.title, "conventions": _conventions_dict(self.conventions),
                "chip": self.chip.name, "dtype": self.dtype,
                "flops": "useful" if self.useful else "executed",
-               "ridge": float(self.chip.critical_intensity(self.dtype)),
-               "rows": {n: row(v, self._net.get(n, 0)) for n, v in self.numbers.items()},
-               "total": row(self._total, sum(self._net.values())),
-               "per_op_sum_s": float(self._per_op_sum), "lower_s": float(lo),
-               "upper_s": float(hi), "bottleneck": self.bottleneck(), "notes": list(self.notes),
+               "ridge": _ridge(self.chip, self.dtype)[0],
+               "rows": {n: row(v) for n, v in self.numbers.items()},
+               "total": row(total), "per_op_sum_s": self._per_op_float(),
+               "lower_s": total.lower, "upper_s": total.upper,
+               "bottleneck": self.bottleneck(), "notes": list(self.notes),
                "warnings": list(self.warnings)}
         if self._whole_values is not None:
             out["whole_model_lower_s"] = self._whole_values.lower
@@ -241,6 +254,35 @@ class RooflineTable:
 
     def to_json(self) -> str:
         return json.dumps(self.as_dict(), indent=2)
+
+
+_RIDGES: dict[tuple, tuple] = {}  # (id(chip), dtype) -> (chip, ridge as float and text)
+
+
+def _ridge(chip: Any, dtype: str) -> tuple[float, str]:
+    """The chip's ridge at ``dtype``: as a float and as a table prints it (found by the
+    chip's identity: hashing a chip costs more than the lookup)."""
+    hit = _RIDGES.get((id(chip), dtype))
+    if hit is None or hit[0] is not chip:
+        if len(_RIDGES) >= 64:
+            _RIDGES.clear()
+        ridge = chip.critical_intensity(dtype)
+        hit = _RIDGES[id(chip), dtype] = (chip, (float(ridge), fmt_num(ridge)))
+    return hit[1]
+
+
+_RECORDS: dict[int, tuple[Conventions, dict]] = {}  # id(conventions) -> (it, as_dict())
+
+
+def _conventions_dict(conventions: Conventions) -> dict[str, Any]:
+    """The conventions' JSON form (built once per record, a fresh copy each call: its
+    values are strings, numbers and lists of them)."""
+    hit = _RECORDS.get(id(conventions))
+    if hit is None or hit[0] is not conventions:
+        if len(_RECORDS) >= 64:
+            _RECORDS.clear()
+        hit = _RECORDS[id(conventions)] = (conventions, conventions.as_dict())
+    return {k: list(v) if type(v) is list else v for k, v in hit[1].items()}
 
 
 @functools.cache
@@ -258,8 +300,9 @@ _BY_ID: dict[tuple, tuple] = {}  # (id(model), id(chip), ...) -> (model, chip, c
 def _compiled(model: Any, chip: Any, key: tuple) -> Any:
     """The compiled table for ``key``, found by identity first (hashing a model costs more
     than evaluating it); None where the model or chip is not all numbers."""
-    hit = _BY_ID.get((id(model), id(chip), *key))
-    if hit is not None and hit[0] is model and hit[1] is chip:
+    ids = (id(model), id(chip), *key[:-1], id(key[-1]))  # the conventions by identity too
+    hit = _BY_ID.get(ids)
+    if hit is not None and hit[0] is model and hit[1] is chip and hit[3] is key[-1]:
         return hit[2]
     numeric = isinstance(model, Transformer) and all(
         getattr(model, k).is_number for k in ("D", "F", "L", "H", "G", "d_h", "V", "w_bytes",
@@ -271,7 +314,7 @@ def _compiled(model: Any, chip: Any, key: tuple) -> Any:
         compiled = None
     if len(_BY_ID) >= 256:
         _BY_ID.clear()
-    _BY_ID[(id(model), id(chip), *key)] = (model, chip, compiled)  # keeps both ids alive
+    _BY_ID[ids] = (model, chip, compiled, key[-1])  # keeps the ids alive
     return compiled
 
 
@@ -313,9 +356,8 @@ def roofline_table(model: Transformer, chip: Any, step: Step | None = None, *,
         raise ValueError(f"attention must be one of {ATTENTION_MODES}, got {attention!r}")
     if last_only is None:
         last_only = cv.last_only
-    notes = _notes(attention, last_only, "useful" if cv.counted == "useful_flops" else
-                   "executed")
     useful = cv.counted == "useful_flops"
+    notes = _notes(attention, last_only, "useful" if useful else "executed")
     plain = (type(batch) is int and batch >= 1 and type(new_tokens) is int and new_tokens >= 1
              and type(cached) is int and cached >= 0)
     fn = _compiled(model, chip, (dtype, attention, last_only, groups, cv)) if plain else None
@@ -332,6 +374,5 @@ def roofline_table(model: Transformer, chip: Any, step: Step | None = None, *,
         return table
     if model.window is not None:
         model._context(sp.Integer(cached + new_tokens))  # past a sliding window: refused
-    rows, whole = fn(batch, new_tokens, cached + new_tokens)
-    return RooflineTable._from_numbers(dict(zip(fn.names, rows)), whole, chip, dtype, title,
-                                       notes, key, cv)
+    rows, whole = fn.fn(batch, new_tokens, cached + new_tokens)
+    return RooflineTable._from_numbers(rows, whole, chip, dtype, title, notes, key, cv, useful)

@@ -38,7 +38,7 @@ def summary(t: Any) -> list[str]:
     lines = [f"per-op sum {fmt_si(t._per_op_sum, 's')}; totals as one roofline: "
              f"{fmt_si(lo, 's')} (max, full overlap) .. {fmt_si(hi, 's')} (sum, no overlap)"]
     if t._whole_values is not None:
-        w = max(t._exact_times(t._whole_values, t._whole_net, useful=True))
+        w = t._exact_times(t._whole_values, t._whole_net, useful=True)[0]
         lines.append(f"whole-model bound (weights + KV only) {fmt_si(w, 's')}; per-op sum "
                      f"is {float(t._per_op_sum / w):.2f}x of it")
     lines.append(t.bottleneck())

@@ -34,11 +34,12 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from ..evaluate import evaluate, free_symbols
+from ..evaluate import NUMPY, evaluate, free_symbols
 from ..hardware.mesh import Mesh
 from ..models.transformer import Transformer
 from ..render import fmt_si
 from ..symbols import B as _B
+from ..timerule import combine
 from .inverse import min_chips
 from .layout import (
     ROLES,
@@ -329,11 +330,13 @@ def _table(meshes: tuple, strategies: tuple, microbatches: Any) -> tuple[tuple, 
 
 def _choose(model: Any, chip: Any, batch: np.ndarray, cands: tuple, out: dict,
             args: dict) -> SearchResult:
-    f = np.stack([out["f_math"], out["f_mem"], out["f_net"]])
-    b = np.stack([out["b_math"], out["b_mem"], out["b_net"]])
-    lower = f.max(0) + b.max(0)
-    upper = f[0] + f[1] + out["f_serial"] + b[0] + b[1] + out["b_serial"]
-    bound = np.where(b.max(0) >= f.max(0), b.argmax(0), f.argmax(0))
+    # the time rule per pass (symroof.timerule); the upper bound adds every collective
+    (lo_f, _, at_f), (lo_b, _, at_b) = (combine([out[f"{p}_{t}"] for t in ("math", "mem", "net")],
+                                                NUMPY) for p in "fb")
+    lower = lo_f + lo_b
+    upper = sum(combine([out[f"{p}_{t}"] for t in ("math", "mem", "serial")], NUMPY,
+                        index=False)[1] for p in "fb")
+    bound = np.where(lo_b >= lo_f, at_b, at_f)
     fits = out["memory"] <= float(chip.hbm_bytes)
     width = (args["n_dp"] * args["n_fsdp"] * args["n_ep"] * args["n_mb"]).astype(np.int64)
     E = int(model.moe.E) if model.moe is not None else 1

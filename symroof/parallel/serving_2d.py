@@ -186,7 +186,9 @@ def ici_condition(plan: Any) -> dict[str, Condition]:
     """``{"ici": Y < F/(B beta)}`` of a decode plan with layers (module docstring): the
     mesh width below which sharding a weight matmul over F keeps it HBM-bound, solved on
     a ring of the plan's chip with its peak, HBM and per-link bandwidth (a TPU's torus, as
-    the book has it); ``{}`` for a model known only by its parameters and on GPUs.
+    the book has it); on a GPU the ring's W_ici is the book's W_coll (ch. 12: W_GPU inside
+    an NVLink node, the node's egress W_node beyond it); ``{}`` for a model known only by
+    its parameters.
 
     >>> import symroof as sr
     >>> plan = sr.serve("llama-3.1-70b", sr.mesh("tpu-v5e", "4x8"), batch=64, context=8192)
@@ -194,21 +196,25 @@ def ici_condition(plan: Any) -> dict[str, Condition]:
     decode stays HBM-bound: Y < 49.17 (plan: 32): holds
     """
     m, chip = plan.model, plan.mesh.chip
-    if not hasattr(m, "F") or isinstance(chip.network, Switched):
-        return {}  # no layers; or a GPU, whose NVLink is no ring of per-link figures
+    if not hasattr(m, "F"):
+        return {}  # no layers
+    net, link = chip.network, chip.link_bw
+    if isinstance(net, Switched):  # W_ici = 2 link on a ring; a GPU's is W_coll
+        link = (net.levels[0].bw_per_gpu if plan.n <= net.node_size or len(net.levels) < 2
+                else net.node_egress) / 2
     threshold = _ici_threshold(chip, plan.compute_dtype, m.act_bytes, m.w_bytes, plan.batch,
-                               m.D, m.F)
+                               m.D, m.F, link)
     return {"ici": Condition("decode stays HBM-bound", "Y", "<", threshold, plan.n,
                              _ICI_SOURCE)}
 
 
 @functools.lru_cache(maxsize=256)
 def _ici_threshold(chip: Any, dtype: str, act_bytes: Any, w_bytes: Any, batch: Any, D: Any,
-                   F: Any) -> sp.Expr:
+                   F: Any, link: Any) -> sp.Expr:
     """The Y of ``ici_condition``, solved once per chip, widths and shape (a plan's
     conditions are read many times; the ring, the matmul and the solve are the same)."""
     ring_chip = symbolic_chip(f"{chip.name} ring", C=chip.peak(dtype), W=chip.hbm_bw,
-                              W_net=chip.link_bw)
+                              W_net=link)
     ring = _mesh(ring_chip, {"Y": _Y})
     up = shard_matmul(ring, "X[B, D_Y] @ W[D, F_Y] -> [B, F_Y]", strategy="gather",
                       x_bytes=act_bytes, w_bytes=w_bytes)  # B, D, F the table's symbols

@@ -41,6 +41,7 @@ from ..hardware.mesh import Mesh
 from ..models.training_memory import REMAT_POLICIES, train_memory
 from ..models.transformer import Transformer
 from ..render import fmt_si
+from ..timerule import SYMPY, combine
 from ..workload import TrainStep
 from .conditions import derive
 from .layout import (
@@ -159,7 +160,8 @@ class TrainPlan:
     def upper(self) -> sp.Expr:
         """Step time with no overlap at all (every collective after the compute and after
         each other), seconds."""
-        return sum(t.t_math + t.t_mem + t.cost.net_time for t in self.time.values())
+        return sum(combine([t.t_math, t.t_mem, t.cost.net_time], SYMPY)[1]
+                   for t in self.time.values())
 
     @property
     def bound(self) -> str:

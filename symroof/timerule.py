@@ -1,0 +1,161 @@
+"""The time rule, written once: every time bound in symroof is a view of :func:`combine`.
+
+A cost on a chip has up to four terms, each a quantity over a rate (:func:`terms`):
+t_math = counted FLOPs / C, t_mem = memory bytes / W, t_net = a collective's own seconds
+(or network bytes / W_net), t_host = host bytes / W_pcie. Of those terms,
+
+- **lower** = their max (perfect overlap),
+- **upper** = their sum (no overlap at all),
+- **bound** = the name of the largest (the first of equals, in :data:`TERMS` order).
+
+:func:`combine` applies that rule to a list of terms through a backend (:class:`Ops`):
+``EXACT`` (Python ints, Fractions, SymPy numbers and floats: ``max``, ``+``, ``>``),
+``SYMPY`` (symbolic terms: ``Max``), ``SOURCE`` (Python source text) and, in
+:mod:`symroof.evaluate`, ``NUMPY`` (arrays of configurations: sweeps, serving curves, the
+strategy search); :func:`source` follows the rule down each answer of its comparisons and
+prints it as one conditional expression, which the compiled per-configuration tables run
+(:mod:`symroof.models.compiled`). ``sr.time`` and ``TimeBound``, ``RooflineTable``
+(numbers, totals and JSON), ``sr.evaluate``, ``sweep_step_time`` and ``strategy_search``
+read it from here.
+
+>>> combine([3, 5])                      # (lower, upper, index of the largest)
+(5, 8, 1)
+>>> combine(["m", "t"], SOURCE)[0]
+'(t if t > m else m)'
+>>> print(source(["m", "t"], lambda lower, upper, i: f"({lower}, {upper}, {TERMS[i]!r})"))
+((t, m + t, 'memory') if t > m else (m, m + t, 'compute'))
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import sympy as sp
+
+__all__ = ["TERMS", "Ops", "EXACT", "SYMPY", "SOURCE", "source", "combine", "terms",
+           "present"]
+
+#: the terms' names, in the order that breaks ties
+TERMS = ("compute", "memory", "network", "host")
+
+
+class Ops(NamedTuple):
+    """A backend of the rule: the max of two terms, their sum, ``a > b``, and ``where(c, a,
+    b)`` (a if c else b)."""
+
+    max: Callable[[Any, Any], Any]
+    add: Callable[[Any, Any], Any]
+    gt: Callable[[Any, Any], Any]
+    where: Callable[[Any, Any, Any], Any]
+
+
+def _pick(c: Any, a: Any, b: Any) -> Any:
+    return a if c else b
+
+
+EXACT = Ops(max, operator.add, operator.gt, _pick)
+#: symbolic terms: Max and Add; which term is largest is left undecided (None)
+SYMPY = Ops(sp.Max, operator.add, lambda a, b: None, lambda c, a, b: None)
+
+
+def _where_source(c: str, a: Any, b: Any) -> str:
+    return c if (a, b) == (1, 0) else f"({a} if {c} else {b})"  # a bool indexes as 1 or 0
+
+
+class _Ask(Exception):
+    """A comparison the path being followed has not decided yet."""
+
+
+def _path(values: Sequence[str], path: tuple[bool, ...]) -> tuple[list[str], Any]:
+    """The rule over term names along ``path`` (the outcomes of its comparisons, in the
+    order it asks them): the comparisons asked, and (lower, upper, index) there, or None
+    where the path ends before the rule does."""
+    asked: dict[str, bool] = {}
+
+    def gt(a: Any, b: Any) -> bool:
+        text = f"{a} > {b}"
+        if text not in asked:
+            if len(asked) == len(path):
+                asked[text] = False  # named, not decided
+                raise _Ask
+            asked[text] = path[len(asked)]
+        return asked[text]
+
+    ops = Ops(lambda a, b: b if gt(b, a) else a, lambda a, b: f"{a} + {b}", gt, _pick)
+    try:
+        result = combine(values, ops)
+    except _Ask:
+        result = None
+    return list(asked), result
+
+
+def source(values: Sequence[str], leaf: Callable[[Any, Any, Any], str],
+           path: tuple[bool, ...] = ()) -> str:
+    """The rule over term names (Python source) as one conditional expression: each
+    comparison asked once, ``leaf(lower, upper, index)`` printed where the answers lead.
+
+    >>> print(source(["m", "t"], lambda lo, up, i: f"({lo}, {up}, {i})"))
+    ((t, m + t, 1) if t > m else (m, m + t, 0))
+    """
+    asked, result = _path(values, path)
+    if result is None:  # the next comparison decides: one branch for each answer
+        yes, no = source(values, leaf, path + (True,)), source(values, leaf, path + (False,))
+        return f"({yes} if {asked[len(path)]} else {no})"
+    return leaf(*result)
+
+
+#: Python source text over the terms' names (every comparison written where it is used)
+SOURCE = Ops(lambda a, b: f"({b} if {b} > {a} else {a})", lambda a, b: f"{a} + {b}",
+             lambda a, b: f"{a} > {b}", _where_source)
+
+
+def combine(values: Sequence[Any], ops: Ops = EXACT, index: bool = True
+            ) -> tuple[Any, Any, Any]:
+    """(lower, upper, index of the largest term) of ``values`` through backend ``ops``: the
+    one time rule (module docstring). ``index=False`` skips the index (None).
+
+    >>> from fractions import Fraction
+    >>> combine([Fraction(1, 3), Fraction(1, 3), 0])   # ties go to the first term
+    (Fraction(1, 3), Fraction(2, 3), 0)
+    """
+    lower = upper = values[0]
+    which: Any = 0 if index else None
+    for i, t in enumerate(values[1:], 1):
+        if index:
+            which = ops.where(ops.gt(t, lower), i, which)
+        lower = ops.max(lower, t)
+        upper = ops.add(upper, t)
+    return lower, upper, which
+
+
+def present(values: dict[str, Any]) -> dict[str, Any]:
+    """The terms that can matter: compute and memory always, the others where not zero (a
+    zero term changes no lower, upper or bound).
+
+    >>> list(present({"compute": 1, "memory": 2, "network": 0, "host": 0}))
+    ['compute', 'memory']
+    """
+    return {k: v for k, v in values.items() if k in TERMS[:2] or not _zero(v)}
+
+
+def _zero(x: Any) -> bool:
+    return isinstance(x, (int, float, sp.Basic)) and x == 0
+
+
+def terms(flops: Any, nbytes: Any, net_time: Any, net_bytes: Any, host_bytes: Any,
+          rates: tuple[Any, Any, Any, Any]) -> dict[str, Any]:
+    """The four terms, exact: quantities over ``rates`` = (C, W, W_net, W_pcie); a
+    collective's own seconds (``net_time``) stand for its bytes over the link.
+
+    >>> terms(10, 4, 0, 6, 0, (5, 2, 3, None))
+    {'compute': 2.0, 'memory': 2.0, 'network': 2.0, 'host': 0}
+    """
+    C, W, link, pcie = rates
+    if net_time != 0:
+        t_net = net_time
+    else:
+        t_net = net_bytes / link if net_bytes != 0 else 0
+    t_host = host_bytes / pcie if host_bytes != 0 else 0
+    return {"compute": flops / C, "memory": nbytes / W, "network": t_net, "host": t_host}
