@@ -121,7 +121,7 @@ MUTANTS: list[tuple[str, str, str, str, list[str]]] = [
      "return s.D * self.H * self.d_h + s.D * self.G * self.d_h + self.H * self.d_h * s.D",
      ["tests/test_family_quantities.py"]),
     # -- serving ------------------------------------------------------------------------
-    ("MLA latent cache split over KV heads", "symroof/parallel/serving.py",
+    ("MLA latent cache split over KV heads", "symroof/parallel/serving_layouts.py",
      'heads = 1 if getattr(m, "mla", None) else m.G', "heads = m.G",
      ["tests/test_trust.py"]),
     ("serve warns only past twice the heads", "symroof/parallel/serving.py",
