@@ -30,15 +30,14 @@ by the model's fields, the chip's peak and bandwidth, the options and symroof's 
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any, NamedTuple
 
 import sympy as sp
-from sympy.printing.pycode import PythonCodePrinter
 
 from ..cache import kept
+from ..compiler import NAMESPACE, fields_source, wrap
 from ..conventions import SYMROOF, Conventions, using
 from ..cost import FIELDS, Cost
 from ..hardware import Chip
@@ -140,41 +139,6 @@ class CompiledTable(NamedTuple):
         return self.fn(batch, new_tokens, context)
 
 
-def _quotient(p: int, d: int) -> Any:
-    """p / d exactly: an int where d divides p, else a Fraction."""
-    return p // d if p % d == 0 else Fraction(p, d)
-
-
-class _ExactPrinter(PythonCodePrinter):
-    """Python source that stays exact: a Rational is a Fraction, Min/Max are min/max, floor
-    and ceiling are math's (exact on ints and Fractions)."""
-
-    def _print_Rational(self, expr: sp.Rational) -> str:
-        return f"_F({expr.p}, {expr.q})"
-
-    def _print_Half(self, expr: sp.Rational) -> str:
-        return "_F(1, 2)"
-
-
-def _int_poly(expr: sp.Expr, where: str) -> tuple[sp.Expr, int]:
-    """``expr`` as (integer-coefficient polynomial, positive integer denominator), or, where
-    it is no polynomial (a sliding window's Min and Max, a block count's floor), as itself
-    with denominator 0: printed exactly, normalised at run time."""
-    if not expr.free_symbols <= {B, T, S}:
-        raise ValueError(f"{where} = {expr} is not a function of B, T, S with numbers")
-    if not expr.is_polynomial(B, T, S):
-        if any(p.exp.is_negative for p in expr.atoms(sp.Pow)):
-            raise ValueError(f"{where} = {expr} divides by a size: not compiled")
-        return expr, 0
-    num, den = sp.fraction(sp.together(sp.expand(expr)))
-    return sp.expand(num), int(den)
-
-
-def _normal(x: Any) -> Any:
-    """A Fraction that is a whole number as an int."""
-    return x.numerator if type(x) is Fraction and x.denominator == 1 else x
-
-
 def _over(var: str, value: sp.Expr) -> str:
     """Source for ``var / value`` (an exact positive number), rounded once."""
     if value.is_Integer:
@@ -187,14 +151,13 @@ def _row_source(i: str, fields: list[str], dens: list[int], peak: sp.Expr,
                 hbm_bw: sp.Expr, counted: str = "u") -> list[str]:
     """Lines that compute row ``i``'s OpValues ``r{i}`` from its field expressions: the
     terms, then the time rule printed by its source backend."""
-    vals = [src if den == 1 else f"_normal({src})" if den == 0 else f"_quotient({src}, {den})"
-            for src, den in zip(fields, dens)]
-    wrap = "float" if any(d != 1 for d in dens) else ""
+    vals = [wrap(src, den) for src, den in zip(fields, dens)]
+    to = "float" if any(d != 1 for d in dens) else ""
     head = f"f{i}, u{i}, w{i}, a{i}, k{i}, 0, m{i}, t{i}, 0.0"
     rule = source([f"m{i}", f"t{i}"], lambda lo, up, k: f"({head}, {lo}, {up}, {TERMS[k]!r})")
     return [f"    f{i}, u{i}, w{i}, a{i}, k{i} = " + ", ".join(vals),
-            f"    m{i} = {wrap}({_over(f'{counted}{i}', peak)}); "
-            f"t{i} = {wrap}({_over(f'(w{i} + a{i} + k{i})', hbm_bw)})",
+            f"    m{i} = {to}({_over(f'{counted}{i}', peak)}); "
+            f"t{i} = {to}({_over(f'(w{i} + a{i} + k{i})', hbm_bw)})",
             f"    r{i} = _new(_V, {rule})"]
 
 
@@ -212,19 +175,15 @@ def _fields_source(model: Transformer, attention: str, last_only: bool, groups: 
         whole = model.whole(B, T, S - T, last_only=last_only)
     costs = [*rows.values(), whole]
     names = [*rows, "whole"]
-    polys, dens = [], []
+    exprs, where = [], []
     for name, cost in zip(names, costs):
         if cost.net_bytes != 0 or cost.net_time != 0:
             raise ValueError(f"row {name!r} sends bytes over the network: not compiled")
-        for field in _FIELDS:
-            poly, den = _int_poly(getattr(cost, field), f"{name}.{field}")
-            polys.append(poly)
-            dens.append(den)
-    shared, reduced = sp.cse(polys, symbols=sp.numbered_symbols("x"))
-    printer = _ExactPrinter({"fully_qualified_modules": True})
-    lines = [f"    {sym} = {printer.doprint(expr)}" for sym, expr in shared]
+        exprs += [getattr(cost, field) for field in _FIELDS]
+        where += [f"{name}.{field}" for field in _FIELDS]
+    lines, srcs, dens = fields_source(exprs, (B, T, S), where)
     n = len(_FIELDS)
-    fields = [[printer.doprint(e) for e in reduced[n * k:n * k + n]] for k in range(len(costs))]
+    fields = [srcs[n * k:n * k + n] for k in range(len(costs))]
     return tuple(names), lines, fields, [dens[n * k:n * k + n] for k in range(len(costs))]
 
 
@@ -247,8 +206,7 @@ def compiled_table(model: Transformer, chip: Chip, dtype: str = "bf16",
                                    groups, conventions),
                          lambda: _source(model, peak, hbm_bw, attention, last_only, groups,
                                          conventions))
-    namespace: dict[str, Any] = {"_V": OpValues, "_new": tuple.__new__, "_F": Fraction,
-                                 "_quotient": _quotient, "_normal": _normal, "math": math}
+    namespace: dict[str, Any] = {**NAMESPACE, "_V": OpValues, "_new": tuple.__new__}
     exec(compile(source, f"<symroof table: {model.name} on {chip.name}>", "exec"), namespace)
     return CompiledTable(tuple(names), namespace["_table"], source)
 

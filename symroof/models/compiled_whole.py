@@ -1,0 +1,76 @@
+"""``Transformer.whole`` with numbers: its derivation compiled once per model, then evaluated.
+
+``whole(batch, new_tokens, cached)`` derives lecture 1's whole-model cost in SymPy. With
+plain integers for the step, that derivation is the same on every call but for the numbers,
+so it is done once per (model, lm_head rule, conventions) over the symbols (B, T, S) and
+compiled by the exact backend of :mod:`symroof.compiler`; a call then evaluates Python
+integers and builds the ``Cost`` from them. The result is the same exact value as the
+derivation's (ints, Rationals), only faster; a symbolic step, or a model with symbols in
+it, takes the derivation.
+
+>>> import symroof as sr
+>>> m = sr.model("llama-3.1-8b")
+>>> fast = whole_numbers(m, 4, 1, 1023, True, None)
+>>> fast.kv_bytes == m._whole(4, 1, 1023, True).kv_bytes == 4 * m.kv_cache_bytes(1024)
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import sympy as sp
+
+from ..compiler import exact
+from ..conventions import as_conventions, using
+from ..cost import FIELDS, Cost
+from ..symbols import B, S, T
+
+__all__ = ["whole_numbers"]
+
+#: (id(model), last_only, conventions) -> (model, compiled fields or None: not compilable)
+_COMPILED: dict[tuple, tuple[Any, Callable | None]] = {}
+
+
+def _compiled(model: Any, last_only: bool, conventions: Any) -> Callable | None:
+    """The exact function (B, T, S) -> the whole cost's fields, or None where the model's
+    cost holds other symbols than the step's."""
+    key = (id(model), last_only, conventions)
+    hit = _COMPILED.get(key)
+    if hit is not None and hit[0] is model:
+        return hit[1]
+    with using(conventions):
+        cost = model._whole(B, T, S - T, last_only)
+    fields = tuple(getattr(cost, name) for name in FIELDS)
+    fn = None
+    if set().union(*(f.free_symbols for f in fields)) <= {B, T, S}:
+        fn = exact(fields, (B, T, S))
+    if len(_COMPILED) >= 256:
+        _COMPILED.clear()
+    _COMPILED[key] = (model, fn)
+    return fn
+
+
+def _sympy(x: Any) -> sp.Expr:
+    if type(x) is int:
+        return sp.Integer(x) if x else _ZERO
+    return sp.Rational(x.numerator, x.denominator)
+
+
+_ZERO = sp.Integer(0)
+
+
+def whole_numbers(model: Any, batch: Any, new_tokens: Any, cached: Any, last_only: bool,
+                  conventions: Any) -> Cost | None:
+    """The whole cost of a step given as plain ints (batch, new tokens >= 1, cached >= 0)
+    from the compiled derivation, or None where that does not apply (other arguments: the
+    caller derives, and says what is wrong with them)."""
+    if not (type(batch) is int and type(new_tokens) is int and type(cached) is int
+            and batch > 0 and new_tokens > 0 and cached >= 0):
+        return None
+    fn = _compiled(model, last_only, as_conventions(conventions))
+    if fn is None:
+        return None
+    values = fn(batch, new_tokens, new_tokens + cached)
+    return Cost._of(tuple(_sympy(v) for v in values))
