@@ -191,14 +191,20 @@ class RooflineTable:
         x = Fraction(counted) / nbytes
         return float(x), str(x)
 
+    @cached_property
+    def _lowers(self) -> tuple[list[float], float]:
+        """The rows' lower bounds in order, and their sum (float, correctly rounded)."""
+        lowers = [v.lower for v in self.numbers.values()]
+        return lowers, math.fsum(lowers)
+
     def _per_op_float(self) -> float:
-        return math.fsum(v.lower for v in self.numbers.values())
+        return self._lowers[1]
 
     def bottleneck(self) -> str:
         """One sentence: what bounds the step and which row costs most."""
         numbers = self.numbers
-        worst = max(numbers, key=lambda k: numbers[k].lower)
-        total = self._per_op_float()
+        lowers, total = self._lowers
+        worst = list(numbers)[lowers.index(max(lowers))]  # the first of equals, as max()
         share = numbers[worst].lower / total if total else math.nan
         ridge = _ridge(self.chip, self.dtype)[1]
         return (f"{self._total.bound}-bound: '{worst}' takes {share:.0%} of the per-op time "
@@ -230,20 +236,30 @@ class RooflineTable:
     def as_dict(self) -> dict[str, Any]:
         """Stable JSON-ready form: numbers as numbers, exact values as strings."""
 
-        def row(v: OpValues) -> dict[str, Any]:
-            intensity, exact = self._intensity_pair(v)
-            return {"flops": int(v.flops), "useful_flops": int(v.useful_flops),
-                    "weight_bytes": int(v.weight_bytes), "kv_bytes": int(v.kv_bytes),
-                    "act_bytes": int(v.act_bytes), "intensity": intensity,
-                    "intensity_exact": exact, "bound": v.bound, "t_math_s": v.t_math,
-                    "t_mem_s": v.t_mem, "t_lower_s": v.lower, "t_upper_s": v.upper}
+        useful, gcd, pair = self.useful, math.gcd, self._intensity_pair
 
-        total = self._total
+        def row(v: OpValues) -> dict[str, Any]:
+            f, u, w, a, k, _, t_math, t_mem, _, lower, upper, bound = v
+            counted, nbytes = (u if useful else f), w + a + k
+            if type(counted) is int and type(nbytes) is int and nbytes:  # the common case
+                g = gcd(counted, nbytes)
+                intensity = counted / nbytes
+                exact = str(counted // g) if g == nbytes else f"{counted // g}/{nbytes // g}"
+            else:
+                intensity, exact = pair(v)
+            if not type(f) is type(u) is type(w) is type(a) is type(k) is int:
+                f, u, w, a, k = int(f), int(u), int(w), int(a), int(k)
+            return {"flops": f, "useful_flops": u, "weight_bytes": w, "kv_bytes": k,
+                    "act_bytes": a, "intensity": intensity, "intensity_exact": exact,
+                    "bound": bound, "t_math_s": t_math, "t_mem_s": t_mem, "t_lower_s": lower,
+                    "t_upper_s": upper}
+
+        total, numbers = self._total, self.numbers
         out = {"title": self.title, "conventions": _conventions_dict(self.conventions),
                "chip": self.chip.name, "dtype": self.dtype,
-               "flops": "useful" if self.useful else "executed",
+               "flops": "useful" if useful else "executed",
                "ridge": _ridge(self.chip, self.dtype)[0],
-               "rows": {n: row(v) for n, v in self.numbers.items()},
+               "rows": {n: row(v) for n, v in numbers.items()},
                "total": row(total), "per_op_sum_s": self._per_op_float(),
                "lower_s": total.lower, "upper_s": total.upper,
                "bottleneck": self.bottleneck(), "notes": list(self.notes),
