@@ -120,7 +120,7 @@ MUTANTS: list[tuple[str, str, str, str, list[str]]] = [
      "return D * H * d_h + 2 * D * G * d_h + H * d_h * D",
      "return D * H * d_h + D * G * d_h + H * d_h * D", ["tests/test_family_quantities.py"]),
     # -- serving ------------------------------------------------------------------------
-    ("MLA latent cache split over KV heads", "symroof/parallel/serving.py",
+    ("MLA latent cache split over KV heads", "symroof/parallel/serving_layouts.py",
      'heads = 1 if getattr(m, "mla", None) else m.G', "heads = m.G",
      ["tests/test_trust.py"]),
     ("serve warns only past twice the heads", "symroof/parallel/serving.py",

@@ -172,20 +172,35 @@ def test_2d_gated_mlps_allreduce_gate_and_up():
     assert p.conditions["2d"].threshold == 36 * F / D
 
 
-def test_2d_changes_only_the_collectives():
+def test_2d_changes_the_collectives_and_the_rows_on_split_activations():
+    """Mixtral on a v5p 4x4x4, D over X, Y (16) and heads and F over Z (4). The matmuls, the
+    attention and the KV write are 1-D's per chip; the norms and residual adds work on
+    x[B, D_XYZ], 1/64 of 1-D's replicated rows; 1-D splits W_k, W_v over KV heads on X only
+    (4 of G = 8, the leading axes that divide G), 2-D over D_XY and heads_Z: 16 times less.
+    Per layer, 2-D all-reduces the experts' gate and up over XY and, apart, the router's
+    logits (they pick the experts, so they are reduced first)."""
     mesh = sr.mesh("tpu-v5p", "4x4x4")
     one = sr.serve("mixtral-8x7b", mesh, batch=64, context=2048)
     assert one == sr.serve("mixtral-8x7b", mesh, batch=64, context=2048, layout="1d")
     two = sr.serve("mixtral-8x7b", mesh, batch=64, context=2048, layout="2d", d_axes="XY")
     assert two.d_axes == ("X", "Y") and two.memory == one.memory
-    for key, row in one.rows.items():
-        if not key.startswith("comm/"):
-            assert two.rows[key] == row, key
-    assert set(two.collectives) == {f"comm/{b}_{k}" for b in ("attn", "mlp") for k in
-                                    ("allgather", "allreduce", "reducescatter")} | {
-                                        "comm/attn_alltoall"}  # 64 chips > G = 8 KV heads
-    moe_ar = sr.all_reduce(mesh, 64 * (2 * 2 * 14336 + 8) * 2 // 4, "XY")  # k gate+up, logits
-    assert two.rows["comm/mlp_allreduce"].net_time == 32 * moe_ar.net_time
+    for key in ("attn/q_proj", "attn/kv_write", "attn/core", "attn/o_proj", "moe/gate",
+                "moe/up", "moe/down", "lm_head"):
+        assert two.rows[key] == one.rows[key], key
+    for key in ("attn_norm", "attn/residual", "mlp_norm", "mlp/residual", "final_norm"):
+        assert two.rows[key].flops * 64 == one.rows[key].flops, key
+    assert two.rows["attn/k_proj"].weight_bytes * 16 == one.rows["attn/k_proj"].weight_bytes
+    blocks = {f"comm/{b}_{k}" for b in ("attn", "mlp") for k in
+              ("allgather", "allreduce", "reducescatter")}
+    assert set(two.collectives) == blocks | {
+        "comm/attn_norm_allreduce", "comm/mlp_norm_allreduce",   # B sums of squares
+        "comm/attn_allgather_o",                                   # o[B_XY, H_Z] -> [B, H_Z]
+        "comm/mlp_router_allreduce",
+        "comm/final_norm_allreduce", "comm/lm_head_allgather"}    # once: h[B, D_XYZ] -> [B, D]
+    experts = sr.all_reduce(mesh, 64 * (2 * 2 * 14336) * 2 // 4, "XY")  # k = 2 gate + up
+    router = sr.all_reduce(mesh, 64 * 8 * 2, "XY")                       # E = 8 logits
+    assert two.rows["comm/mlp_allreduce"] == 32 * experts
+    assert two.rows["comm/mlp_router_allreduce"] == 32 * router
     assert "2-D (D over X,Y)" in str(two) and "2-D" not in str(one)
 
 

@@ -100,3 +100,15 @@ def test_bad_input(text, sizes, message):
         return
     with pytest.raises(ValueError, match=message):
         sr.shard_matmul(m, text, **{"I": 64, "J": 64, "K": 64, **sizes})
+
+
+def test_a_contracting_dimension_split_over_two_axes_is_gathered_in_one_collective():
+    # ch. 3 "AllGather over multiple axes": one AllGather over X and Y moves V at both axes'
+    # bandwidth, V / (2 W_ici) (W_ici = 2 x 4.5e10 B/s on a v5e, ch. 2); one axis at a time
+    # (X, then Y) took V/(Y W_ici) + V/W_ici, 2 + 2/Y times as long
+    m = sr.mesh("tpu-v5e", "16x16")
+    mm = sr.shard_matmul(m, "X[B, D_XY] @ W[D, F] -> [B, F]", strategy="gather",
+                         B=256, D=8192, F=8192)
+    V = 2 * 256 * 8192                                  # the gathered bf16 X[B, D]
+    assert [str(s) for s in mm.steps] == [f"AllGather_XY X[B, D_XY]: V = {V}"]
+    assert mm.steps[0].collective.t_bw == sp.Rational(V, 2 * 9 * 10**10)

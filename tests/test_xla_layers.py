@@ -1,5 +1,6 @@
 """Whole layers against XLA: one Llama-style decode layer under each serving layout (1-D, 1-D
-wider than the KV heads, 2-D weight-stationary), and one layer's training step with attention
+wider than the KV heads, 2-D weight-stationary: XLA agrees with the plan collective by
+collective, the plan with the book's rules by hand), and one layer's training step with attention
 under DP, FSDP, TP and FSDP + TP, all compiled in ONE JAX process (a module-scoped fixture;
 planted predictions reuse the compiled cases).
 
@@ -49,6 +50,8 @@ def plans() -> dict:
         "1d 4x2": sr.serve(SERVE, v5e("4x2"), step, **f32),
         "1d 2x4 G=2": sr.serve(GQA, v5e("2x4"), step, **f32),       # N = 8 > G = 2
         "2d 4x2": sr.serve(SERVE, v5e("4x2"), step, layout="2d", d_axes="X", **f32),
+        "2d 2x4": sr.serve(SERVE, v5e("2x4"), step, layout="2d", d_axes="X", **f32),
+        "2d 4x2 G=2": sr.serve(GQA, v5e("4x2"), step, layout="2d", d_axes="X", **f32),
         "dp": sr.train_plan(TRAIN, v5e({"X": 8}), "dp", step=train),
         "fsdp": sr.train_plan(TRAIN, v5e({"X": 8}), "fsdp", step=train),
         "tp": sr.train_plan(TRAIN, v5e({"Y": 8}), "tp", step=train),
@@ -84,44 +87,71 @@ def reports():
     return mine
 
 
+def _serving(report, by_hand: list[dict]) -> None:
+    """XLA sends exactly what the plan predicts, and the plan predicts what the book's rules
+    give by hand."""
+    assert report.ok and not report.unexpected, str(report)
+    assert report.matched == report.predicted == len(by_hand), str(report)
+
+
 @pytest.mark.parametrize("name", ["1d X4", "1d 4x2"])
 def test_1d_serving_layer_agrees_with_xla(reports, name):
     """Heads and F over every axis, x replicated: o_proj and W_down contract a sharded
     dimension, so each ends in an AllReduce of [B, D]; nothing else moves."""
-    report = reports[name]
-    assert report.ok and not report.notes, str(report)
-    assert report.matched == report.predicted == 2
+    from symroof.xla.check_layers import serve_predicted
+
+    axes = ("X",) if name == "1d X4" else ("X", "Y")
+    by_hand = [coll("all-reduce", axes, B * D, B * D)] * 2
+    _serving(reports[name], by_hand)
+    assert not reports[name].notes
+    assert sorted(_plain(serve_predicted(plans()[name])), key=str) == sorted(by_hand, key=str)
+
+
+def _plain(predicted: list[dict]) -> list[dict]:
+    return [{k: p[k] for k in ("kind", "axes", "elements_in", "elements_out")} for p in predicted]
 
 
 def test_1d_serving_wider_than_the_kv_heads(reports):
-    """N = 8 > G = 2: the KV cache [B_Y, S, G_X, d_h]. Both AllReduces of [B, D] match. The
-    queries [B, H_XY] reach the cache's [B_Y, H_X] by exchanging over Y alone (the chips that
-    share a KV-head shard), not over (X, Y) as the plan's two AllToAll rows say; and XLA
-    gathers W_q's shard over Y instead of sending the queries, then sends the attention's
-    output back with one AllToAll over Y."""
-    report = reports["1d 2x4 G=2"]
-    assert report.matched == 2, str(report)
-    missing = [d for d in report.disagreements if "missing" in d]
-    assert len(missing) == 2 and all("all-to-all over (X, Y)" in d for d in missing)
-    q = B * H * d_h // 8                                    # [B, H, d_h] over 8 chips
-    wq = D * H * d_h // 8                                   # W_q[D, H_XY, d_h]
-    assert sorted(report.unexpected, key=str) == sorted(
-        [coll("all-to-all", ("Y",), q, q), coll("all-gather", ("Y",), wq, wq * 4)], key=str)
+    """N = 8 > G = 2: the KV cache [B_Y, S, G_X, d_h] (heads on X, whose 2 divides G; the
+    batch on Y), W_k and W_v split over X only. The book's two AllToAlls of the queries
+    (ch. 7: to batch sharding and back) run over Y alone, the chips that share a KV-head
+    shard: [B, H_XY] -> [B_Y, H_X] and back, B H d_h / 8 elements a device each way."""
+    from symroof.xla.check_layers import serve_predicted
+
+    q = B * H * d_h // 8
+    by_hand = [coll("all-to-all", ("Y",), q, q)] * 2 + [coll("all-reduce", ("X", "Y"),
+                                                            B * D, B * D)] * 2
+    _serving(reports["1d 2x4 G=2"], by_hand)
+    assert sorted(_plain(serve_predicted(plans()["1d 2x4 G=2"])), key=str) == sorted(
+        by_hand, key=str)
 
 
-def test_2d_serving_layer(reports):
-    """2-D (D over X = 4, F and heads over Y = 2): each block's AllGather_Y of In[B, D_XY]
-    and AllReduce_X of its D-contracting outputs match; XLA all-reduces the MLP's output
-    where the minimum is the ReduceScatter_Y (a note). Not in the plan: each RMSNorm reads
-    all of D from In[B, D_XY], an AllReduce of B sums of squares over (X, Y); the attention
-    block's ReduceScatter is missing because the plan's KV cache (heads over every axis)
-    leaves the attention's output split over X, which XLA regathers its own way."""
-    report = reports["2d 4x2"]
-    assert report.predicted == 6 and report.matched == 4, str(report)
-    assert any("minimum is reduce-scatter over (Y)" in n for n in report.notes)
-    missing = [d for d in report.disagreements if "missing" in d]
-    assert len(missing) == 1 and "reduce-scatter over (Y)" in missing[0]
-    assert report.unexpected.count(coll("all-reduce", ("X", "Y"), B, B)) == 2
+@pytest.mark.parametrize("name, X, Y, G", [("2d 4x2", 4, 2, 8), ("2d 2x4", 2, 4, 8),
+                                           ("2d 4x2 G=2", 4, 2, 2)])
+def test_2d_serving_layer(reports, name, X, Y, G):
+    """2-D (D over X, heads and F over Y), x[B, D_XY] between blocks. Per block (book ch. 7
+    appendix B): AllGather_Y of In[B, D_XY], AllReduce_X of the outputs that contract D (q, k,
+    v together: (H + 2G) d_h; the MLP's gate and up: 2F), ReduceScatter_Y of
+    Out[B, D_X]{U_Y}; each RMSNorm sums squares over the split D: an AllReduce_XY of B sums;
+    the KV cache [B_X, S, G_Y] takes the queries by a local slice, and the attention's output
+    [B_X, H_Y] is gathered over X for o_proj. XLA does every one, and both ReduceScatters as
+    AllReduces (then slices its copy): a note each, the minimum being the ReduceScatter."""
+    from symroof.xla.check_layers import serve_predicted
+
+    F, E = 256, (H + 2 * G) * d_h
+    by_hand = [coll("all-reduce", ("X", "Y"), B, B)] * 2 + \
+        [coll("all-gather", ("Y",), B * D // (X * Y), B * D // X)] * 2 + \
+        [coll("reduce-scatter", ("Y",), B * D // X, B * D // (X * Y))] * 2 + \
+        [coll("all-reduce", ("X",), B * E // Y, B * E // Y),
+         coll("all-reduce", ("X",), B * 2 * F // Y, B * 2 * F // Y),
+         coll("all-gather", ("X",), B * H * d_h // (X * Y), B * H * d_h // Y)]
+    report = reports[name]
+    assert sorted(_plain(serve_predicted(plans()[name])), key=str) == sorted(by_hand, key=str)
+    assert report.ok and not report.unexpected, str(report)
+    assert report.predicted == len(by_hand) and report.matched == len(by_hand) - 2
+    assert len(report.notes) == 2 and all(
+        "XLA chose all-reduce where the minimum is reduce-scatter over (Y)" in n
+        for n in report.notes), str(report)
 
 
 # per strategy: what attention adds to the book's MLP block, by the same rules: each of
@@ -196,10 +226,11 @@ def test_planted_wrong_predictions_are_caught(reports):
 def test_layouts_the_oracle_cannot_compile_are_refused():
     from symroof.xla.check_layers import serve_case_of
 
-    odd = SERVE.replace(G=4, name="toy-g4")        # G = 4 on a 2x4 mesh: no leading axes
-    wide = sr.serve(odd, sr.mesh("tpu-v5e", "2x4"), sr.Step(B, context=S), weights="fp32")
-    with pytest.raises(ValueError, match="G = 4 KV heads need leading axes"):
-        serve_case_of(wide)
+    # G = 2 on a 2x4 mesh at batch 2: heads over X, and the batch (2) cannot take Y's 4
+    # ways, so the cache is replicated over Y while the queries' heads split over it
+    shared = sr.serve(GQA, sr.mesh("tpu-v5e", "2x4"), sr.Step(2, context=S), weights="fp32")
+    with pytest.raises(ValueError, match="do not cover the queries' split"):
+        serve_case_of(shared)
     moe = sr.serve(SERVE.replace(moe=MoE(E=4, k=2, F=256), name="toy-moe"),
                    sr.mesh("tpu-v5e", {"X": 4}, custom=True), sr.Step(B, context=S))
     with pytest.raises(ValueError, match="dense gated"):

@@ -22,6 +22,7 @@ _NAMES = {
     **dict.fromkeys(("ServePlan", "serve"), ".serving"),
     **dict.fromkeys(("ParamModel", "PrefillPlan", "prefill", "serve_params"), ".serving_book"),
     "ici_condition": ".serving_2d",
+    **dict.fromkeys(("Layout", "Operands", "operands", "redistribute", "shard"), ".partition"),
     **dict.fromkeys(("ArraySpec", "parse_array", "parse_matmul", "ShardedArray",
                      "shard_array"), ".sharding"),
     **dict.fromkeys(("cost_per_million_tokens", "flops_per_dollar", "kv_evictions",

@@ -13,9 +13,11 @@ what each chip computes and which collectives the product needs, by the book's f
 4. both free dimensions sharded over the same axis: AllGather one operand (the one whose
    free dimension the output does not keep sharded).
 
-Then the result is brought to the requested output sharding (AllGather what it must lose,
-slice locally what it must gain). Sizes not given stay symbols of the table (B, D, F, ...),
-so times and crossovers come out as formulas.
+Each case only chooses the partitions the operands are multiplied in; every collective, the
+operands' and the result's (partial sums reduced, then brought to the requested output
+sharding), comes from the one mechanism of :mod:`symroof.parallel.partition`, so a dimension
+split over several axes is gathered in one collective over all of them. Sizes not given stay
+symbols of the table (B, D, F, ...), so times and crossovers come out as formulas.
 
 >>> import symroof as sr
 >>> from symroof.symbols import B, D, F
@@ -38,9 +40,10 @@ import sympy as sp
 
 from ..analysis import TimeBound, crossover, time
 from ..cost import Cost, as_dimension, as_exact
-from ..hardware.collectives import Collective, collective
+from ..hardware.collectives import Collective
 from ..hardware.mesh import Mesh
 from ..symbols import dimension
+from .partition import local_elements, moves
 from .sharding import ArraySpec, parse_matmul
 
 __all__ = ["ShardedMatmul", "Step", "shard_matmul", "STRATEGIES"]
@@ -133,72 +136,43 @@ class ShardedMatmul:
 
 def _size(spec: ArraySpec, sizes: dict, mesh: Mesh) -> sp.Expr:
     """Elements of one device's shard of ``spec``."""
-    n = sp.Integer(1)
-    for dim, axes in zip(spec.dims, spec.axes):
-        n *= sizes[dim] / mesh.size(axes) if axes else sizes[dim]
-    return n
+    return local_elements(spec, sizes, mesh)
 
 
-def _gather(spec: ArraySpec, dim: str, axes: tuple, sizes: dict, mesh: Mesh,
-            width: sp.Expr, steps: list) -> ArraySpec:
-    """AllGather ``spec`` over ``axes`` along ``dim``; record the step, return the result."""
-    after = spec.with_axes(dim, tuple(a for a in spec.axes_of(dim) if a not in axes))
-    V = _size(after, sizes, mesh) * width
-    steps.append(Step(collective("all-gather", mesh, V, axes), str(spec), str(after), width))
-    return after
+def _steps(src: ArraySpec, dst: ArraySpec, sizes: dict, mesh: Mesh, width: sp.Expr,
+           ) -> list[Step]:
+    """The collectives from ``src`` to ``dst`` (:func:`~symroof.parallel.partition.moves`:
+    a dimension that loses several axes is gathered over all of them at once)."""
+    return [Step(m.collective, str(m.before), str(m.after), width)
+            for m in moves(src, dst, mesh, sizes, width)]
 
 
-def _resolve(a: ArraySpec, b: ArraySpec, out: ArraySpec, strategy: str, sizes: dict,
-             mesh: Mesh, widths: tuple, steps: list) -> tuple[ArraySpec, ArraySpec]:
-    """Make every mesh axis play one role (I, K, or contracted J in both): cases 2 and 4."""
+def _resolve(a: ArraySpec, b: ArraySpec, out: ArraySpec, strategy: str, mesh: Mesh,
+             ) -> tuple[ArraySpec, ArraySpec]:
+    """The partitions the operands are multiplied in, every mesh axis playing one role (I, K,
+    or contracted J in both): cases 2 and 4 as partitions (their collectives follow)."""
     I, J, K = a.dims[0], a.dims[1], b.dims[1]
+
+    def drop(spec: ArraySpec, dim: str, x: str) -> ArraySpec:
+        return spec.with_axes(dim, tuple(y for y in spec.axes_of(dim) if y != x))
+
+    a2, b2 = a, b
     for x in mesh.names:
         ra = "I" if x in a.axes_of(I) else "J" if x in a.axes_of(J) else None
         rb = "J" if x in b.axes_of(J) else "K" if x in b.axes_of(K) else None
-        if (ra, rb) == ("J", None):
-            if strategy == "gather":
-                a = _gather(a, J, (x,), sizes, mesh, widths[0], steps)
-            else:  # slice b's J locally over x (it is replicated along x): free
-                b = b.with_axes(J, b.axes_of(J) + (x,))
+        if (ra, rb) == ("J", None):  # gather a's J, or slice b's J locally (it is whole)
+            a2, b2 = (drop(a2, J, x), b2) if strategy == "gather" else (
+                a2, b2.with_axes(J, b2.axes_of(J) + (x,)))
         elif (ra, rb) == (None, "J"):
-            if strategy == "gather":
-                b = _gather(b, J, (x,), sizes, mesh, widths[1], steps)
-            else:
-                a = a.with_axes(J, a.axes_of(J) + (x,))
+            a2, b2 = (a2, drop(b2, J, x)) if strategy == "gather" else (
+                a2.with_axes(J, a2.axes_of(J) + (x,)), b2)
         elif (ra, rb) == ("I", "K"):  # case 4: keep the operand whose dim the output keeps
-            if x in out.axes_of(I):
-                b = _gather(b, K, (x,), sizes, mesh, widths[1], steps)
-            else:
-                a = _gather(a, I, (x,), sizes, mesh, widths[0], steps)
+            a2, b2 = (a2, drop(b2, K, x)) if x in out.axes_of(I) else (drop(a2, I, x), b2)
         elif (ra, rb) == ("I", "J"):
-            b = _gather(b, J, (x,), sizes, mesh, widths[1], steps)
+            b2 = drop(b2, J, x)
         elif (ra, rb) == ("J", "K"):
-            a = _gather(a, J, (x,), sizes, mesh, widths[0], steps)
-    return a, b
-
-
-def _finish(c: ArraySpec, partial: tuple, out: ArraySpec, sizes: dict, mesh: Mesh,
-            width: sp.Expr, steps: list) -> None:
-    """Reduce the partial sums over ``partial`` and reshard ``c`` to ``out`` (case 3)."""
-    unreduced = str(c)  # c is nameless: "[B, F]"
-    V = _size(c, sizes, mesh) * width
-    scatter = {d: tuple(x for x in out.axes_of(d) if x in partial) for d in c.dims}
-    rest = tuple(x for x in partial if not any(x in s for s in scatter.values()))
-    sub = "".join(partial) if all(len(x) == 1 for x in partial) else ",".join(partial)
-    for d, axes in scatter.items():
-        if axes:
-            after = c.with_axes(d, c.axes_of(d) + axes)
-            steps.append(Step(collective("reduce-scatter", mesh, V, axes),
-                              f"{unreduced}{{U_{sub}}}", str(after), width))
-            V, c = V / mesh.size(axes), after
-    if rest:
-        steps.append(Step(collective("all-reduce", mesh, V, rest),
-                          f"{unreduced}{{U_{sub}}}", str(c), width))
-    for d in c.dims:
-        extra = tuple(x for x in c.axes_of(d) if x not in out.axes_of(d))
-        if extra:
-            c = _gather(c, d, extra, sizes, mesh, width, steps)
-    # axes the output has and c lacks are sliced locally (no communication)
+            a2 = drop(a2, J, x)
+    return a2, b2
 
 
 def shard_matmul(mesh: Mesh, text: str, *, strategy: str = "auto", x_bytes: Any = 2,
@@ -254,17 +228,17 @@ def _dimension(name: str, sizes: dict) -> sp.Expr:
 
 def _plan(mesh: Mesh, text: str, a: ArraySpec, b: ArraySpec, out: ArraySpec, strategy: str,
           dims: dict, widths: tuple, dtype: str) -> ShardedMatmul:
-    steps: list[Step] = []
-    a2, b2 = _resolve(a, b, out, strategy, dims, mesh, widths, steps)
+    a2, b2 = _resolve(a, b, out, strategy, mesh)
+    steps = _steps(a, a2, dims, mesh, widths[0]) + _steps(b, b2, dims, mesh, widths[1])
     I, J, K = a.dims[0], a.dims[1], b.dims[1]
     partial = tuple(x for x in a2.axes_of(J) if x in b2.axes_of(J))
-    c = ArraySpec("", (I, K), (a2.axes_of(I), b2.axes_of(K)))
+    c = ArraySpec("", (I, K), (a2.axes_of(I), b2.axes_of(K)), partial)
     flops = 2 * _size(a2, dims, mesh) * dims[K] / (mesh.size(b2.axes_of(K))
                                                     if b2.axes_of(K) else 1)
     compute = Cost(flops=flops, act_bytes=_size(a2, dims, mesh) * widths[0]
                    + _size(c, dims, mesh) * widths[2],
                    weight_bytes=_size(b2, dims, mesh) * widths[1])
-    _finish(c, partial, out, dims, mesh, widths[2], steps)
-    local = f"{a2} @ {b2} -> {c}" + (f"{{U_{''.join(partial)}}}" if partial else "")
+    steps += _steps(c, out.with_unreduced(()), dims, mesh, widths[2])
+    local = f"{a2} @ {b2} -> {c}"
     return ShardedMatmul(text, mesh, strategy, compute, tuple(steps), local, (a, b, out), dims,
                          widths, dtype)

@@ -6,10 +6,12 @@ default) over every axis of the mesh: MLP weights split over F, attention weight
 heads, activations replicated; each layer ends its attention and its MLP with an AllReduce
 of the [B, D] activations. ``layout="2d"``: **2-D weight-stationary**, D split over
 ``d_axes`` and F over the other axes (:mod:`symroof.parallel.serving_2d`: its collectives
-and where it beats 1-D). The KV cache is split over KV heads first (at most G ways), then
-over the batch; when the mesh is wider than G, each attention layer adds two AllToAlls
-(queries to batch sharding and back). Norms, residuals and the embedding gather are
-replicated (every chip does them).
+and where it beats 1-D). The KV cache is split over KV heads first (whole axes, at most G
+ways), then over the batch; where the batch splits it, each attention layer adds two
+AllToAlls over the batch's axes (queries to batch sharding and back). Under 1-D, norms,
+residuals and the embedding gather are replicated (every chip does them). Both layouts are
+data (:mod:`symroof.parallel.serving_layouts`, the plan's ``partitions``), sharded by the one
+mechanism of :mod:`symroof.parallel.partition`.
 
 - memory per chip: (weight bytes + B S KV_tok) / N, and the largest batch that fits;
 - time: ``sr.time`` of the per-chip cost with its collectives: lower bound with perfect
@@ -40,35 +42,17 @@ import sympy as sp
 from ..analysis import TimeBound, crossover, time
 from ..cost import Cost, as_dimension
 from ..hardware.chip import STORAGE_BYTES
-from ..hardware.collectives import all_reduce, all_to_all
 from ..hardware.mesh import Mesh
 from ..render import fmt_si
 from ..workload import Step
-from .serving_2d import (
-    LAYOUTS,
-    ici_condition,
-    layout_conditions,
-    split_axes,
-    ws2d_layer,
-    ws2d_rows,
-)
+from .partition import shard_layers
+from .serving_2d import LAYOUTS, ici_condition, layout_conditions, split_axes
+from .serving_layouts import serving_layout
 
 __all__ = ["ServePlan", "serve", "WIDTHS"]
 
 #: bytes per element of the storage dtypes a plan takes (int4/fp4: half a byte)
 WIDTHS = STORAGE_BYTES  # one home: symroof.hardware.chip
-#: rows every chip repeats in full (activations are replicated): norms, residual adds,
-#: embedding gathers, softcaps, and a mixture of experts' small router and its combine
-_REPLICATED = ("norm", "residual", "embed", "softcap", "moe/router", "moe/route",
-               "moe/combine")
-_PER_HEAD = ("attn/q_norm", "attn/k_norm")
-
-
-def _sharded(key: str) -> bool:
-    """Projections, the attention core, the KV write, MLP and expert matmuls and their
-    activations, per-head norms (Qwen3's q/k norms follow their heads) and the lm_head split
-    N ways; the rest is replicated."""
-    return key in _PER_HEAD or not any(part in key for part in _REPLICATED)
 
 
 def width(dtype: str, what: str) -> sp.Expr:
@@ -98,6 +82,8 @@ class ServePlan:
     #: one (dense) layer's collectives, ``key -> (times per layer, Collective)``: what the
     #: ``comm/*`` rows hold L times over (the XLA oracle checks them one layer at a time)
     layer_comm: dict = field(default_factory=dict)
+    #: the layout as data: each row's operand partitions (:mod:`.serving_layouts`)
+    partitions: Any = None
 
     @property
     def n(self) -> Any:
@@ -291,37 +277,18 @@ def serve(model: Any, mesh: Mesh, step: Step | None = None, *, batch: Any = None
     if kv is not None:
         changes["kv_bytes"] = width(kv, "KV")
     m = model.replace(**changes)
-    N = mesh.n_chips
-    # the KV cache splits over heads first, then over the batch; a symbolic mesh is taken
-    # as at most G wide (heads only), where the formulas read most simply. A latent (MLA)
-    # cache is shared by every head: it splits over the batch only.
-    heads = 1 if getattr(m, "mla", None) else m.G
-    by_heads = sp.sympify(N <= heads) is not sp.false
-    kv_ways = N if by_heads else sp.Min(N, heads * B)
-    rows = {}
-    for key, cost in m.ops(B, 1, S - 1, last_only=True, attention="fused").items():
-        if _sharded(key):
-            cost = Cost(flops=cost.flops / N, useful_flops=cost.useful_flops / N,
-                        weight_bytes=cost.weight_bytes / N, act_bytes=cost.act_bytes / N,
-                        kv_bytes=cost.kv_bytes / kv_ways)
-        rows[key] = cost
-    axes = mesh.names
-    layer = {}  # one layer's collectives: key -> (times per layer, Collective)
-    if layout == "2d":
-        layer |= {k: (1, c) for k, c in ws2d_layer(m, mesh, B, d).items()}
-        rows |= ws2d_rows(m, mesh, B, d)  # its dense and MoE layers' MLPs differ in width
-    elif N != 1:
-        act = B * m.D * m.act_bytes
-        layer["comm/attn_allreduce"] = (1, all_reduce(mesh, act, axes))
-        layer["comm/mlp_allreduce"] = (1, all_reduce(mesh, act, axes))
-    if N != 1 and not by_heads:  # KV over batch too: queries to batch sharding and back
-        q = B * m.H * m.d_h * m.act_bytes
-        layer["comm/attn_alltoall"] = (2, all_to_all(mesh, q, axes))
-    rows |= {k: m.L * times * c for k, (times, c) in layer.items() if k not in rows}
-    memory = {"weights": m.params * m.w_bytes / N,
+    lay, sizes = serving_layout(m, mesh, B, S, layout, d)
+    ops = m.ops(B, 1, S - 1, last_only=True, attention="fused")
+    rows, layer = shard_layers(ops, lay, mesh, sizes, act_bytes=m.act_bytes)
+    kv_ways = _ways(lay.rule("attn/core").kv, mesh)
+    memory = {"weights": m.params * m.w_bytes / mesh.n_chips,
               "kv": B * m.kv_cache_bytes(S) / kv_ways}
     return ServePlan(m, mesh, B, S, weights, kv or _name(m.kv_bytes), rows, memory,
-                     compute_dtype, layout=layout, d_axes=d, layer_comm=layer)
+                     compute_dtype, layout=layout, d_axes=d, layer_comm=layer, partitions=lay)
+
+
+def _ways(spec: Any, mesh: Mesh) -> Any:
+    return mesh.size(spec.mesh_axes) if spec is not None and spec.mesh_axes else 1
 
 
 def _si(x: Any, unit: str) -> str:

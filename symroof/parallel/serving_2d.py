@@ -8,12 +8,13 @@ between blocks the activations are split over D on every axis. One block, per ch
 3. Out[B, D_X]{U_YZ} = Tmp *_F W_out[F_YZ, D_X];  Out[B, D_XYZ] = ReduceScatter_YZ(Out)
 
 so T_comms = 2BD/(X W) + 4BF/(YZ W) on a torus with X one axis and YZ two (the book's
-form), here built from ``sr.all_gather``, ``sr.all_reduce`` and ``sr.reduce_scatter`` on
-the mesh's axes. F is the width per token of every output that contracts D, AllReduced over
-X before its nonlinearity: the MLP's gate and up (2F when gated), a mixture of experts' k
-routed experts' gate and up, its shared expert's and its router's logits; attention's q, k
-and v, (H + 2G) d_h. Per-chip FLOPs, weight bytes and the KV cache are 1-D's (every weight
-split N ways; the KV cache over heads, then the batch, with its two AllToAlls).
+form). The layout is data (:mod:`symroof.parallel.serving_layouts`) and its collectives come
+from the one sharding mechanism (:mod:`symroof.parallel.partition`). F is the width per
+token of every output that contracts D, AllReduced over X before its nonlinearity: the MLP's
+gate and up (2F when gated), a mixture of experts' k routed experts' gate and up and its
+shared expert's (the router's logits apart, first: they choose the experts); attention's q,
+k and v, (H + 2G) d_h. Each norm all-reduces its sums of squares over the split D; the
+attention's output is gathered over X for o_proj.
 
 Conditions, solved with ``sr.crossover`` from the MLP block's collectives (bandwidth terms,
 each collective's seconds per byte held at the plan's axes, N = X YZ held):
@@ -46,9 +47,7 @@ from typing import Any
 import sympy as sp
 
 from ..analysis import crossover
-from ..cost import Cost
 from ..hardware.chip import symbolic_chip
-from ..hardware.collectives import all_gather, all_reduce, reduce_scatter
 from ..hardware.mesh import Mesh
 from ..hardware.mesh import mesh as _mesh
 from ..hardware.topology import Switched
@@ -58,8 +57,10 @@ from ..symbols import F as _F
 from ..symbols import Y as _Y
 from .conditions import Condition
 from .matmul import shard_matmul
+from .partition import layer_collectives
+from .serving_layouts import d_outputs, serving_layout
 
-__all__ = ["ici_condition", "LAYOUTS", "split_axes", "ws2d_layer", "ws2d_rows", "d_outputs",
+__all__ = ["ici_condition", "LAYOUTS", "split_axes", "d_outputs", "mlp_collectives",
            "layout_conditions"]
 
 #: serving layouts: 1-D model parallelism (activations replicated) and 2-D weight-stationary
@@ -81,79 +82,41 @@ def split_axes(mesh: Mesh, d_axes: Any) -> tuple[tuple[str, ...], tuple[str, ...
     return names, rest
 
 
-def d_outputs(m: Any) -> dict[str, sp.Expr]:
-    """Per token, the width of the outputs that contract D in each block ("attn": q, k, v;
-    "dense", "moe": an MLP layer of each kind), what 2-D AllReduces over X.
+def mlp_collectives(plan: Any, d: tuple, layout: str = "2d") -> dict[str, Any]:
+    """One MLP block's collectives of ``plan``'s model on its mesh under ``layout`` (D over
+    ``d`` under "2d"), read from that layout's partitions (:mod:`.serving_layouts`):
+    ``allgather``, ``allreduce`` (of the experts' gate and up where the model has them) and
+    ``reducescatter``; "1d" has only its ``allreduce``.
 
     >>> import symroof as sr
-    >>> d_outputs(sr.model("mixtral-8x7b"))["moe"]     # 2 experts' gate and up + 8 logits
-    57352
+    >>> plan = sr.serve("llama-3.1-8b", sr.mesh("tpu-v5e", "4x2"), batch=8, context=128)
+    >>> for kind, c in mlp_collectives(plan, ("X",)).items():
+    ...     print(kind, c.kind, c.axes)
+    allgather all-gather ('Y',)
+    allreduce all-reduce ('X',)
+    reducescatter reduce-scatter ('Y',)
     """
-    if m.mla is not None:
-        raise ValueError(f"layout='2d' models q, k, v projections split over heads; "
-                         f"{m.name}'s latent attention (MLA) is not modelled in 2-D")
-    out = {"attn": (m.H + 2 * m.G) * m.d_h,
-           "dense": (2 if m.gated else 1) * m.F}
-    if m.moe is not None:
-        moe = m.moe
-        out["moe"] = moe.k * 2 * moe.F + 2 * moe.shared_F + moe.E + (1 if moe.shared_gate else 0)
+    m = plan.model
+    lay, sizes = serving_layout(m, plan.mesh, plan.batch, plan.context, layout, d)
+    keys = m.ops(plan.batch, 1, plan.context - 1, last_only=True, attention="fused")
+    comm = {k: c for k, (_, c) in layer_collectives(keys, lay, plan.mesh, sizes,
+                                                     m.act_bytes).items()}
+    out = {kind: comm[f"comm/mlp_{kind}"] for kind in ("allgather", "allreduce",
+                                                         "reducescatter")
+           if f"comm/mlp_{kind}" in comm}
+    if "comm/mlp_allreduce_m" in comm:  # dense and MoE layers: the experts' (the most)
+        out["allreduce"] = comm["comm/mlp_allreduce_m"]
     return out
-
-
-def _block(mesh: Mesh, B: Any, m: Any, width: Any, d: tuple, f: tuple) -> dict[str, Cost]:
-    """One block's three collectives, per chip (module docstring, steps 1-3)."""
-    X, YZ, ab = mesh.size(d), mesh.size(f), m.act_bytes
-    x = B * m.D * ab / X  # In[B, D_X]: the AllGather's output, the ReduceScatter's input
-    return {"allgather": all_gather(mesh, x, f),
-            "allreduce": all_reduce(mesh, B * width * ab / YZ, d),
-            "reducescatter": reduce_scatter(mesh, x, f)}
-
-
-def ws2d_layer(m: Any, mesh: Mesh, B: Any, d_axes: Any, mlp: str = "dense",
-               ) -> dict[str, Cost]:
-    """One layer's collectives under 2-D weight-stationary sharding (its MLP of kind ``mlp``,
-    "dense" or "moe"): ``comm/attn_<kind>`` and ``comm/mlp_<kind>``, one each.
-
-    >>> import symroof as sr
-    >>> one = ws2d_layer(sr.model("llama-3.1-8b"), sr.mesh("tpu-v5e", "4x2"), 8, "X")
-    >>> one["comm/mlp_allreduce"].kind, one["comm/mlp_allreduce"].axes
-    ('all-reduce', ('X',))
-    """
-    d, f = split_axes(mesh, d_axes)
-    widths = d_outputs(m)
-    return {f"comm/{block}_{kind}": c
-            for block, width in (("attn", widths["attn"]), ("mlp", widths[mlp]))
-            for kind, c in _block(mesh, B, m, width, d, f).items()}
-
-
-def ws2d_rows(m: Any, mesh: Mesh, B: Any, d_axes: Any) -> dict[str, Cost]:
-    """The collectives of one decode step under 2-D weight-stationary sharding, all layers
-    summed: ``comm/attn_<kind>`` and ``comm/mlp_<kind>`` for kind in allgather, allreduce,
-    reducescatter."""
-    d, f = split_axes(mesh, d_axes)
-    widths = d_outputs(m)
-    rows: dict[str, Cost] = {}
-    for kind, c in _block(mesh, B, m, widths["attn"], d, f).items():
-        rows[f"comm/attn_{kind}"] = m.L * c
-    mlp = {"dense": m.dense_layers, "moe": m.moe_layers}
-    for layer, count in mlp.items():
-        if count == 0:
-            continue
-        for kind, c in _block(mesh, B, m, widths[layer], d, f).items():
-            key = f"comm/mlp_{kind}"
-            rows[key] = rows.get(key, Cost()) + count * c
-    return rows
 
 
 def _coefficients(plan: Any, d: tuple, f: tuple) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
     """(c_0, c_1, c_2): 1-D's MLP AllReduce, 2-D's AllGather + ReduceScatter times X and
     its AllReduce times YZ, bandwidth terms of one MLP block of the plan's model."""
-    m, mesh, B = plan.model, plan.mesh, plan.batch
-    width = d_outputs(m)["moe" if m.moe is not None else "dense"]
-    block = _block(mesh, B, m, width, d, f)
+    mesh = plan.mesh
+    block = mlp_collectives(plan, d)
     c1 = sp.cancel((block["allgather"].t_bw + block["reducescatter"].t_bw) * mesh.size(d))
     c2 = sp.cancel(block["allreduce"].t_bw * mesh.size(f))
-    c0 = all_reduce(mesh, B * m.D * m.act_bytes, mesh.names).t_bw
+    c0 = mlp_collectives(plan, (), "1d")["allreduce"].t_bw
     return c0, c1, c2
 
 

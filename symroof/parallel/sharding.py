@@ -4,6 +4,8 @@
 axis not named replicates it. ``A[I_XY, J]`` splits I over X and Y as one flattened axis
 (X major). A mesh axis may shard at most one dimension of an array. Axis names of one letter
 are written run together (``D_XY``); longer names go in braces (``D_{data,model}``).
+``C[I, K]{U_X}`` is unreduced over X: each device along X holds a partial sum of the whole
+shard (what a contraction over a dimension split over X leaves).
 
 >>> spec = parse_array("W[D_Y, F]")
 >>> spec.name, spec.dims, spec.axes
@@ -11,7 +13,9 @@ are written run together (``D_XY``); longer names go in braces (``D_{data,model}
 >>> str(spec)
 'W[D_Y, F]'
 >>> parse_matmul("X[B_X, D_Y] @ W[D_Y, F] -> [B_X, F]")[2]
-ArraySpec(name='', dims=('B', 'F'), axes=(('X',), ()))
+ArraySpec(name='', dims=('B', 'F'), axes=(('X',), ()), unreduced=())
+>>> parse_array("[B_X, F]{U_Y}").unreduced
+('Y',)
 """
 
 from __future__ import annotations
@@ -21,20 +25,24 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ArraySpec", "parse_array", "parse_matmul", "ShardedArray", "shard_array"]
+__all__ = ["ArraySpec", "parse_array", "parse_matmul", "ShardedArray", "shard_array",
+           "subscript"]
 
-_ARRAY = re.compile(r"^\s*([A-Za-z]\w*)?\s*\[(.*)\]\s*$")
+_ARRAY = re.compile(r"^\s*([A-Za-z]\w*)?\s*\[(.*)\]\s*"
+                    r"(?:\{U_(?:\{([\w\s,]+)\}|([A-Za-z]+))\})?\s*$")  # {U_X}: partial sums
 _DIM = re.compile(r"^([A-Za-z][A-Za-z0-9]*?)(?:_(?:\{([\w\s,]+)\}|([A-Za-z]+)))?$")
 
 
 @dataclass(frozen=True)
 class ArraySpec:
     """An array's name, its dimension names and, per dimension, the mesh axes that split it
-    (a tuple of names, major first; empty = whole)."""
+    (a tuple of names, major first; empty = whole); ``unreduced``: the mesh axes over which
+    each device holds a partial sum (the book's ``{U_X}``)."""
 
     name: str
     dims: tuple[str, ...]
     axes: tuple[tuple[str, ...], ...]
+    unreduced: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         used = [a for group in self.axes for a in group]
@@ -42,6 +50,11 @@ class ArraySpec:
         if twice:
             raise ValueError(f"{self}: mesh axis {twice[0]!r} shards more than one dimension "
                              "(a mesh axis may shard at most one dimension of an array)")
+        if both := sorted(set(used) & set(self.unreduced)):
+            raise ValueError(f"{self}: mesh axis {both[0]!r} both splits a dimension and holds "
+                             "partial sums")
+        if len(set(self.unreduced)) != len(self.unreduced):
+            raise ValueError(f"{self}: a mesh axis is named twice in {{U_...}}")
         if len(set(self.dims)) != len(self.dims):
             raise ValueError(f"{self}: a dimension name appears twice")
 
@@ -55,16 +68,33 @@ class ArraySpec:
 
     def with_axes(self, dim: str, axes: tuple[str, ...]) -> ArraySpec:
         i = self.dims.index(dim)
-        return ArraySpec(self.name, self.dims, self.axes[:i] + (tuple(axes),) + self.axes[i + 1:])
+        return ArraySpec(self.name, self.dims, self.axes[:i] + (tuple(axes),) + self.axes[i + 1:],
+                         self.unreduced)
+
+    def with_unreduced(self, axes: tuple[str, ...]) -> ArraySpec:
+        """The same array with partial sums over ``axes`` (``()``: fully reduced)."""
+        return ArraySpec(self.name, self.dims, self.axes, tuple(axes))
 
     def __str__(self) -> str:
         def one(dim: str, axes: tuple[str, ...]) -> str:
-            if not axes:
-                return dim
-            if all(len(a) == 1 for a in axes):
-                return f"{dim}_{''.join(axes)}"
-            return f"{dim}_{{{','.join(axes)}}}"
-        return f"{self.name}[{', '.join(one(d, a) for d, a in zip(self.dims, self.axes))}]"
+            return dim + subscript(axes)
+        partial = f"{{U{subscript(self.unreduced)}}}" if self.unreduced else ""
+        return (f"{self.name}[{', '.join(one(d, a) for d, a in zip(self.dims, self.axes))}]"
+                + partial)
+
+
+def subscript(axes: tuple[str, ...]) -> str:
+    """The book's subscript for mesh axes: ``_XY`` for one-letter names, ``_{data,model}``
+    otherwise, ``""`` for none.
+
+    >>> subscript(("X", "Y")), subscript(("data",)), subscript(())
+    ('_XY', '_{data}', '')
+    """
+    if not axes:
+        return ""
+    if all(len(a) == 1 for a in axes):
+        return f"_{''.join(axes)}"
+    return f"_{{{','.join(axes)}}}"
 
 
 def parse_array(text: str) -> ArraySpec:
@@ -96,7 +126,11 @@ def parse_array(text: str) -> ArraySpec:
             axes.append(tuple(a.strip() for a in d.group(2).split(",") if a.strip()))
         else:
             axes.append(tuple(d.group(3) or ""))
-    return ArraySpec(name, tuple(dims), tuple(axes))
+    if m.group(3):
+        unreduced = tuple(a.strip() for a in m.group(3).split(",") if a.strip())
+    else:
+        unreduced = tuple(m.group(4) or "")
+    return ArraySpec(name, tuple(dims), tuple(axes), unreduced)
 
 
 def _split(body: str) -> list[str]:

@@ -63,15 +63,14 @@ def _slices(plan: Any, kv: str | None) -> dict[str, str | None]:
 
 
 def _layout(plan: Any) -> str:
-    n, G = plan.n, plan.model.G
-    if plan.model.mla is not None:  # one latent vector per token, shared by every head
-        kv = (f"(MLA's latent cache, shared by all heads) over the batch "
-              f"({min(n, int(plan.batch))} ways)")
-    else:
-        kv = (f"over the {G} KV heads, then the batch" if n > G else
-              f"over KV heads ({n} ways)")
+    n, mesh = plan.n, plan.mesh
+    cache = plan.partitions.rule("attn/core").kv  # the layout's own partition of the cache
+    h, b = (mesh.size(cache.axes_of(d)) if cache.axes_of(d) else 1 for d in ("G", "B"))
+    kv = (f"(MLA's latent cache, shared by all heads) over the batch ({b} ways)"
+          if plan.model.mla is not None else
+          f"over the KV heads ({h} ways)" + (f", then the batch ({b} ways)" if b != 1 else ""))
     return (f"layout: 1-D model parallelism over all {n} chips (MLP weights over F, attention "
-            f"over heads, book ch. 7); KV cache {kv}")
+            f"over heads, book ch. 7); KV cache {kv}, as {cache}")
 
 
 def _collectives(plan: Any) -> list[str]:

@@ -136,19 +136,21 @@ def _compile_layer(jax, case: dict) -> dict:
     names = list(arrays)
     args = [jax.ShapeDtypeStruct(tuple(n[c] for c in arrays[a]), dtype,
                                  sharding=sharding(case["specs"][a])) for a in names]
+
+    def at(name, value):  # an intermediate where the case's layout puts it, if it says
+        spec = case["specs"].get(name)
+        return value if spec is None else jax.lax.with_sharding_constraint(value, sharding(spec))
+
     if kind == "decode":
         def step(x, g1, wq, wk, wv, wo, g2, w_gate, w_up, w_down, k_cache, v_cache):
-            h = _rms(x, g1)                                   # (B, D)
-            q = jnp.einsum("bd,dhe->bhe", h, wq)[:, None]     # (B, 1, H, d_h)
+            h = at("h", _rms(x, g1))                          # (B, D)
+            q = at("q_proj", jnp.einsum("bd,dhe->bhe", h, wq)[:, None])  # (B, 1, H, d_h)
             k = jnp.einsum("bd,dge->bge", h, wk)              # (B, G, d_h)
             v = jnp.einsum("bd,dge->bge", h, wv)
             k_cache = k_cache.at[:, -1].set(k)                # the new token at S - 1
             v_cache = v_cache.at[:, -1].set(v)
-            if "q" in case["specs"]:  # the plan moves the queries to the KV cache's layout
-                q = jax.lax.with_sharding_constraint(q, sharding(case["specs"]["q"]))
-            o = _attend(q, k_cache, v_cache, causal=False)[:, 0]  # (B, H, d_h)
-            if "o" in case["specs"]:  # ... and the attention's output back to the heads'
-                o = jax.lax.with_sharding_constraint(o, sharding(case["specs"]["o"]))
+            q = at("q", q)  # the queries in the KV cache's layout
+            o = at("o", _attend(q, k_cache, v_cache, causal=False)[:, 0])  # (B, H, d_h)
             x = x + jnp.einsum("bhe,hed->bd", o, wo)
             h = _rms(x, g2)
             x = x + (jax.nn.silu(h @ w_gate) * (h @ w_up)) @ w_down

@@ -3,17 +3,15 @@ of a :func:`symroof.train_plan`'s training step (attention and MLP), compiled by
 the plan's layout, against the plan's per-layer collectives. ``check_layers(plans)``
 compiles every plan, serving and training mixed, in one JAX process.
 
-The layouts, as :mod:`symroof.parallel.serving` and :mod:`~symroof.parallel.serving_2d`
-describe them, become shardings of the oracle's decode layer (``layers.LayerCase``):
-
-- ``"1d"``: x replicated; W_q [D, H_A, d_h], W_o [H_A, d_h, D], W_gate, W_up [D, F_A],
-  W_down [F_A, D] over every axis A. The KV cache [B, S, G, d_h] over KV heads first: on all
-  axes while N <= G (W_k, W_v [D, G_A, d_h] with it); wider, G over the leading axes whose
-  sizes multiply to G and B over the rest (W_k, W_v then split over the heads' axes only,
-  where the plan divides their bytes N ways), with the queries constrained to the cache's
-  layout before attention and its output back to the heads' after (the plan's AllToAlls).
-- ``"2d"``: x [B, D_XYZ] between blocks (X: the plan's ``d_axes``, YZ the rest); every
-  weight over D along X and over heads or F along YZ; the KV cache as under "1d".
+A serving plan's layout is data (``plan.partitions``, :mod:`symroof.parallel.serving_layouts`),
+and the oracle's decode layer (``layers.LayerCase``) reads its shardings from it: x, the
+weights and the KV cache as the layout partitions them, and the intermediates held where the
+layout puts them (the norm's output as the projections read it, the queries as projected and
+as the attention reads them in the cache's layout, the attention's output as o_proj reads it),
+so that XLA's partitioner prices the plan's layout, not one it prefers. Under ``"1d"``: heads
+and F over every axis, the cache's KV heads over the leading axes that divide G and its batch
+over the rest; under ``"2d"``: x[B, D_XYZ] between blocks, every weight over D along the
+plan's ``d_axes`` and over heads or F along the rest, the cache [B_X, S, G_YZ].
 
 Predictions come from the plan's ``layer_comm`` (one layer's collectives and how often a
 layer sends each: the ``comm/*`` rows hold them L times over), elements per device. The
@@ -37,7 +35,6 @@ attention come back as ``OracleReport.unexpected`` (what ``plan.layer`` would ne
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -56,20 +53,18 @@ def _refuse(plan: ServePlan, why: str) -> ValueError:
     return ValueError(f"{plan.model.name} on {plan.mesh!r} (layout {plan.layout!r}): {why}")
 
 
-def _kv_axes(plan: ServePlan) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(axes splitting the KV heads, axes splitting the batch): heads first, as the plan."""
-    names, G = plan.mesh.names, int(plan.model.G)
-    if math.prod(plan.mesh.shape.values()) <= G:
-        return names, ()
-    for i in range(1, len(names)):
-        if math.prod(plan.mesh.shape[a] for a in names[:i]) == G:
-            return names[:i], names[i:]
-    raise _refuse(plan, f"the oracle splits the KV cache over whole mesh axes: G = {G} KV "
-                  f"heads need leading axes whose sizes multiply to {G}")
+def _axes(spec: Any, *dims: str) -> tuple[tuple[str, ...], ...]:
+    """The mesh axes of ``spec``'s dimensions ``dims`` ("" for a dimension of the oracle's
+    array that the partition does not have: d_h, the new token's 1)."""
+    return tuple(spec.axes_of(d) if d else () for d in dims)
 
 
 def serve_case_of(plan: ServePlan) -> LayerCase:
-    """The oracle's decode layer for ``plan``: its sizes, mesh and the layout's shardings."""
+    """The oracle's decode layer for ``plan``: its sizes, mesh and the shardings the plan's
+    layout gives each array (``plan.partitions``, read, never retyped), with the
+    intermediates held where the layout puts them: the norm's output as the projections
+    read it, the queries as projected and as the attention reads them, and the attention's
+    output as o_proj reads it."""
     m = plan.model
     if m.moe is not None or m.mla is not None or not m.gated:
         raise _refuse(plan, "the oracle's decode layer is a dense gated (SwiGLU) MLP with "
@@ -84,23 +79,38 @@ def serve_case_of(plan: ServePlan) -> LayerCase:
     if len(widths) != 1 or (width := widths.pop()) not in DTYPES:
         raise _refuse(plan, "the oracle compiles one dtype (2 or 4 bytes) for weights, "
                       "activations and KV cache")
-    heads, batch = _kv_axes(plan)
-    cache = (batch, (), heads, ())
-    if plan.layout == "2d":
-        d = plan.d_axes
-        f = tuple(a for a in plan.mesh.names if a not in d)
-        specs = {"x": ((), d + f), "x_out": ((), d + f), "wq": (d, f, ()), "wk": (d, f, ()),
-                 "wv": (d, f, ()), "wo": (f, (), d), "w_gate": (d, f), "w_up": (d, f),
-                 "w_down": (f, d)}
-    else:
-        A = plan.mesh.names
-        specs = {"wq": ((), A, ()), "wk": ((), heads, ()), "wv": ((), heads, ()),
-                 "wo": (A, (), ()), "w_gate": ((), A), "w_up": ((), A), "w_down": (A, ())}
-    specs |= {"k_cache": cache, "v_cache": cache}
-    if batch:  # the KV cache is split over the batch too: queries there and back
-        specs |= {"q": (batch, (), heads, ()), "o": ((), plan.mesh.names, ())}
+    rule = plan.partitions.rule
+    q_proj, core, o_proj = rule("attn/q_proj"), rule("attn/core"), rule("attn/o_proj")
+    up, down = rule("mlp/up"), rule("mlp/down")
+    x, (q,), (o,) = rule("attn_norm").reads[0], core.reads, o_proj.reads
+    heads, projected = q.dims[1], q_proj.writes.dims[1]  # H, or E (q, k, v as one array)
+    cache = _axes(core.kv, "B", "S", "G", "")
+    specs = {"x": _axes(x, "B", "D"), "x_out": _axes(x, "B", "D"),
+             "h": _axes(q_proj.reads[0], "B", "D"),
+             "wq": _axes(q_proj.weight, "D", q_proj.weight.dims[1], ""),
+             "wk": _axes(rule("attn/k_proj").weight, "D", rule("attn/k_proj").weight.dims[1],
+                         ""),
+             "wv": _axes(rule("attn/v_proj").weight, "D", rule("attn/v_proj").weight.dims[1],
+                         ""),
+             "wo": _axes(o_proj.weight, "H", "", "D"),
+             "w_gate": _axes(rule("mlp/gate").weight, "D", "F2"),
+             "w_up": _axes(up.weight, "D", "F2"), "w_down": _axes(down.weight, "F", "D"),
+             "k_cache": cache, "v_cache": cache,
+             "q_proj": _axes(q_proj.writes, "B", "", projected, ""),
+             "q": _axes(q, "B", "", heads, ""), "o": _axes(o, "B", "H", "")}
+    if _kv_groups(plan, specs):
+        raise _refuse(plan, f"the oracle splits the KV cache over whole mesh axes: G = {m.G} "
+                      f"KV heads over {specs['k_cache'][2]} and the batch over "
+                      f"{specs['k_cache'][0]} do not cover the queries' split")
     return LayerCase("decode", dict(plan.mesh.shape), {k: int(v) for k, v in sizes.items()},
                      specs, DTYPES[width], label=f"serve {plan.layout} {m.name}")
+
+
+def _kv_groups(plan: ServePlan, specs: dict) -> bool:
+    """Whether the cache is replicated over axes that split the queries' heads (the layout's
+    chips sharing a KV shard): the oracle's GQA reshape cannot express that split."""
+    q_heads = set(specs["q"][2])
+    return bool(q_heads - set(specs["k_cache"][2]))
 
 
 def serve_predicted(plan: ServePlan) -> list[dict]:

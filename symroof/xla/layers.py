@@ -43,7 +43,9 @@ Axes = tuple[str, ...]
 _WHAT = {"decode": "one decode step of one layer", "train": "one training step of one layer"}
 #: arrays beyond the inputs: the decode layer's output, and the queries and attention output
 #: that a layout may constrain ("1": the one new token)
-_EXTRA = {"decode": {"x_out": "BD", "q": "B1Hd", "o": "BHd"}, "train": {}}
+_EXTRA = {"decode": {"x_out": "BD", "h": "BD", "q_proj": "B1Hd", "q": "B1Hd", "o": "BHd"},
+          "train": {}}
+_CONSTRAINED = ("h", "q_proj", "q", "o")  # intermediates: constrained only where a case says
 
 
 class LayerCase(NamedTuple):
@@ -99,7 +101,7 @@ def _check(case: LayerCase) -> None:
 def _specs(case: LayerCase) -> dict[str, list[list[str]]]:
     """Every input's spec (and the output's), and q and o only where the case constrains them."""
     arrays = [a for a in {**LAYER_ARRAYS[case.layer], **_EXTRA[case.layer]}
-              if a not in ("q", "o") or a in case.specs]
+              if a not in _CONSTRAINED or a in case.specs]
     return {a: [list(d) for d in case.spec(a)] for a in arrays}
 
 
