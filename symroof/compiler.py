@@ -37,7 +37,7 @@ from typing import Any
 import sympy as sp
 from sympy.printing.pycode import PythonCodePrinter
 
-__all__ = ["exact", "vectorised", "fields_source", "int_poly", "wrap", "NAMESPACE"]
+__all__ = ["exact", "vectorised", "fields_source", "int_poly", "wrap", "load", "NAMESPACE"]
 
 
 def _quotient(p: int, d: int) -> Any:
@@ -131,9 +131,19 @@ def exact(exprs: tuple[Any, ...], symbols: tuple[sp.Symbol, ...]) -> Callable[..
     body = ", ".join(wrap(src, den) for src, den in zip(srcs, dens, strict=True))
     args = ", ".join(s.name for s in symbols)
     source = "\n".join([f"def _compiled({args}):", *lines, f"    return ({body},)"])
-    namespace = dict(NAMESPACE)
-    exec(compile(source, "<symroof compiled>", "exec"), namespace)
-    return namespace["_compiled"]
+    return load(source, "_compiled", "<symroof compiled>")
+
+
+def load(source: str, name: str, where: str, names: dict[str, Any] | None = None) -> Callable:
+    """The function ``name`` that the exact backend's ``source`` defines, run with
+    :data:`NAMESPACE` and ``names``; ``where`` names it in tracebacks.
+
+    >>> load("def f(x): return _quotient(x, 2)", "f", "<example>")(3)
+    Fraction(3, 2)
+    """
+    namespace = {**NAMESPACE, **(names or {})}
+    exec(compile(source, where, "exec"), namespace)  # the one place compiled source runs
+    return namespace[name]
 
 
 @functools.lru_cache(maxsize=256)

@@ -1,7 +1,9 @@
 """The one compiler's two backends (``symroof.compiler``), and ``Transformer.whole`` with
 numbers run through the exact one: the same exact values as the SymPy derivation."""
 
+import re
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -98,3 +100,12 @@ def test_time_on_ints_is_the_rule_on_sympy_numbers(cost):
                                                            ("compute", "memory", "network",
                                                             "host"))
     assert (t.lower, t.upper, t.bound) == (lower, upper, list(t._terms())[which])
+
+
+def test_one_compiler():
+    """Expressions are compiled in symroof/compiler.py only: no other module lambdifies or
+    runs generated source."""
+    root = Path(sr.__file__).parent
+    found = [str(p.relative_to(root)) for p in root.rglob("*.py")
+             if p.name != "compiler.py" and re.search(r"\blambdify\(|\bexec\(", p.read_text())]
+    assert found == []

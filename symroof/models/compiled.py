@@ -6,8 +6,9 @@ groups). Every field is a polynomial in B, T and S with the model's numbers in i
 cleared of denominators (a field that is no polynomial, such as a sliding window's
 ``Min``, is printed with exact Fractions instead), the fields share their subterms
 (``sympy.cse``), and the lot is written out as one straight-line Python function of
-(B, T, S). Counts stay exact Python integers; each term is an integer true division, which
-Python rounds correctly, so t_math and t_mem equal ``float()`` of the exact SymPy values.
+(B, T, S) (the exact backend of :mod:`symroof.compiler`). Counts stay exact Python
+integers; each term is an integer true division, which Python rounds correctly, so
+t_math and t_mem equal ``float()`` of the exact SymPy values.
 The time rule (:mod:`symroof.timerule`) is printed into the source as a decision tree
 (``timerule.source``: each comparison asked once, the row's values chosen by it): lower,
 the max of the rounded terms, is the rounded max; upper, their sum, is within an ulp of
@@ -37,7 +38,7 @@ from typing import Any, NamedTuple
 import sympy as sp
 
 from ..cache import kept
-from ..compiler import NAMESPACE, fields_source, wrap
+from ..compiler import fields_source, load, wrap
 from ..conventions import SYMROOF, Conventions, using
 from ..cost import FIELDS, Cost
 from ..hardware import Chip
@@ -206,9 +207,9 @@ def compiled_table(model: Transformer, chip: Chip, dtype: str = "bf16",
                                    groups, conventions),
                          lambda: _source(model, peak, hbm_bw, attention, last_only, groups,
                                          conventions))
-    namespace: dict[str, Any] = {**NAMESPACE, "_V": OpValues, "_new": tuple.__new__}
-    exec(compile(source, f"<symroof table: {model.name} on {chip.name}>", "exec"), namespace)
-    return CompiledTable(tuple(names), namespace["_table"], source)
+    fn = load(source, "_table", f"<symroof table: {model.name} on {chip.name}>",
+              {"_V": OpValues, "_new": tuple.__new__})
+    return CompiledTable(tuple(names), fn, source)
 
 
 def _source(model: Transformer, peak: sp.Expr, hbm_bw: sp.Expr, attention: str,
