@@ -242,7 +242,8 @@ def _exact_time(cost: Cost, useful: bool, rates: tuple[Any, ...]
         return None
     C, W, link, pcie = _rate_pairs(rates)
     (w, dw), (a, da), (k, dk) = q[1:4]
-    nbytes = (w * da * dk + a * dw * dk + k * dw * da, dw * da * dk)
+    nbytes = (w + a + k, 1) if dw == da == dk == 1 else \
+        (w * da * dk + a * dw * dk + k * dw * da, dw * da * dk)
     t = [None, None, q[4], (0, 1)]
     for i, (amount, rate) in enumerate(((q[0], C), (nbytes, W))):
         if rate is None or rate[0] <= 0:
@@ -256,10 +257,14 @@ def _exact_time(cost: Cost, useful: bool, rates: tuple[Any, ...]
         if pcie is None or pcie[0] <= 0:
             return None
         t[3] = _over(q[6], pcie)
-    exact = [sp.Rational(*x) for x in t]
-    values = t if q[6][0] != 0 else t[:3]
-    _, upper, which = combine(values, _PAIRS)
-    return exact, (exact[which], sp.Rational(*upper), which)
+    exact = [_ZERO if x[0] == 0 else sp.Rational(*x) for x in t]
+    # a zero network or host term changes no lower, upper or index (timerule.present)
+    where = [0, 1] + [i for i in (2, 3) if t[i][0] != 0]
+    _, upper, which = combine([t[i] for i in where], _PAIRS)
+    return exact, (exact[where[which]], sp.Rational(*upper), where[which])
+
+
+_ZERO = sp.Integer(0)
 
 
 def _on_mesh(cost: Cost, mesh: Mesh, per_chip: bool | None) -> tuple[Cost, str]:

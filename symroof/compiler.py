@@ -50,9 +50,15 @@ def _normal(x: Any) -> Any:
     return x.numerator if type(x) is Fraction and x.denominator == 1 else x
 
 
+def _sympy(x: Any) -> sp.Expr:
+    """An int or Fraction as SymPy's Integer or Rational."""
+    return sp.Integer(x) if type(x) is int else sp.Rational(x.numerator, x.denominator)
+
+
 #: the names the exact backend's source reads
 NAMESPACE: dict[str, Any] = {"_F": Fraction, "_quotient": _quotient, "_normal": _normal,
-                             "math": math}
+                             "math": math, "_I": sp.Integer, "_ZERO": sp.Integer(0),
+                             "_sympy": _sympy}
 
 
 class _ExactPrinter(PythonCodePrinter):
@@ -119,16 +125,24 @@ def fields_source(exprs: Sequence[Any], symbols: Sequence[sp.Symbol],
 
 
 @functools.lru_cache(maxsize=256)
-def exact(exprs: tuple[Any, ...], symbols: tuple[sp.Symbol, ...]) -> Callable[..., tuple]:
+def exact(exprs: tuple[Any, ...], symbols: tuple[sp.Symbol, ...], sympy: bool = False
+          ) -> Callable[..., tuple]:
     """One Python function ``f(*symbols) -> tuple`` of every expression, exact on ints (the
-    exact backend; see the module). Cached on its arguments.
+    exact backend; see the module); ``sympy=True`` returns each value as SymPy's Integer or
+    Rational, made in the compiled code. Cached on its arguments.
 
     >>> from symroof.symbols import S
     >>> exact((sp.Min(S, 4096) * 3,), (S,))(8192)
     (12288,)
+    >>> exact((S / 2, S * 0), (S,), sympy=True)(3)
+    (3/2, 0)
     """
     lines, srcs, dens = fields_source(exprs, symbols)
-    body = ", ".join(wrap(src, den) for src, den in zip(srcs, dens, strict=True))
+    values = [wrap(src, den) for src, den in zip(srcs, dens, strict=True)]
+    if sympy:  # ints as Integers where the polynomial has integer coefficients
+        values = ["_ZERO" if v == "0" else f"_I({v})" if den == 1 else f"_sympy({v})"
+                  for v, den in zip(values, dens, strict=True)]
+    body = ", ".join(values)
     args = ", ".join(s.name for s in symbols)
     source = "\n".join([f"def _compiled({args}):", *lines, f"    return ({body},)"])
     return load(source, "_compiled", "<symroof compiled>")

@@ -20,8 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import sympy as sp
-
 from ..compiler import exact
 from ..conventions import as_conventions, using
 from ..cost import FIELDS, Cost
@@ -29,36 +27,28 @@ from ..symbols import B, S, T
 
 __all__ = ["whole_numbers"]
 
-#: (id(model), last_only, conventions) -> (model, compiled fields or None: not compilable)
-_COMPILED: dict[tuple, tuple[Any, Callable | None]] = {}
+#: (id(model), last_only, id(conventions)) -> (model, conventions, compiled fields or None:
+#: not compilable); found by identity (hashing a model or a record costs more than a call)
+_COMPILED: dict[tuple, tuple[Any, Any, Callable | None]] = {}
 
 
 def _compiled(model: Any, last_only: bool, conventions: Any) -> Callable | None:
     """The exact function (B, T, S) -> the whole cost's fields, or None where the model's
     cost holds other symbols than the step's."""
-    key = (id(model), last_only, conventions)
+    key = (id(model), last_only, id(conventions))
     hit = _COMPILED.get(key)
-    if hit is not None and hit[0] is model:
-        return hit[1]
+    if hit is not None and hit[0] is model and hit[1] is conventions:
+        return hit[2]
     with using(conventions):
         cost = model._whole(B, T, S - T, last_only)
     fields = tuple(getattr(cost, name) for name in FIELDS)
     fn = None
     if set().union(*(f.free_symbols for f in fields)) <= {B, T, S}:
-        fn = exact(fields, (B, T, S))
+        fn = exact(fields, (B, T, S), sympy=True)
     if len(_COMPILED) >= 256:
         _COMPILED.clear()
-    _COMPILED[key] = (model, fn)
+    _COMPILED[key] = (model, conventions, fn)
     return fn
-
-
-def _sympy(x: Any) -> sp.Expr:
-    if type(x) is int:
-        return sp.Integer(x) if x else _ZERO
-    return sp.Rational(x.numerator, x.denominator)
-
-
-_ZERO = sp.Integer(0)
 
 
 def whole_numbers(model: Any, batch: Any, new_tokens: Any, cached: Any, last_only: bool,
@@ -72,5 +62,4 @@ def whole_numbers(model: Any, batch: Any, new_tokens: Any, cached: Any, last_onl
     fn = _compiled(model, last_only, as_conventions(conventions))
     if fn is None:
         return None
-    values = fn(batch, new_tokens, new_tokens + cached)
-    return Cost._of(tuple(_sympy(v) for v in values))
+    return Cost._of(fn(batch, new_tokens, new_tokens + cached))
