@@ -129,15 +129,16 @@ def row_values(cost: Cost | dict[str, Any], chip: Any, dtype: str, useful: bool)
 
 
 class CompiledTable(NamedTuple):
-    """``fn(B, T, S) -> (rows, whole)``: ``{name: OpValues}`` in ``names`` order, and the
-    whole's ``OpValues``."""
+    """``fn(B, T, S) -> (rows, whole, total)``: ``{name: OpValues}`` in ``names`` order, the
+    whole's ``OpValues`` and the rows' totals' (summed counts, their roofline); calling the
+    table gives (rows, whole)."""
 
     names: tuple[str, ...]
-    fn: Callable[[int, int, int], tuple[dict[str, OpValues], OpValues]]
+    fn: Callable[[int, int, int], tuple[dict[str, OpValues], OpValues, OpValues]]
     source: str
 
     def __call__(self, batch: int, new_tokens: int, context: int) -> Any:
-        return self.fn(batch, new_tokens, context)
+        return self.fn(batch, new_tokens, context)[:2]
 
 
 def _over(var: str, value: sp.Expr) -> str:
@@ -224,6 +225,10 @@ def _source(model: Transformer, peak: sp.Expr, hbm_bw: sp.Expr, attention: str,
     for k in range(len(names)):
         lines += _row_source(str(k), fields[k], dens[k], peak, hbm_bw,
                              counted if k < last else "u")
+    # the totals: each count summed over the rows (exact), then its terms and the rule
+    sums = [" + ".join(f"{v}{k}" for k in range(last)) for v in "fuwak"]
+    exact = all(d == 1 for k in range(last) for d in dens[k])
+    lines += _row_source("z", sums, [1 if exact else 0] * 5, peak, hbm_bw, counted)
     rows = ", ".join(f"{name!r}: r{k}" for k, name in enumerate(names[:-1]))
-    lines.append(f"    return {{{rows}}}, r{last}")  # a dict display: no dict(zip()) per call
+    lines.append(f"    return {{{rows}}}, r{last}, rz")  # a dict display: no dict(zip())
     return list(names[:-1]), "\n".join(lines)
