@@ -186,9 +186,9 @@ def time(cost: Cost, chip: Any, dtype: str = "bf16", *, useful: bool = False,
     fast = _exact_time(cost, useful, rates)
     if fast is not None:
         t, rule = fast
-        out = TimeBound(t_math=t[0], t_mem=t[1], t_net=t[2], cost=cost, chip=hw, dtype=dtype,
-                        scope=scope, t_host=t[3], roof=roof)
-        vars(out)["_rule"] = rule  # decided on the ints already
+        out = object.__new__(TimeBound)  # the fields as TimeBound(...) sets them, and the rule
+        vars(out).update(t_math=t[0], t_mem=t[1], t_net=t[2], cost=cost, chip=hw, dtype=dtype,
+                         scope=scope, t_host=t[3], roof=roof, _rule=rule)  # (decided on ints)
         return out
     t = terms(cost.useful_flops if useful else cost.flops, cost.bytes, cost.net_time,
               cost.net_bytes, cost.host_bytes, rates)
@@ -237,7 +237,7 @@ def _exact_time(cost: Cost, useful: bool, rates: tuple[Any, ...]
     ``time``), or None where anything is symbolic or irrational."""
     fields = (cost.useful_flops if useful else cost.flops, cost.weight_bytes,
               cost.act_bytes, cost.kv_bytes, cost.net_time, cost.net_bytes, cost.host_bytes)
-    q = [_pair(x) for x in fields]
+    q = [(x.p, x.q) if x.is_Rational else None for x in fields]  # (_pair, inline)
     if None in q:
         return None
     C, W, link, pcie = _rate_pairs(rates)
