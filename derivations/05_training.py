@@ -84,7 +84,12 @@ def table(labels, rows):
             sp.ImmutableMatrix([[rnd(v) for v in row] for row in rows]))
 
 
+#: the book's conditions are of its one MLP block: symroof's conventions but that layer
+BOOK_LAYER = sr.profile("symroof").replace(condition_layer="mlp_block")
+
+
 def plan(model, mesh, strategy, batch=B, seq=4096, **kw):
+    kw.setdefault("conventions", BOOK_LAYER)
     return sr.train_plan(model, mesh, strategy, batch_tokens=batch, seq=seq, widths=BOOK, **kw)
 
 
@@ -470,14 +475,14 @@ knee = pod_d.step("FSDP on $Y$, $Z$ with TP on $X$: the forward already waits on
 flop_time = {k: plans[k].lower / sum(t.t_math for t in plans[k].time.values())
              for k in ("FSDP", "FSDP+TP")}
 within = per_chip[np.argmax(t_step["FSDP"] / t_compute < 1.01)]
-pod_d.claim("so FSDP + TP on whole axes keeps its step within 10% of its FLOPs (TP's excess "
-            "hides under the backward's) down to 56 tokens a chip, and FSDP alone within 1% "
-            r"down to about 800; at the book's batch they take $1.10\times$ and $1.28\times$ "
-            "their FLOP time",
+pod_d.claim("so FSDP + TP on whole axes keeps its step within 18% of its FLOPs (TP's excess, "
+            "its norms' AllReduces included, hides under the backward's) down to 56 tokens a "
+            r"chip, and FSDP alone within 1% down to about 800; at the book's batch they take "
+            r"$1.11\times$ and $1.30\times$ their FLOP time",
             knee == 56 and float(max(t_step["FSDP+TP"][per_chip > 60]
-                                     / t_compute[per_chip > 60])) < 1.11
-            and 770 < within < 810 and abs(float(flop_time["FSDP+TP"]) - 1.10) < 0.01
-            and abs(float(flop_time["FSDP"]) - 1.28) < 0.01)
+                                     / t_compute[per_chip > 60])) < 1.18
+            and 770 < within < 810 and abs(float(flop_time["FSDP+TP"]) - 1.11) < 0.01
+            and abs(float(flop_time["FSDP"]) - 1.30) < 0.01)
 
 
 def step_time_figure(path):
@@ -618,8 +623,8 @@ run_d.step(r"a run of $n_\text{tok}$ tokens on $N$ chips", r"T_\text{run}",
            6 * P * n_tok / (N * C * MFU))
 T15 = 15 * 10**12
 pod_run = sr.training_run(llama70, T15, pod, mfu=sp.Rational(2, 5))
-one_chip = pod_run.flops / v5p.peak() / YEAR
-run_d.step("LLaMA-3-70B, 15T tokens", r"6 P n_\text{tok} / 10^{24}", pod_run.flops / 10**24)
+one_chip = pod_run.model_flops / v5p.peak() / YEAR
+run_d.step("LLaMA-3-70B, 15T tokens", r"6 P n_\text{tok} / 10^{24}", pod_run.model_flops / 10**24)
 run_d.step("beside it, attention at 4096 tokens", r"\text{FLOPs}^\text{attn} / 10^{24}",
            pod_run.attention_flops / 10**24)
 run_d.step("on one v5p at peak", r"T / \text{years}", one_chip)
@@ -633,10 +638,10 @@ gpu_run = sr.training_run(llama70, T15, "h100", chips=4096, mfu=sp.Rational(9, 2
 run_d.step("ch. 12: 4096 H100s at 45% MFU", r"T / \text{days}", gpu_run.days)
 run_d.claim("6.3e24 FLOPs (6.35e24 with $P$ = 70.55e9), 435 years on one chip (438 with it), 44 "
             "days on the pod at 40% (44.7; the book's 3.8e6 s)",
-            round(float(pod_run.flops) / 1e24, 2) == 6.35 and round(float(one_chip)) == 438
+            round(float(pod_run.model_flops) / 1e24, 2) == 6.35 and round(float(one_chip)) == 438
             and int(pod_run.days) == 44 and round(float(pod_run.seconds) / 1e6, 2) == 3.86)
 run_d.claim(r"attention adds 7.6% (4.8e23) at 4096 tokens, left out of $6 P n_\text{tok}$",
-            round(float(pod_run.attention_flops / pod_run.flops) * 100, 1) == 7.6)
+            round(float(pod_run.attention_flops / pod_run.model_flops) * 100, 1) == 7.6)
 run_d.claim("ch. 5's 16M-token batch on 18,823 chips at 50% MFU: about 17 days; DeepSeek-V2's "
             "40M tokens would feed 47,000 chips (47,059), 5 pods",
             round(float(ch5.days)) == 17 and int(40e6 / 850) == 47058 and int(40e6 / 850 / 8960)
@@ -802,9 +807,9 @@ NOTES = [bwd_d, checks["none"], remat_d, opt_d,
                     "time its FLOPs take at peak (below). FSDP alone turns comms-bound under "
                     "about 800 tokens a chip (the MLP layer's 850). With TP on the 16-chip axis "
                     r"the forward waits on TP at every batch ($16 > F/\alpha$ = 11.2), "
-                    r"$1.10\times$ over the step, until FSDP's weight gathers outgrow TP's below "
-                    "56 tokens a chip. The pipeline pays its bubble, 19/99, everywhere. Dotted: "
-                    "the 4M batch, 464 a chip"),
+                    r"$1.11\times$ over the step at the 4M batch, until FSDP's weight gathers "
+                    "outgrow TP's below 56 tokens a chip. The pipeline pays its bubble, 19/99, "
+                    "everywhere. Dotted: the 4M batch, 464 a chip"),
          gpu_d, run_d, mem_d, p13_d]
 DERIVATIONS = [n for n in NOTES if isinstance(n, Derivation)]
 assert all(ok for d in DERIVATIONS for _, ok in d.claims)

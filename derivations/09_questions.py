@@ -48,14 +48,14 @@ batch_d = Derivation("Chips for a batch: a per-chip threshold read backwards",
                      source=CH5 + " (Fully-Sharded Data Parallelism; problems); " + CH6
                      + " (How to shard LLaMA 3-70B for training)")
 ring3 = sr.mesh(sr.symbolic_chip(W_net=W_ici / 2), {"X": X, "Y": Y, "Z": Z})
-sym_fsdp = sr.train_plan(sr.Transformer(), ring3, "fsdp", batch_tokens=B,
-                         seq=4096).conditions["fsdp"]
+sym_fsdp = sr.train_plan(sr.Transformer(), ring3, "fsdp", batch_tokens=B, seq=4096,
+                         conventions="book").conditions["fsdp"]  # the book's MLP block
 batch_d.step("FSDP over three wrapped axes: the per-chip batch it needs",
              r"(B/N)_\text{min}", sym_fsdp.threshold)
 n_sym = batch_d.step("so a batch of $B$ tokens keeps at most this many chips compute-bound",
                      r"N_\text{max}", sym_fsdp.chips_for(B))
 fsdp = sr.train_plan(llama70, sr.mesh("tpu-v5p", "4x4x4"), "fsdp", batch_tokens=2**20,
-                     seq=4096).conditions["fsdp"]
+                     seq=4096, conventions="book").conditions["fsdp"]
 n16 = batch_d.step("on a v5p (its threshold 2550/3 = 850), 16e6 tokens",
                    r"N_\text{max}(16\text{M})", fsdp.chips_for(16 * 10**6))
 n2 = batch_d.step("2e6 tokens", r"N_\text{max}(2\text{M})", fsdp.chips_for(2 * 10**6))

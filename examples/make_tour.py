@@ -138,10 +138,11 @@ sr.plot.sharded_matmul_plot(sr.mesh("tpu-v5p", "4x4x4"), cases, sizes={"D": 8192
 ## 5. Training on a TPU v5p slice
 
 One training step of Llama-3.1-8B on 128 chips, FSDP over X and Y, tensor parallelism over
-Z, and the conditions the book derives for each role, solved for this model and chip."""),
+Z, and the conditions the book derives for each role (from its one MLP block: the "book"
+conventions; by default they are solved from a whole layer), solved for this model and chip."""),
     ("py", """\
 plan = sr.train_plan("llama-3.1-8b", sr.mesh("tpu-v5p", "4x4x8"), "fsdp+tp", fsdp="XY", tp="Z",
-                     batch_tokens=2**21)
+                     batch_tokens=2**21, conventions="book")
 print(plan)"""),
     ("py", """\
 def verdict(c):

@@ -107,6 +107,10 @@ FIELDS: dict[str, tuple[tuple[Any, ...], str, str]] = {
                         "bf16 weights and fp32 Adam moments: 12 (bf16 gradients), 10 (the "
                         "book's: no gradients kept), 16 (+ an fp32 master copy), 18 (fp32 "
                         "master and fp32 gradients)", "models.training_memory.state_widths"),
+    "condition_layer": (("model", "mlp_block"), "the layer a training plan's parallelism "
+                        "conditions are solved from: one whole layer of the model's training "
+                        "rows (attention and MLP), or the book's one MLP block (ch. 5)",
+                        "parallel.rows.condition_rows"),
 }
 
 
@@ -169,6 +173,7 @@ class Conventions:
     gpu_level: str = "all"
     allreduce_latency: str = "nccl"
     optimizer_bytes: int = 12
+    condition_layer: str = "model"
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -314,7 +319,7 @@ weight + activation memory per attention and per MLP block, lines 1082-1093, 114
 tests/data/llm_analysis_d841e40.json.gz holds its numbers on a grid of Llama-2 steps."""
 
 BOOK = Conventions(name="book", attention_pairs="all", ring_factor="book", gpu_level="one",
-                   optimizer_bytes=10)
+                   optimizer_bytes=10, condition_layer="mlp_block")
 BOOK_DOC = """How to Scale Your Model (the book), field by field:
 
 - attention_pairs=all: training attention FLOPs over all seq^2 pairs (chapter 4's
@@ -326,7 +331,10 @@ BOOK_DOC = """How to Scale Your Model (the book), field by field:
   domain and W_node (the node's egress, the first level above it) beyond it (chapter 12,
   "Rooflines for LLM Scaling on GPUs"), not the slowest of every level the group spans;
 - optimizer_bytes=10: bf16 parameters and fp32 Adam moments, 10 bytes a parameter
-  (chapter 4; no gradient buffer)."""
+  (chapter 4; no gradient buffer);
+- condition_layer=mlp_block: a training plan's parallelism conditions solved from one MLP
+  block In[B, D] W_in[D, F] W_out[F, D] (chapter 5; chapter 12's MoE MLP), not a whole
+  layer with attention."""
 
 #: name -> profile; each profile's fields and their sources are in ``DOCS``.
 PROFILES: dict[str, Conventions] = {c.name: c for c in (SYMROOF, BOOK, LLM_VIEWER, LLM_ANALYSIS)}

@@ -148,7 +148,8 @@ def quantity(name: str) -> sp.Symbol:
 #: The training-plan template's symbols (:mod:`symroof.parallel.layout`; a plan substitutes
 #: them, the strategy search evaluates them over arrays of splits), per parallel role
 #: (``PLAN_ROLES``): n_<role> its degree; k_<role> seconds per byte of its collectives;
-#: lat_<role> their latency floor; a_ep seconds per byte of an AllToAll over the ep axes;
+#: lat_<role> their latency floor (lar_<role>: an AllReduce's, which NCCL's tree may
+#: lower); a_ep seconds per byte of an AllToAll over the ep axes;
 #: n_mb microbatches; z1, z2, z3 are 1 where ZeRO shards the optimizer state, the gradients,
 #: the weights (0 elsewhere).
 PLAN_ROLES = ("dp", "fsdp", "tp", "pp", "ep")
@@ -156,6 +157,7 @@ PLAN: dict[str, sp.Symbol] = {
     **{f"n_{r}": _dim(f"n_{r}") for r in PLAN_ROLES},
     **{f"k_{r}": sp.Symbol(f"k_{r}", nonnegative=True) for r in PLAN_ROLES},
     **{f"lat_{r}": sp.Symbol(f"lat_{r}", nonnegative=True) for r in PLAN_ROLES},
+    **{f"lar_{r}": sp.Symbol(f"lar_{r}", nonnegative=True) for r in PLAN_ROLES},
     "a_ep": sp.Symbol("a_ep", nonnegative=True),
     "n_mb": _dim("n_mb"),
     **{f"z{i}": sp.Symbol(f"z{i}", nonnegative=True) for i in (1, 2, 3)},

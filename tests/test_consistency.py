@@ -147,3 +147,37 @@ def test_compare_conventions_from_the_command_line_is_the_python_answer():
     d = sr.compare_conventions(M8, H100, sr.Step(1, context=2048), "symroof", "llm-viewer")
     assert by_compare == by_diff == json.loads(json.dumps(d.as_dict()))
     assert d.explained
+
+
+@pytest.mark.parametrize("remat", ["none", "full"])
+def test_training_flops_of_one_step_are_one_number(remat):
+    """One training step's FLOPs from ``train_ops``' rows (checked op by op by the NumPy
+    twin), from a one-chip ``train_plan`` and from ``training_run``: one exact number.
+    Before, the plan retyped B (2 P_active + 4 L H d_h seq) (every seq^2 pair) and the run
+    counted 6 P tokens."""
+    step = sr.TrainStep(8, 4096)
+    total = sum(c.flops for c in sr.train_ops(M8, step, remat=remat).values())
+    one = sr.train_plan(M8, sr.mesh("h100", {"X": 1}, custom=True), "dp", step=step,
+                        remat=remat)
+    assert one.flops == total
+    if remat == "none":  # a run counts no recompute
+        run = sr.training_run(M8, step.tokens, "h100", chips=1, mfu=1, seq=step.seq,
+                              batch_tokens=step.tokens)
+        assert run.flops == total
+
+
+@pytest.mark.parametrize("profile", ["symroof", "book"])
+def test_train_from_the_command_line_is_the_python_plan(profile):
+    """``symroof train --conventions`` plans what ``sr.train_plan(conventions=...)`` plans:
+    the same condition (the book's 850 = alpha/3 from its MLP block, book ch. 5, under
+    "book") and the same step bounds."""
+    data = cli_json(f"train --model llama-3.1-70b --mesh tpu-v5p:4x4x4 --tokens 1M "
+                    f"--strategy fsdp --fsdp XYZ --conventions {profile} --format json")
+    plan = sr.train_plan(M70, sr.mesh("tpu-v5p", "4x4x4"), "fsdp", batch_tokens=2**20,
+                         seq=4096, conventions=profile)
+    (row,) = data["strategies"]
+    (fsdp,) = row["conditions"]
+    assert fsdp["threshold_exact"] == str(plan.conditions["fsdp"].threshold)
+    assert (fsdp["threshold_exact"] == "850") == (profile == "book")
+    assert row["lower_s"] == float(plan.lower) and row["upper_s"] == float(plan.upper)
+    assert data["query"]["conventions"]["name"] == profile

@@ -22,7 +22,10 @@ ONE_LEVEL = profile("symroof").replace(gpu_level="one")
 
 
 def _fsdp(shape: dict, conventions) -> sp.Expr:
-    """The per-GPU batch ZeRO-3 needs on ``shape`` of H100s, from the training plan."""
+    """The per-GPU batch ZeRO-3 needs on ``shape`` of H100s, from the training plan, solved
+    from the book's MLP block (its closed forms are of that layer; the book's own profile
+    picks it, symroof's solves from a whole layer unless told)."""
+    conventions = profile(conventions).replace(condition_layer="mlp_block")
     with using(conventions):  # a plan's conditions are solved when first read: read here
         return sr.train_plan(sr.model("llama-3.1-70b"), sr.mesh("h100", shape), "zero3",
                              batch_tokens=2**22, seq=4096).conditions["fsdp"].threshold

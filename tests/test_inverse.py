@@ -20,8 +20,9 @@ SYM_MESH = sr.mesh(sr.symbolic_chip(W_net=W_ici / 2), {"X": X, "Y": Y, "Z": Z})
 
 
 def fsdp_v5p(batch=2**20):
+    """The book's condition: solved from its one MLP block (conventions "book")."""
     return sr.train_plan("llama-3.1-70b", sr.mesh("tpu-v5p", "4x4x4"), "fsdp",
-                         batch_tokens=batch, seq=4096).conditions["fsdp"]
+                         batch_tokens=batch, seq=4096, conventions="book").conditions["fsdp"]
 
 
 def test_chips_for_batch_is_the_books_n_equals_b_over_threshold():
@@ -35,8 +36,8 @@ def test_chips_for_batch_is_the_books_n_equals_b_over_threshold():
 
 
 def test_chips_for_is_symbolic_on_a_symbolic_mesh():
-    c = sr.train_plan(sr.Transformer(), SYM_MESH, "fsdp", batch_tokens=B,
-                      seq=T).conditions["fsdp"]
+    c = sr.train_plan(sr.Transformer(), SYM_MESH, "fsdp", batch_tokens=B, seq=T,
+                      conventions="book").conditions["fsdp"]
     assert sp.simplify(c.chips_for(B) - 3 * B * W_ici / C) == 0  # B / (alpha / 3)
 
 

@@ -27,7 +27,13 @@ MODEL = Transformer()  # every dimension a symbol
 N3 = X * Y * Z
 
 
+#: the book's layer (its one MLP block) with symroof's other conventions: the book's
+#: formulas and table are of that block
+BOOK_LAYER = sr.profile("symroof").replace(condition_layer="mlp_block")
+
+
 def plan(strategy, mesh=MESH3, model=MODEL, batch=B, **kw):
+    kw.setdefault("conventions", BOOK_LAYER)
     return sr.train_plan(model, mesh, strategy, batch_tokens=batch, seq=kw.pop("seq", 4096),
                          **kw)
 
@@ -187,13 +193,18 @@ def test_plan_totals_are_sums_of_parts():
     assert p.lower == sum(t.lower for t in p.time.values())
     assert p.memory_total == sum(p.memory.values())
     assert p.flops == sum(c.flops for k, c in p.step.items() if k.endswith("compute"))
-    # 6 P tokens + 12 L H d_h seq tokens, plus the rerun forward of full remat (the layers:
-    # not the embedding gather nor the lm_head, V D each), over N chips
-    P, toks, attn = L70.params, 2**20, 80 * 64 * 128 * 4096  # L H d_h seq
-    layers = P - 2 * 128256 * 8192
-    twin = 6 * P * toks + 12 * attn * toks + (2 * layers + 4 * attn) * toks
-    assert p.flops * 1024 == twin
     assert p.bubble == sp.Rational(7, 32 + 7) and p.bound == "compute"
+    # the step's FLOPs are train_ops' rows (checked op by op against the NumPy twin), shared
+    # out over the chips; TP repeats the D-wide rows on each of its 8 ranks (one microbatch,
+    # one data shard: a norm's gain gradient, n - 1 adds a element, is summed once)
+    tp = plan("tp+pp", mesh=sr.mesh("h100", {"Z": 8, "Y": 8}), model=L70, batch=2**15,
+              tp="Y", pp="Z", microbatches=1)
+    rows = sr.train_ops(L70, 2**15 // 4096, 4096, "full")
+    whole = ("attn_norm", "mlp_norm", "final_norm", "attn/residual", "mlp/residual",
+             "mlp/gate_up_sum", "attn/qkv_sum", "embed")  # D wide: not split by heads or F
+    repeated = sum(c.flops for k, c in rows.items()
+                   if k.split("/", 1)[1].removesuffix("/dx").removesuffix("/dw") in whole)
+    assert tp.flops * 64 == sum(c.flops for c in rows.values()) + 7 * repeated
 
 
 @pytest.mark.parametrize("strategy, sharded", [
@@ -218,7 +229,7 @@ def test_tp_shards_params_and_activations_over_y():
 def test_whole_runs_book_numbers():
     pod = sr.mesh("tpu-v5p", "16x20x28")
     run = sr.training_run(L70, 15 * 10**12, pod, mfu=0.4)
-    assert round(float(run.flops) / 1e24, 2) == 6.35  # book: 6.3e24 (70e9 rounded)
+    assert round(float(run.model_flops) / 1e24, 2) == 6.35  # book: 6.3e24 (70e9 rounded)
     assert round(float(run.days)) == 45  # book: "about 44 days" (3.8e6 s)
     assert round(float(sr.training_run(L70, 15e12, "tpu-v5p", chips=18823, mfu=0.5).days)) == 17
     gpu = sr.training_run(L70, 15 * 10**12, "h100", chips=4096, mfu=0.45)
@@ -345,15 +356,24 @@ def test_ep_shards_the_experts_and_the_batch():
     for key in ("params", "grads", "moments"):
         assert ep.memory[key] == share * dp.memory[key]
     assert ep.memory["activations"] == dp.memory["activations"]  # B over X Z_e = 128 both
-    assert ep.flops == dp.flops  # the same tokens per chip, 6 P_active (not P) each
-    P_act, attn = mix.active_params, 32 * 32 * 128 * 4096  # L H d_h seq
-    layers = P_act - 2 * 32000 * 4096  # full remat reruns the layers, not embed/lm_head
-    assert ep.flops * 128 == 2**22 * (6 * P_act + 2 * layers + 16 * attn)
+    # the same tokens per chip: the same forward; backward, Adam runs on EP's share only
+    # (14 FLOPs a parameter: symroof.models.backward.adam, counted by the twin)
+    assert ep.step["forward/compute"].flops == dp.step["forward/compute"].flops
+    assert dp.flops - ep.flops == 14 * mix.params * (1 - share)
+    forward = sr.train_ops(mix, 2**22 // 4096, 4096, "full")  # the twin-checked rows
+    assert ep.step["forward/compute"].flops * 128 == sum(
+        c.flops for k, c in forward.items() if k.startswith("fwd/"))
     a2a = sr.all_to_all(mesh, 2 * 2**22 // 16 * 4096 * 2, "Z")  # [B/X, D, min(k, Z_e)]
     assert ep.step["forward/ep/all-to-all tokens"].net_time == 2 * 32 * a2a.net_time
-    rest = (mix.params - experts) * 2 // 32  # replicated weights: an AllReduce like DP's
+    # the weights EP replicates, their gradients all-reduced like DP's: per layer W_q, W_o
+    # [4096, 32 x 128], W_k, W_v [4096, 8 x 128], the router [4096, 8] and two norm gains;
+    # once the embedding and lm_head [32000, 4096] and the final norm (Mixtral's config)
+    # (the embedding and head spread over the 32 layers)
+    layer = 2 * 4096 * 32 * 128 + 2 * 4096 * 8 * 128 + 4096 * 8 + 2 * 4096
+    rest = 2 * 32000 * 4096 + 4096
     assert ep.step["backward/ep/all-reduce grads"].net_time == \
-        32 * sr.all_reduce(mesh, rest, "Z").net_time
+        32 * sr.all_reduce(mesh, 2 * (layer + sp.Rational(rest, 32)), "Z").net_time
+    assert 32 * layer + rest == mix.params - experts
     assert set(ep.conditions) == {"dp", "ep"}
 
 

@@ -154,73 +154,83 @@ def test_2d_serving_layer(reports, name, X, Y, G):
         for n in report.notes), str(report)
 
 
-# per strategy: what attention adds to the book's MLP block, by the same rules: each of
-# W_q, W_k, W_v, W_o (D H d_h elements here, since H = G) gathered (forward and again
-# backward, as the plan does for W_in, W_out) and its gradient reduce-scattered by FSDP or
-# all-reduced by DP; TP gathers the block's input and reduce-scatters its output, and the
-# transpose of both in the backward pass
-W = D * H * d_h
+# per strategy, one layer's training step by the book's rules (ch. 5), in per-device
+# elements: FSDP gathers each of W_q, W_k, W_v, W_o (D H d_h here, H = G) and W_gate,
+# W_up, W_down (D F) forward and again backward and reduce-scatters its gradient; DP
+# all-reduces each gradient; TP gathers each block's input x[B_X, D_Y] and reduce-scatters
+# its output (attention and MLP; the transposes backward), and, D being split, all-reduces
+# each RMSNorm's sums of squares, one a token (two norms, forward and backward)
+WEIGHTS = [D * H * d_h] * 4 + [D * 512] * 3
 
 
-def _attention(data: tuple, X: int, fsdp: tuple, tp: tuple, Y: int) -> list[dict]:
+def _layer(data: tuple, X: int, fsdp: tuple, tp: tuple, Y: int) -> list[dict]:
     out = []
-    for _ in range(4):  # W_q, W_k, W_v, W_o
+    for w in WEIGHTS:
         if fsdp:
-            out += [coll("all-gather", fsdp, W // (X * Y), W // Y)] * 2
-            out += [coll("reduce-scatter", fsdp, W // Y, W // (X * Y))]
+            out += [coll("all-gather", fsdp, w // (X * Y), w // Y)] * 2
+            out += [coll("reduce-scatter", fsdp, w // Y, w // (X * Y))]
         elif data:
-            out += [coll("all-reduce", data, W // Y, W // Y)]
+            out += [coll("all-reduce", data, w // Y, w // Y)]
     if tp:
-        act = TOKENS * D // X  # [B/X, D] tokens of one data shard
-        out += [coll("all-gather", tp, act // Y, act), coll("reduce-scatter", tp, act, act // Y)]
-        out += [coll("all-gather", tp, act // Y, act), coll("reduce-scatter", tp, act, act // Y)]
+        act, tokens = TOKENS * D // X, TOKENS // X  # [B/X, D] tokens of one data shard
+        block = [coll("all-gather", tp, act // Y, act), coll("reduce-scatter", tp, act, act // Y)]
+        out += block * 4  # attention and MLP, forward and backward
+        out += [coll("all-reduce", tp, tokens, tokens)] * 4
     return out
 
 
-ATTENTION = {
-    "dp": _attention(("X",), 8, (), (), 1),
-    "fsdp": _attention(("X",), 8, ("X",), (), 1),
-    "tp": _attention((), 1, (), ("Y",), 8),
-    "fsdp+tp": _attention(("X",), 4, ("X",), ("Y",), 2),
+LAYER = {
+    "dp": _layer(("X",), 8, (), (), 1),
+    "fsdp": _layer(("X",), 8, ("X",), (), 1),
+    "tp": _layer((), 1, (), ("Y",), 8),
+    "fsdp+tp": _layer(("X",), 4, ("X",), ("Y",), 2),
 }
 
 
 def _xla_extras(X: int, tp: tuple, Y: int) -> list[dict]:
-    """What XLA sends beyond the book's rules, under TP (x is [B_X, D_Y]): each RMSNorm's
-    sums of squares over the D shards, B/X of them all-reduced over Y, twice forward and twice
-    backward; and dIn's partial sums through W_q, W_k and W_v all-reduced apart (one tuple of
-    three), where one ReduceScatter of their sum is the minimum: two more [B/X, D]."""
+    """What XLA sends beyond the book's rules, under TP: dIn's partial sums through W_q,
+    W_k and W_v all-reduced apart (one tuple of three), and through W_gate and W_up (two),
+    where one ReduceScatter of each block's sum is the minimum: three more [B/X, D]."""
     if not tp:
         return []
     act = TOKENS * D // X
-    return [coll("all-reduce", tp, TOKENS // X, TOKENS // X)] * 4 + \
-        [coll("all-reduce", tp, act, act)] * 2
+    return [coll("all-reduce", tp, act, act)] * 3
 
 
 EXTRAS = {"dp": [], "fsdp": [], "tp": _xla_extras(1, ("Y",), 8),
           "fsdp+tp": _xla_extras(4, ("Y",), 2)}
 
 
-@pytest.mark.parametrize("name", list(ATTENTION))
-def test_training_layer_with_attention(reports, name):
-    """Every row of ``plan.layer`` (the book's MLP block) is matched by XLA's program for a
-    whole layer; what is left over is attention's collectives (``ATTENTION``), which
-    ``plan.layer`` does not describe, and under TP the norms' and dIn's (``EXTRAS``)."""
+@pytest.mark.parametrize("name", list(LAYER))
+def test_training_layer_agrees_with_xla(reports, name):
+    """The plan's layer (one whole layer of its training rows: attention and MLP) is the
+    book's rules collective by collective (``LAYER``), and XLA's program for the layer
+    sends every one of them; what XLA sends beyond them is ``EXTRAS``."""
     from symroof.xla import compare
+    from symroof.xla.check import layer_predicted
 
+    mine = layer_predicted(plans()[name])
+    book = compare(LAYER[name], [{k: v for k, v in p.items() if k != "row"} for p in mine],
+                   case=name)
+    assert book.ok and not book.unexpected, str(book)
     report = reports[name]
+    assert report.predicted == len(LAYER[name]), str(report)
     assert all(": unexpected: " in d for d in report.disagreements), str(report)
-    attention = compare(ATTENTION[name], report.unexpected, case=name)
-    assert not any("missing" in d or "wrong element count" in d
-                   for d in attention.disagreements), str(attention)
-    assert sorted(attention.unexpected, key=str) == sorted(EXTRAS[name], key=str)
+    assert sorted(report.unexpected, key=str) == sorted(EXTRAS[name], key=str)
+    # where XLA does not send a predicted collective as it stands, it says why: reductions
+    # combined into one tuple, the forward's gather of a weight kept for the backward (one
+    # compiled program), or an AllReduce where the ReduceScatter is the minimum
+    known = ("XLA combined", "XLA reused", "XLA chose all-reduce where the minimum is")
+    assert all(any(k in n for k in known) for n in report.notes), str(report)
 
 
 def test_planted_wrong_predictions_are_caught(reports):
     assert [r.ok for r in reports["planted"]] == [False] * 9
-    says = ["missing", "wrong element count", "missing: predicted all-to-all"]
+    # a doubled count is either a wrong count of a collective XLA sends, or one it never
+    # sends where XLA reuses the forward's gather for the backward (FSDP's first weight)
+    says = [("missing",), ("wrong element count", "missing"), ("missing: predicted all-to-all",)]
     for report, say in zip(reports["planted"], says * 3):
-        assert any(say in d for d in report.disagreements), str(report)
+        assert any(s in d for s in say for d in report.disagreements), str(report)
 
 
 def test_layouts_the_oracle_cannot_compile_are_refused():
@@ -241,7 +251,7 @@ def test_bad_layer_cases_fail_before_jax_with_the_array_named():
     from symroof.xla import LayerCase, compile_layers
 
     sizes = {"b": 16, "T": 8, "D": 128, "F": 512, "H": 8, "G": 8, "d": 16}
-    for specs, says in (({"w_gate": ((), ())}, r"no array \['w_gate'\] in a train layer"),
+    for specs, says in (({"w_in": ((), ())}, r"no array \['w_in'\] in a train layer"),
                         ({"wq": ((), ())}, "wq has 3 dimensions"),
                         ({"wq": ((), ("Z",), ())}, r"names mesh axes \['Z'\]"),
                         ({"x": (("X",), ("X",), ())}, "x's T = 8 does not split evenly")):

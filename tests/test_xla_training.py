@@ -23,18 +23,22 @@ def need_jax() -> None:
         pytest.skip('jax is not installed: pip install -e ".[jax]"')
 
 
+#: the plans' layer is the book's MLP block (the oracle's program here): symroof's
+#: conventions but condition_layer; the whole layer is tests/test_xla_layers.py's
+BLOCK = sr.profile("symroof").replace(condition_layer="mlp_block")
+
+
 def plans():
     # 1-D lines of 8 are not v5e slices: hypotheticals, as the oracle's CPU mesh is
     x8, y8 = (sr.mesh("tpu-v5e", s, custom=True) for s in ({"X": 8}, {"Y": 8}))
     xy = sr.mesh("tpu-v5e", "4x2")
+    kw = {"batch_tokens": B, "seq": SEQ, "conventions": BLOCK}
     return {
-        "dp": sr.train_plan(TOY, x8, "dp", batch_tokens=B, seq=SEQ),
-        "fsdp": sr.train_plan(TOY, x8, "fsdp", batch_tokens=B, seq=SEQ),
-        "tp": sr.train_plan(TOY, y8, "tp", batch_tokens=B, seq=SEQ),
-        "fsdp+tp": sr.train_plan(TOY, xy, "fsdp+tp", batch_tokens=B, seq=SEQ, fsdp=("X",),
-                                 tp=("Y",)),
-        "dp+tp": sr.train_plan(TOY, xy, "dp+tp", batch_tokens=B, seq=SEQ, dp=("X",),
-                               tp=("Y",)),
+        "dp": sr.train_plan(TOY, x8, "dp", **kw),
+        "fsdp": sr.train_plan(TOY, x8, "fsdp", **kw),
+        "tp": sr.train_plan(TOY, y8, "tp", **kw),
+        "fsdp+tp": sr.train_plan(TOY, xy, "fsdp+tp", fsdp=("X",), tp=("Y",), **kw),
+        "dp+tp": sr.train_plan(TOY, xy, "dp+tp", dp=("X",), tp=("Y",), **kw),
     }
 
 

@@ -167,8 +167,10 @@ def compare_conventions(model: Any, chip: Any, *step_and_profiles: Any, dtype: s
 
     >>> import symroof as sr
     >>> d = compare_conventions(sr.model("tiny"), "h100", sr.Step(1, 8), "symroof", "book")
-    >>> d.fields, d.rows["attn/core"].fields()
-    (('attention_pairs', 'ring_factor', 'gpu_level', 'optimizer_bytes'), ['attention_pairs'])
+    >>> d.fields
+    ('attention_pairs', 'ring_factor', 'gpu_level', 'optimizer_bytes', 'condition_layer')
+    >>> d.rows["attn/core"].fields()
+    ['attention_pairs']
     """
     items = list(step_and_profiles)
     named = []

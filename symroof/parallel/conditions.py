@@ -1,5 +1,5 @@
-"""The conditions of a training plan, solved with ``sr.crossover`` from its layer rows (the
-book's MLP accounting), never typed in.
+"""The conditions of a training plan, solved with ``sr.crossover`` from its layer rows (one
+whole layer of the model, or the book's MLP block), never typed in.
 
 Each role's collectives are compared with the compute of the pass they run in (roles on
 different axes overlap each other, so each must hide under compute on its own); bandwidth
@@ -24,9 +24,13 @@ that wraps they reduce to the book's forms (ch. 5; ch. 12 for GPUs):
   Y-traffic do not overlap, ``overlap_axes=False``: the book's earlier revision);
 - ``bubble`` (pp): GPipe's idle fraction (Z - 1)/(N_mb + Z - 1) (not in the book).
 
+The layer they are solved from is the conventions' ``condition_layer``: the book's MLP
+block under "book" (the forms above), one whole layer of the model by default (attention
+and the norms add compute per weight byte, so its thresholds are a little lower).
+
 >>> import symroof as sr
 >>> plan = sr.train_plan("llama-3.1-70b", sr.mesh("tpu-v5p", "4x4x4"), "fsdp",
-...                      batch_tokens=2**20, seq=4096)
+...                      batch_tokens=2**20, seq=4096, conventions="book")
 >>> c = plan.conditions["fsdp"]
 >>> c.threshold                     # alpha / 3 = (C / W_ici) / 3 = 2550 / 3: all three axes
 850
@@ -34,6 +38,10 @@ that wraps they reduce to the book's forms (ch. 5; ch. 12 for GPUs):
 fsdp: B/N > 850 (plan: 16384): holds
 >>> sr.latex(c)
 'B/N > 850'
+>>> whole = sr.train_plan("llama-3.1-70b", sr.mesh("tpu-v5p", "4x4x4"), "fsdp",
+...                       batch_tokens=2**20, seq=4096)
+>>> print(whole.conditions["fsdp"])
+fsdp: B/N > 849.5 (plan: 16384): holds
 """
 
 from __future__ import annotations
@@ -48,7 +56,7 @@ from ..analysis import crossover
 from ..cost import as_exact
 from ..symbols import B as _B
 from .layout import ROLES, SYM, a2a_link, role_links
-from .rows import layer_rows, template_make
+from .rows import condition_rows, template_make
 
 __all__ = ["Condition", "derive"]
 
@@ -102,7 +110,7 @@ class Condition:
 
         >>> import symroof as sr
         >>> plan = sr.train_plan("llama-3.1-70b", sr.mesh("tpu-v5p", "4x4x4"), "fsdp",
-        ...                      batch_tokens=2**20, seq=4096)
+        ...                      batch_tokens=2**20, seq=4096, conventions="book")
         >>> n = plan.conditions["fsdp"].chips_for(16 * 10**6)
         >>> n, int(n)
         (320000/17, 18823)
@@ -145,11 +153,12 @@ def _times(plan: Any, subs: dict, model: Any = None) -> dict[str, dict[str, sp.E
     applied."""
     n = {r: SYM[f"n_{r}"] for r in ROLES}
     z = tuple(int(plan.zero >= level) for level in (1, 2, 3))
-    rows = layer_rows(model or plan.model, _B, n, z, template_make)
+    rows = condition_rows(model or plan.model, _B, plan.seq, n, z, template_make)
     links = role_links(plan.mesh, plan.axes)
     values = {SYM[f"k_{r}"]: links[r][0] for r in ROLES}
     values[SYM["a_ep"]] = a2a_link(plan.mesh, plan.axes["ep"])
     values.update({SYM[f"lat_{r}"]: 0 for r in ROLES})
+    values.update({SYM[f"lar_{r}"]: 0 for r in ROLES})
     values.update(subs)
     C = plan.mesh.chip.peak(plan.dtype)
     out: dict[str, dict[str, sp.Expr]] = {}
@@ -209,8 +218,15 @@ def _ep(plan: Any, fixed: dict) -> Condition:
     f = sp.Dummy("F_expert", positive=True)  # local: the width solved for, not in the root
     moe = plan.model.moe
     wide = plan.model.replace(moe=dataclasses.replace(moe, F=f))
-    root = _solve(_times(plan, fixed, wide), "ep", f, sp.Max)
-    return Condition("ep", "F", ">", root, moe.F, _SOURCES["ep"])
+    at = {**fixed, _B: plan.batch_tokens}  # the plan's batch (a whole layer's rows are affine)
+    roots = []
+    for t in _times(plan, at, wide).values():
+        if t.get("ep", 0) != 0:
+            try:
+                roots.append(crossover(t["compute"], t["ep"], f))
+            except ValueError:  # no positive root: this pass hides them at any width
+                pass
+    return Condition("ep", "F", ">", sp.Max(0, *roots), moe.F, _SOURCES["ep"])
 
 
 def _fsdp_tp(plan: Any, fixed: dict, N: Any, per_chip: Any) -> dict[str, Condition]:

@@ -38,11 +38,12 @@ from typing import Any
 import sympy as sp
 
 from ..conventions import Conventions, current
-from ..hardware.collectives import all_gather, all_to_all
+from ..hardware.collectives import all_gather, all_to_all, collective
 from ..hardware.mesh import Mesh
 from ..symbols import PLAN, PLAN_ROLES
 
-__all__ = ["ROLES", "PARTS", "parse_strategy", "assign_axes", "role_links", "a2a_link", "SYM",
+__all__ = ["ROLES", "PARTS", "parse_strategy", "assign_axes", "role_links", "a2a_link",
+           "allreduce_latency", "SYM",
            "check_experts", "check_degrees"]
 
 #: the roles, in the order a plan prints them (the template's symbols are named after them)
@@ -189,3 +190,21 @@ def _a2a_link(mesh: Mesh, axes: tuple[str, ...], _cv: Conventions) -> sp.Expr:
     if not axes or mesh.size(axes) == 1:
         return sp.Integer(0)
     return all_to_all(mesh, 1, axes).t_bw  # linear in V: the time of one byte
+
+
+def allreduce_latency(mesh: Mesh, axes: tuple[str, ...]) -> sp.Expr:
+    """The latency floor of an AllReduce over ``axes`` (0 without axes): twice a ring's, or
+    NCCL's tree's where that is lower (:func:`symroof.hardware.collectives.all_reduce`).
+
+    >>> import symroof as sr
+    >>> allreduce_latency(sr.mesh("tpu-v5p", "4x4x4"), ("X", "Y"))   # 2 x 4 hops of 1 us
+    1/125000
+    """
+    return _allreduce_latency(mesh, tuple(axes), current())
+
+
+@functools.lru_cache(maxsize=512)
+def _allreduce_latency(mesh: Mesh, axes: tuple[str, ...], _cv: Conventions) -> sp.Expr:
+    if not axes or mesh.size(axes) == 1:
+        return sp.Integer(0)
+    return collective("all-reduce", mesh, 1, axes).t_lat

@@ -19,7 +19,7 @@ llama-3.1-405b on tpu-v5e 2x2, 14 splits x 1 batches:
 >>> moe = strategy_search("mixtral-8x7b", sr.mesh("tpu-v5p", "4x4x8"), batch_tokens=2**22)
 >>> print(moe)                     # ep splits too; compute-bound ties go to the least memory
 mixtral-8x7b on tpu-v5p 4x4x8, 73 splits x 1 batches:
-  4.19 M tokens: zero3 on 4x4x8 (fsdp: X,Y,Z): 7.93 s .. 8.52 s (compute-bound)
+  4.19 M tokens: zero3 on 4x4x8 (fsdp: X,Y,Z): 7.88 s .. 10.9 s (compute-bound)
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from ..conventions import current
 from ..evaluate import NUMPY, evaluate, free_symbols
 from ..hardware.mesh import Mesh
 from ..models.transformer import Transformer
@@ -45,6 +46,7 @@ from .layout import (
     ROLES,
     SYM,
     a2a_link,
+    allreduce_latency,
     check_experts,
     mesh_text,
     parse_strategy,
@@ -79,6 +81,8 @@ class Candidate:
         out = {f"n_{r}": float(d) for r, d in self.degrees.items()}
         out.update({f"k_{r}": float(links[r][0]) for r in ROLES})
         out.update({f"lat_{r}": float(links[r][1]) for r in ROLES})
+        out.update({f"lar_{r}": float(allreduce_latency(self.mesh, self.axes[r]))
+                    for r in ROLES})
         out["a_ep"] = float(a2a_link(self.mesh, self.axes["ep"]))
         out.update({f"z{i}": float(self.zero >= i) for i in (1, 2, 3)})
         out["n_mb"] = float(self.microbatches)
@@ -116,13 +120,18 @@ def _mixes_dcn(mesh: Mesh, axes: tuple[str, ...]) -> bool:
     return len(kinds) > 1
 
 
-@functools.lru_cache(maxsize=32)
 def template(model: Any, chip: Any, seq: int, remat: Any, widths: tuple, dtype: str,
              overlap_axes: bool) -> dict[str, sp.Expr]:
     """The step's per-pass terms and per-chip memory as expressions of B (tokens) and the
     template symbols: ``{f,b}_{math,mem,net}`` (net: the slowest role's collectives),
     ``{f,b}_serial`` (all collectives added), ``memory`` (per chip) and ``whole`` (every
-    byte of the run, unsharded)."""
+    byte of the run, unsharded); under the conventions in force."""
+    return _template(model, chip, seq, remat, widths, dtype, overlap_axes, current())
+
+
+@functools.lru_cache(maxsize=32)
+def _template(model: Any, chip: Any, seq: int, remat: Any, widths: tuple, dtype: str,
+              overlap_axes: bool, conventions: Any) -> dict[str, sp.Expr]:
     n = {r: SYM[f"n_{r}"] for r in ROLES}
     m, z = SYM["n_mb"], (SYM["z1"], SYM["z2"], SYM["z3"])
     rows = step_rows(model, _B, seq, remat, n, m, z, template_make)
@@ -130,7 +139,9 @@ def template(model: Any, chip: Any, seq: int, remat: Any, widths: tuple, dtype: 
                        overlap_axes=overlap_axes)
     out = {}
     for p, t in times.items():
-        out.update({f"{p[0]}_math": t.t_math, f"{p[0]}_mem": t.t_mem, f"{p[0]}_net": t.t_net,
+        # factored: the rows' groups share denominators, and fewer terms compile faster
+        out.update({f"{p[0]}_math": sp.factor(t.t_math), f"{p[0]}_mem": sp.factor(t.t_mem),
+                    f"{p[0]}_net": t.t_net,
                     f"{p[0]}_serial": t.cost.net_time})  # every collective one after another
     out["memory"] = sum(plan_memory(model, _B, seq, remat, n, z, dict(widths)).values())
     one = {r: 1 for r in ROLES}
@@ -200,7 +211,7 @@ def strategy_search(model: Transformer | str, meshes: Mesh | Sequence[Mesh], *, 
     ...                       batch_tokens=[2**20, 2**22])
     >>> print(res)
     llama-3.1-70b on tpu-v5p 4x4x4, 42 splits x 2 batches:
-      1.05 M tokens: zero3 on 4x4x4 (fsdp: X,Y,Z): 21.5 s .. 22.4 s (compute-bound)
+      1.05 M tokens: zero3 on 4x4x4 (fsdp: X,Y,Z): 21.3 s .. 27.3 s (compute-bound)
       4.19 M tokens: does not fit: needs 7.56 TB = 79 chips; the smallest slice with them is 4x4x8
     """
     from ..models import model as _model

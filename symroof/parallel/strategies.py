@@ -3,10 +3,12 @@
 LLM Scaling on GPUs").
 
 ``train_plan(model, mesh, strategy="fsdp+tp", batch_tokens=..., fsdp=("X", "Y"), tp="Z")``
-works out, **per chip**: the compute and collectives of one layer (the book's MLP
-accounting, from which every condition is solved) and of the whole step (the model's
-6 x params x tokens plus attention), the memory (:func:`symroof.models.training_memory.
-train_memory`, each part divided by the degrees that shard it), the step-time bounds and
+works out, **per chip**: the compute and collectives of the whole step (the model's
+training rows, :func:`symroof.train_ops`, sharded by the strategy's roles) and of the
+layer every condition is solved from (one whole layer of those rows, or the book's MLP
+block under the conventions' ``condition_layer = "mlp_block"``), the memory
+(:func:`symroof.models.training_memory.train_memory`, each part divided by the degrees
+that shard it), the step-time bounds and
 which bound binds, and the conditions (:mod:`symroof.parallel.conditions`). Roles and
 strategies: :mod:`symroof.parallel.layout`; counting conventions: :mod:`symroof.parallel.rows`.
 
@@ -19,9 +21,9 @@ strategies: :mod:`symroof.parallel.layout`; counting conventions: :mod:`symroof.
 llama-3.1-70b on tpu-v5p 16x16x16 (4096 chips): fsdp+tp (fsdp: Y,Z; tp: X)
   batch 4.19 M tokens, seq 4096, remat full
   memory per chip 1.85 GB of 96 GB (weights and optimizer 207 MB, activations 1.64 GB)
-  step 1.48 s .. 2.86 s (compute-bound); forward network-bound, backward compute-bound
+  step 1.48 s .. 3.45 s (compute-bound); forward network-bound, backward compute-bound
 >>> print(plan.conditions["tp"])                  # 16-way TP on one axis: comms-bound
-tp: Y < 11.24 (plan: 16): does not hold
+tp: Y < 11.06 (plan: 16): does not hold
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from typing import Any
 import sympy as sp
 
 from ..analysis import TimeBound
+from ..conventions import Conventions, as_conventions, using
 from ..cost import Cost, as_dimension
 from ..hardware.collectives import collective
 from ..hardware.mesh import Mesh
@@ -43,6 +46,7 @@ from ..models.transformer import Transformer
 from ..render import fmt_si
 from ..timerule import SYMPY, combine
 from ..workload import TrainStep
+from .book_block import routed_params
 from .conditions import derive
 from .layout import (
     ROLES,
@@ -53,7 +57,7 @@ from .layout import (
     parse_strategy,
     role_links,
 )
-from .rows import layer_rows, pass_times, routed_params, step_rows
+from .rows import condition_rows, pass_times, step_rows
 
 __all__ = ["TrainPlan", "train_plan", "plan_memory", "STRATEGIES", "EP_STRATEGIES",
            "BatchSplitError"]
@@ -100,7 +104,9 @@ def _check_remat(remat: Any) -> Any:
 class TrainPlan:
     """One training step of ``model`` on ``mesh`` under ``strategy``, per chip.
 
-    ``layer``: the book's MLP layer (forward and backward rows); ``step``: the whole model;
+    ``layer``: the layer the conditions are solved from (forward and backward rows: one
+    whole layer of the model, or the book's MLP block, by ``conventions``); ``step``: the
+    whole model;
     ``memory``: bytes per chip; ``time``: per pass ``TimeBound`` (its t_net the slowest
     role's collectives); ``lower``/``upper``: the step's bounds, perfect overlap (the sum
     of the passes' max terms) and none at all (compute plus every collective, one after
@@ -123,6 +129,7 @@ class TrainPlan:
     overlap_axes: bool = True
     widths: dict = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    conventions: Conventions = field(default_factory=as_conventions)
 
     @property
     def degrees(self) -> dict[str, Any]:
@@ -142,14 +149,16 @@ class TrainPlan:
     def time(self) -> dict[str, TimeBound]:
         """Per pass ("forward", "backward"): the step's time bounds on the mesh."""
         stretch = 1 / (1 - self.bubble)
-        return pass_times(self.step, self.mesh.chip, self.dtype, bubble=stretch,
-                          overlap_axes=self.overlap_axes)
+        with using(self.conventions):
+            return pass_times(self.step, self.mesh.chip, self.dtype, bubble=stretch,
+                              overlap_axes=self.overlap_axes)
 
     @functools.cached_property
     def layer_time(self) -> dict[str, TimeBound]:
-        """Per pass: one layer of the book's MLP (no pipeline stretch)."""
-        return pass_times(self.layer, self.mesh.chip, self.dtype,
-                          overlap_axes=self.overlap_axes)
+        """Per pass: the layer the conditions are solved from (no pipeline stretch)."""
+        with using(self.conventions):
+            return pass_times(self.layer, self.mesh.chip, self.dtype,
+                              overlap_axes=self.overlap_axes)
 
     @property
     def lower(self) -> sp.Expr:
@@ -188,7 +197,8 @@ class TrainPlan:
     @functools.cached_property
     def conditions(self) -> dict[str, Any]:
         """The strategy's thresholds, solved with ``sr.crossover``: name -> Condition."""
-        return derive(self)
+        with using(self.conventions):
+            return derive(self)
 
     def __str__(self) -> str:
         axes = "; ".join(f"{r}: {','.join(self.axes[r])}" for r in ROLES if self.axes[r])
@@ -224,7 +234,8 @@ def train_plan(model: Transformer | str, mesh: Mesh, strategy: str = "fsdp", *,
                dp: Any = None, fsdp: Any = None, tp: Any = None,
                pp: Any = None, ep: Any = None, microbatches: int | None = None,
                remat: Any = "full", widths: Mapping[str, Any] | None = None,
-               dtype: str = "bf16", overlap_axes: bool = True) -> TrainPlan:
+               dtype: str = "bf16", overlap_axes: bool = True,
+               conventions: Any = None) -> TrainPlan:
     """Plan one training step; see the module docstring and :class:`TrainPlan`.
 
     ``strategy``: roles joined by '+' (``dp``, ``zero1``, ``zero2``, ``zero3``/``fsdp``,
@@ -238,7 +249,9 @@ def train_plan(model: Transformer | str, mesh: Mesh, strategy: str = "fsdp", *,
     checkpoints per layer. ``widths``: byte widths for
     :func:`train_memory` (``grad_bytes=0`` is the book's 10 bytes per parameter).
     ``overlap_axes``: collectives on different roles' axes overlap each other (the book's
-    current ch. 5); False adds them (its earlier revision).
+    current ch. 5); False adds them (its earlier revision). ``conventions``: a profile
+    name or record (:mod:`symroof.conventions`); "book" solves the conditions from the
+    book's MLP block (``condition_layer``) with its ring factor and 10 bytes a parameter.
 
     >>> import symroof as sr
     >>> sr.train_plan("llama-3.1-8b", sr.mesh("tpu-v5p", "4x4x4"), "dp", batch_tokens=10**6)
@@ -247,18 +260,23 @@ def train_plan(model: Transformer | str, mesh: Mesh, strategy: str = "fsdp", *,
     ValueError: batch_tokens = 1000000 is not a whole number of sequences of seq = 4096 tokens
 
     Expert parallelism on a mixture of experts: Mixtral's 8 experts over Z, FSDP on X, Y.
-    The MoE layer's data-parallel threshold grows by E/k (book ch. 12), and EP's two
-    AllToAlls against the expert compute ask for wide experts (``F > ...``):
+    In the book's MoE MLP block (``conventions="book"``) the data-parallel threshold grows
+    by E/k (ch. 12), and EP's two AllToAlls against the expert compute ask for wide experts
+    (``F > ...``); in a whole layer, attention's work hides most of them:
 
-    >>> plan = sr.train_plan(sr.model("mixtral-8x7b"), sr.mesh("tpu-v5p", "8x8x8"),
-    ...                      "fsdp+ep", step=sr.TrainStep(1024, 4096), fsdp=("X", "Y"),
-    ...                      ep=("Z",))
-    >>> plan.degrees["ep"], plan.fits
+    >>> kw = dict(step=sr.TrainStep(1024, 4096), fsdp=("X", "Y"), ep=("Z",))
+    >>> book = sr.train_plan(sr.model("mixtral-8x7b"), sr.mesh("tpu-v5p", "8x8x8"),
+    ...                      "fsdp+ep", conventions="book", **kw)
+    >>> book.degrees["ep"], book.fits
     (8, True)
-    >>> print(plan.conditions["fsdp"])          # (E/k) alpha/2 per data shard, / Z_e per chip
+    >>> print(book.conditions["fsdp"])          # (E/k) alpha/2 per data shard, / Z_e per chip
     fsdp: B/N > 637.5 (plan: 8192): holds
-    >>> print(plan.conditions["ep"])            # Z_e alpha / 4 on one wrapped axis of 8
+    >>> print(book.conditions["ep"])            # Z_e alpha / 4 on one wrapped axis of 8
     ep: F > 5100 (plan: 14336): holds
+    >>> plan = sr.train_plan(sr.model("mixtral-8x7b"), sr.mesh("tpu-v5p", "8x8x8"),
+    ...                      "fsdp+ep", **kw)
+    >>> print(plan.conditions["fsdp"], plan.conditions["ep"], sep="; ")
+    fsdp: B/N > 704.9 (plan: 8192): holds; ep: F > 309.2 (plan: 14336): holds
     """
     from ..models import model as _model
 
@@ -304,12 +322,14 @@ def train_plan(model: Transformer | str, mesh: Mesh, strategy: str = "fsdp", *,
         return c if count == 1 else count * c
 
     widths = dict(widths or {})
-    return TrainPlan(model=model, mesh=mesh, strategy=strategy, axes=axes, zero=zero,
-                     batch_tokens=B, seq=seq, microbatches=m, remat=remat,
-                     layer=layer_rows(model, B, n, z, make),
-                     step=step_rows(model, B, seq, remat, n, m, z, make),
-                     memory=plan_memory(model, B, seq, remat, n, z, widths), dtype=dtype,
-                     overlap_axes=overlap_axes, widths=widths, notes=notes)
+    with using(conventions) as conv:
+        return TrainPlan(model=model, mesh=mesh, strategy=strategy, axes=axes, zero=zero,
+                         batch_tokens=B, seq=seq, microbatches=m, remat=remat,
+                         layer=condition_rows(model, B, seq, n, z, make),
+                         step=step_rows(model, B, seq, remat, n, m, z, make),
+                         memory=plan_memory(model, B, seq, remat, n, z, widths), dtype=dtype,
+                         overlap_axes=overlap_axes, widths=widths, notes=notes,
+                         conventions=conv)
 
 
 class BatchSplitError(ValueError):

@@ -75,7 +75,7 @@ EXAMPLES = """examples:
 
 
 #: commands whose numbers follow --conventions (the others refuse any but symroof's)
-_APPLY_CONVENTIONS = ("report", "conventions", "chips", "models")
+_APPLY_CONVENTIONS = ("report", "conventions", "chips", "models", "train")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -211,7 +211,8 @@ def conventions_of(args: argparse.Namespace, applied: bool = True) -> Convention
     cv = cv.replace(**changes)
     if not applied and cv != profile("symroof"):
         raise ValueError(f"symroof {args.command} does not apply --conventions yet (its numbers "
-                         f"are symroof's); conventions apply to: report --chip, conventions")
+                         f"are symroof's); conventions apply to: report --chip, train, "
+                         "conventions")
     return cv
 
 

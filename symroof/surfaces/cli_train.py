@@ -13,6 +13,7 @@ import argparse
 import math
 from typing import Any
 
+from ..conventions import current, profile, using
 from ..models import REMAT_POLICIES
 from ..parallel.layout import ROLES, assign_axes, parse_strategy
 from ..parallel.strategies import STRATEGIES, BatchSplitError, train_plan
@@ -233,6 +234,13 @@ def _sequences(n: int) -> str:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    """``symroof train`` under the conventions it is given (the plans and the search read
+    the record in force)."""
+    with using(getattr(args, "conventions", None)):
+        return _train(args)
+
+
+def _train(args: argparse.Namespace) -> int:
     args.dtype_ = (args.dtype or "bf16").strip().lower()
     args.remat_value = int(args.remat) if args.remat.isdigit() else args.remat
     model, mesh = load_model(args.model), mesh_of(args.mesh, args)
@@ -258,6 +266,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     head = (f"{model.name} on {mesh.chip.name} {shape} ({mesh.n_chips} chips): batch "
             f"{args.tokens:,} tokens ({_sequences(args.tokens // args.seq)} of {args.seq}), "
             f"remat {args.remat}, {args.dtype_} peak")
+    if current() != profile("symroof"):
+        head += f", conventions: {current().label}"
     answer = _answer(rows, why, args, model, mesh)
     near, near_data = ([], {}) if not answer.startswith("no strategy chosen: no split that "
                                                         "fits divides") else \
@@ -267,7 +277,8 @@ def cmd_train(args: argparse.Namespace) -> int:
                                "chip": mesh.chip.name, "mesh": shape, "chips": mesh.n_chips,
                                "batch_tokens": args.tokens, "seq": args.seq,
                                "remat": args.remat_value, "dtype": args.dtype_,
-                               "strategy": args.strategy},
+                               "strategy": args.strategy,
+                               "conventions": current().as_dict()},
                      "strategies": rows, "excluded": [{"strategy": s, "why": w}
                                                       for s, w in excluded],
                      "chosen": rows[0] if rows and rows[0]["fits"] else None,

@@ -95,7 +95,7 @@ LAYER_ARRAYS = {
                "wo": "HdD", "norm_mlp": "D", "w_gate": "DF", "w_up": "DF", "w_down": "FD",
                "k_cache": "BSGd", "v_cache": "BSGd"},
     "train": {"x": "bTD", "wq": "DHd", "wk": "DGd", "wv": "DGd", "wo": "HdD",
-              "w_in": "DF", "w_out": "FD"},
+              "w_gate": "DF", "w_up": "DF", "w_down": "FD"},
 }
 
 
@@ -125,7 +125,7 @@ def _attend(q, k, v, causal: bool):
 def _compile_layer(jax, case: dict) -> dict:
     """One Llama-style layer: a decode step's forward (RMSNorm, q/k/v with GQA, attention of
     the new token over a KV cache of S, o_proj, residual, RMSNorm, SwiGLU, residual) or a
-    training step (causal attention over T, the book's MLP gelu(x w_in) w_out, squared loss;
+    training step (causal attention over T, SwiGLU, squared loss;
     gradients of every weight and of x, each sharded like its array)."""
     import jax.numpy as jnp
 
@@ -160,13 +160,14 @@ def _compile_layer(jax, case: dict) -> dict:
                 sharding(case["specs"]["v_cache"]))
         fn = jax.jit(step, out_shardings=outs)
     else:
-        def loss(x, wq, wk, wv, wo, w_in, w_out):
+        def loss(x, wq, wk, wv, wo, w_gate, w_up, w_down):
             h = _rms(x)                                       # (b, T, D)
             q = jnp.einsum("btd,dhe->bthe", h, wq)            # (b, T, H, d_h)
             k = jnp.einsum("btd,dge->btge", h, wk)            # (b, T, G, d_h)
             v = jnp.einsum("btd,dge->btge", h, wv)
             x = x + jnp.einsum("bthe,hed->btd", _attend(q, k, v, causal=True), wo)
-            out = x + jax.nn.gelu(_rms(x) @ w_in) @ w_out
+            h = _rms(x)
+            out = x + (jax.nn.silu(h @ w_gate) * (h @ w_up)) @ w_down
             return jnp.sum(jnp.square(out).astype(jnp.float32))
 
         fn = jax.jit(jax.grad(loss, argnums=tuple(range(len(names)))),

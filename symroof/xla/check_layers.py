@@ -18,11 +18,11 @@ layer sends each: the ``comm/*`` rows hold them L times over), elements per devi
 model must be dense, gated (SwiGLU) and numeric, with one width for weights, activations
 and KV (2 or 4 bytes).
 
-Training plans: the whole layer is sharded as the book's MLP block (``x[b_X, T, D_Y]``, X
+Training plans: the whole layer is sharded as the plan's roles say (``x[b_X, T, D_Y]``, X
 the data axes, Y the tp axes; W_q, W_k, W_v [D_fsdp, heads_tp, d_h], W_o [heads_tp, d_h,
-D_fsdp], W_in [D_fsdp, F_tp], W_out [F_tp, D_fsdp]) and compared with ``plan.layer``, the
-book's one-MLP-block rows: attention's collectives are not among them, so XLA's for
-attention come back as ``OracleReport.unexpected`` (what ``plan.layer`` would need to add).
+D_fsdp], W_gate, W_up [D_fsdp, F_tp], W_down [F_tp, D_fsdp]) and compared with
+``plan.layer``, one whole layer of the model's training rows (attention and MLP); what XLA
+sends beyond it comes back as ``OracleReport.unexpected``.
 
 >>> import symroof as sr
 >>> toy = sr.Transformer(D=128, F=256, L=2, H=8, G=8, d_h=16, V=256, name="toy")
@@ -139,6 +139,9 @@ def train_layer_case_of(plan: Any) -> LayerCase:
     mlp = layer_case_of(plan)  # pipelines, ZeRO-1/2 and experts refused there
     (data, tp), fsdp = mlp.x_spec, mlp.w_in_spec[0]
     m = plan.model
+    if m.features:
+        raise ValueError(f"{plan.strategy}: the oracle's training layer is a Llama layer "
+                         f"(RMSNorm, GQA, SwiGLU); {m.name} has {', '.join(m.features)}")
     sequences, rest = divmod(int(plan.batch_tokens), int(plan.seq))
     if rest:
         raise ValueError(f"{plan.strategy}: the batch is not whole sequences of {plan.seq}")
@@ -146,7 +149,7 @@ def train_layer_case_of(plan: Any) -> LayerCase:
              "G": int(m.G), "d": int(m.d_h)}
     heads = (fsdp, tp, ())
     specs = {"x": (data, (), tp), "wq": heads, "wk": heads, "wv": heads, "wo": (tp, (), fsdp),
-             "w_in": mlp.w_in_spec, "w_out": mlp.w_out_spec}
+             "w_gate": mlp.w_in_spec, "w_up": mlp.w_in_spec, "w_down": mlp.w_out_spec}
     return LayerCase("train", mlp.mesh_shape, sizes, specs, mlp.dtype,
                      label=f"train {plan.strategy} {m.name}")
 

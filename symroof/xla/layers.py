@@ -7,10 +7,10 @@ Two programs, both written in JAX in the worker (``_worker.py``), never from a f
   token's attention over a KV cache of S positions (the token written at S - 1), o_proj,
   residual, RMSNorm, SwiGLU MLP, residual; returns the layer's output and both caches.
 - ``"train"``: one layer's training step: RMSNorm, q/k/v, causal attention over T tokens,
-  o_proj, residual, RMSNorm, the book's ch. 5 MLP ``gelu(x w_in) w_out``, residual, a
-  squared loss; the gradients of every weight and of x (what the layer below needs), each
-  sharded like its array. Its norms have no gain, so that no gradient but the six weights'
-  travels (a gain's would add one AllReduce of D per norm under data parallelism).
+  o_proj, residual, RMSNorm, SwiGLU MLP, residual, a squared loss; the gradients of every
+  weight and of x (what the layer below needs), each sharded like its array. Its norms have
+  no gain, so that no gradient but the seven weight matrices' travels (a gain's would add
+  one AllReduce of D per norm under data parallelism).
 
 No RoPE: it is elementwise per head and moves nothing. A case names its arrays' dimensions
 by letter (``LAYER_ARRAYS``: B batch, S KV length, D, F, H, G, d = d_h, b sequences and T
@@ -20,7 +20,7 @@ attention output [B, H, d_h] where a layout moves them (the AllToAlls of a KV ca
 over the batch).
 
 >>> case = LayerCase("train", {"X": 8}, {"b": 16, "T": 8, "D": 128, "F": 512, "H": 8,
-...                  "G": 8, "d": 16}, {"x": (("X",), (), ()), "w_in": ((), ())}, label="dp")
+...                  "G": 8, "d": 16}, {"x": (("X",), (), ()), "w_up": ((), ())}, label="dp")
 >>> case.name
 'dp: one training step of one layer on {X: 8} (b=16, T=8, D=128, F=512, H=8, G=8, d=16, bf16)'
 >>> case.spec("wq")       # not given: replicated

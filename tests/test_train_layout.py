@@ -1,0 +1,49 @@
+"""A training plan's per-layer collectives against the partition mechanism
+(``symroof.parallel.partition.redistribute``): each change of partition a role makes (an
+FSDP weight gathered, its gradient reduced, TP's block input gathered and output scattered,
+a norm's sums of squares reduced) priced by ``redistribute`` is the plan's row, exactly."""
+
+import pytest
+
+import symroof as sr
+from symroof.parallel.partition import redistribute
+
+TOY = sr.Transformer(D=128, F=512, L=2, H=8, G=8, d_h=16, V=256, name="toy",
+                     w_bytes=4, act_bytes=4, kv_bytes=4)
+MESH = sr.mesh("tpu-v5e", "4x2")                  # fsdp (or dp) on X, tp on Y
+TOKENS = 16 * 8                                    # 16 sequences of 8 tokens
+SIZES = {"B": TOKENS, "D": 128, "F": 512, "E": 8 * 16}   # E: the heads' H d_h
+
+
+def one(src: str, dst: str, width: int = 4):
+    """The single collective that turns ``src`` into ``dst``."""
+    (c,) = redistribute(src, dst, MESH, SIZES, width).values()
+    return c
+
+
+@pytest.mark.parametrize("row, src, dst", [
+    ("forward/fsdp/all-gather mlp/up", "W[D_X, F_Y]", "W[D, F_Y]"),
+    ("backward/fsdp/all-gather mlp/down", "W[F_Y, D_X]", "W[F_Y, D]"),
+    ("backward/fsdp/reduce-scatter mlp/gate grad", "dW[D, F_Y]{U_X}", "dW[D_X, F_Y]"),
+    ("forward/fsdp/all-gather attn/q_proj", "W[D_X, E_Y]", "W[D, E_Y]"),
+    ("backward/fsdp/reduce-scatter attn/o_proj grad", "dW[E_Y, D]{U_X}", "dW[E_Y, D_X]"),
+    ("forward/tp/all-gather attn in", "x[B_X, D_Y]", "x[B_X, D]"),
+    ("forward/tp/reduce-scatter mlp out", "y[B_X, D]{U_Y}", "y[B_X, D_Y]"),
+    ("backward/tp/reduce-scatter attn din", "dx[B_X, D]{U_Y}", "dx[B_X, D_Y]"),
+    ("forward/tp/all-reduce mlp_norm statistics", "s[B_X]{U_Y}", "s[B_X]"),
+])
+def test_fsdp_tp_rows_are_the_changes_of_partition(row, src, dst):
+    plan = sr.train_plan(TOY, MESH, "fsdp+tp", step=sr.TrainStep(16, 8), fsdp=("X",),
+                         tp=("Y",))
+    mine, theirs = plan.layer[row], one(src, dst)
+    assert (mine.kind, mine.axes, mine.V, mine.net_time) == \
+        (theirs.kind, theirs.axes, theirs.V, theirs.net_time)
+
+
+def test_dp_all_reduces_each_gradient_as_its_partial_sum():
+    plan = sr.train_plan(TOY, MESH, "dp+tp", step=sr.TrainStep(16, 8), dp=("X",), tp=("Y",))
+    for key, src, dst in (("mlp/up", "dW[D, F_Y]{U_X}", "dW[D, F_Y]"),
+                          ("attn/v_proj", "dW[D, E_Y]{U_X}", "dW[D, E_Y]")):
+        mine, theirs = plan.layer[f"backward/dp/all-reduce {key} grad"], one(src, dst)
+        assert (mine.kind, mine.axes, mine.V, mine.net_time) == \
+            (theirs.kind, theirs.axes, theirs.V, theirs.net_time)
