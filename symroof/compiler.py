@@ -37,7 +37,8 @@ from typing import Any
 import sympy as sp
 from sympy.printing.pycode import PythonCodePrinter
 
-__all__ = ["exact", "vectorised", "fields_source", "int_poly", "wrap", "load", "NAMESPACE"]
+__all__ = ["exact", "exact_source", "vectorised", "fields_source", "int_poly", "wrap", "load",
+           "NAMESPACE"]
 
 
 def _quotient(p: int, d: int) -> Any:
@@ -137,6 +138,18 @@ def exact(exprs: tuple[Any, ...], symbols: tuple[sp.Symbol, ...], sympy: bool = 
     >>> exact((S / 2, S * 0), (S,), sympy=True)(3)
     (3/2, 0)
     """
+    return load(exact_source(exprs, symbols, sympy), "_compiled", "<symroof compiled>")
+
+
+def exact_source(exprs: Sequence[Any], symbols: Sequence[sp.Symbol], sympy: bool = False
+                 ) -> str:
+    """The source of :func:`exact`'s function, ``_compiled`` (to keep, or to read).
+
+    >>> from symroof.symbols import B
+    >>> print(exact_source([B * 2], [B]))
+    def _compiled(B):
+        return (2*B,)
+    """
     lines, srcs, dens = fields_source(exprs, symbols)
     values = [wrap(src, den) for src, den in zip(srcs, dens, strict=True)]
     if sympy:  # ints as Integers where the polynomial has integer coefficients
@@ -144,8 +157,7 @@ def exact(exprs: tuple[Any, ...], symbols: tuple[sp.Symbol, ...], sympy: bool = 
                   for v, den in zip(values, dens, strict=True)]
     body = ", ".join(values)
     args = ", ".join(s.name for s in symbols)
-    source = "\n".join([f"def _compiled({args}):", *lines, f"    return ({body},)"])
-    return load(source, "_compiled", "<symroof compiled>")
+    return "\n".join([f"def _compiled({args}):", *lines, f"    return ({body},)"])
 
 
 def load(source: str, name: str, where: str, names: dict[str, Any] | None = None) -> Callable:

@@ -3,7 +3,8 @@
 ``whole(batch, new_tokens, cached)`` derives lecture 1's whole-model cost in SymPy. With
 plain integers for the step, that derivation is the same on every call but for the numbers,
 so it is done once per (model, lm_head rule, conventions) over the symbols (B, T, S) and
-compiled by the exact backend of :mod:`symroof.compiler`; a call then evaluates Python
+compiled by the exact backend of :mod:`symroof.compiler` (the source kept on disk between
+processes, :func:`symroof.cache.kept`, as the tables' is); a call then evaluates Python
 integers and builds the ``Cost`` from them. The result is the same exact value as the
 derivation's (ints, Rationals), only faster; a symbolic step, or a model with symbols in
 it, takes the derivation.
@@ -20,7 +21,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..compiler import exact
+from ..cache import kept
+from ..compiler import exact_source, load
 from ..conventions import as_conventions, using
 from ..cost import FIELDS, Cost
 from ..symbols import B, S, T
@@ -39,12 +41,17 @@ def _compiled(model: Any, last_only: bool, conventions: Any) -> Callable | None:
     hit = _COMPILED.get(key)
     if hit is not None and hit[0] is model and hit[1] is conventions:
         return hit[2]
-    with using(conventions):
-        cost = model._whole(B, T, S - T, last_only)
-    fields = tuple(getattr(cost, name) for name in FIELDS)
-    fn = None
-    if set().union(*(f.free_symbols for f in fields)) <= {B, T, S}:
-        fn = exact(fields, (B, T, S), sympy=True)
+
+    def build() -> str:
+        with using(conventions):
+            cost = model._whole(B, T, S - T, last_only)
+        fields = [getattr(cost, name) for name in FIELDS]
+        if not set().union(*(f.free_symbols for f in fields)) <= {B, T, S}:
+            return ""  # symbols of the model's own: derived on every call
+        return exact_source(fields, (B, T, S), sympy=True)
+
+    source = kept("whole", (model, last_only, conventions), build)  # between processes too
+    fn = load(source, "_compiled", f"<symroof whole: {model.name}>") if source else None
     if len(_COMPILED) >= 256:
         _COMPILED.clear()
     _COMPILED[key] = (model, conventions, fn)
