@@ -160,16 +160,18 @@ def exact_source(exprs: Sequence[Any], symbols: Sequence[sp.Symbol], sympy: bool
     return "\n".join([f"def _compiled({args}):", *lines, f"    return ({body},)"])
 
 
-def load(source: str, name: str, where: str, names: dict[str, Any] | None = None) -> Callable:
-    """The function ``name`` that the exact backend's ``source`` defines, run with
-    :data:`NAMESPACE` and ``names``; ``where`` names it in tracebacks.
+def load(source: str, name: str | tuple[str, ...], where: str,
+         names: dict[str, Any] | None = None) -> Any:
+    """The function ``name`` that the exact backend's ``source`` defines (a tuple of names:
+    a tuple of functions), run with :data:`NAMESPACE` and ``names``; ``where`` names it in
+    tracebacks.
 
     >>> load("def f(x): return _quotient(x, 2)", "f", "<example>")(3)
     Fraction(3, 2)
     """
     namespace = {**NAMESPACE, **(names or {})}
     exec(compile(source, where, "exec"), namespace)  # the one place compiled source runs
-    return namespace[name]
+    return tuple(namespace[n] for n in name) if isinstance(name, tuple) else namespace[name]
 
 
 @functools.lru_cache(maxsize=256)

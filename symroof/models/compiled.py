@@ -129,16 +129,17 @@ def row_values(cost: Cost | dict[str, Any], chip: Any, dtype: str, useful: bool)
 
 
 class CompiledTable(NamedTuple):
-    """``fn(B, T, S) -> (rows, whole, total)``: ``{name: OpValues}`` in ``names`` order, the
-    whole's ``OpValues`` and the rows' totals' (summed counts, their roofline); calling the
-    table gives (rows, whole)."""
+    """``fn(B, T, S) -> (rows, whole)``: ``{name: OpValues}`` in ``names`` order, and the
+    whole's ``OpValues``; ``total(tuple of the rows' OpValues)``: the totals' (summed
+    counts, their roofline)."""
 
     names: tuple[str, ...]
-    fn: Callable[[int, int, int], tuple[dict[str, OpValues], OpValues, OpValues]]
+    fn: Callable[[int, int, int], tuple[dict[str, OpValues], OpValues]]
     source: str
+    total: Callable[[tuple[OpValues, ...]], OpValues]
 
     def __call__(self, batch: int, new_tokens: int, context: int) -> Any:
-        return self.fn(batch, new_tokens, context)[:2]
+        return self.fn(batch, new_tokens, context)
 
 
 def _over(var: str, value: sp.Expr) -> str:
@@ -208,9 +209,10 @@ def compiled_table(model: Transformer, chip: Chip, dtype: str = "bf16",
                                    groups, conventions),
                          lambda: _source(model, peak, hbm_bw, attention, last_only, groups,
                                          conventions))
-    fn = load(source, "_table", f"<symroof table: {model.name} on {chip.name}>",
-              {"_V": OpValues, "_new": tuple.__new__})
-    return CompiledTable(tuple(names), fn, source)
+    fn, total = load(source, ("_table", "_total"),
+                     f"<symroof table: {model.name} on {chip.name}>",
+                     {"_V": OpValues, "_new": tuple.__new__})
+    return CompiledTable(tuple(names), fn, source, total)
 
 
 def _source(model: Transformer, peak: sp.Expr, hbm_bw: sp.Expr, attention: str,
@@ -226,9 +228,14 @@ def _source(model: Transformer, peak: sp.Expr, hbm_bw: sp.Expr, attention: str,
         lines += _row_source(str(k), fields[k], dens[k], peak, hbm_bw,
                              counted if k < last else "u")
     # the totals: each count summed over the rows (exact), then its terms and the rule
+    rows = ", ".join(f"{name!r}: r{k}" for k, name in enumerate(names[:-1]))
+    lines.append(f"    return {{{rows}}}, r{last}")  # a dict display: no dict(zip()) per call
+    # the totals, asked for apart (JSON, text): each count summed over the rows, exactly,
+    # then its terms and the rule
+    lines += ["def _total(rows):"]
+    lines += [f"    f{k}, u{k}, w{k}, a{k}, k{k} = rows[{k}][:5]" for k in range(last)]
     sums = [" + ".join(f"{v}{k}" for k in range(last)) for v in "fuwak"]
     exact = all(d == 1 for k in range(last) for d in dens[k])
     lines += _row_source("z", sums, [1 if exact else 0] * 5, peak, hbm_bw, counted)
-    rows = ", ".join(f"{name!r}: r{k}" for k, name in enumerate(names[:-1]))
-    lines.append(f"    return {{{rows}}}, r{last}, rz")  # a dict display: no dict(zip())
+    lines.append("    return rz")
     return list(names[:-1]), "\n".join(lines)
