@@ -37,7 +37,7 @@ from .render import fmt_si, latex
 from .symbols import B as _B
 from .symbols import D as _D
 from .symbols import F as _F
-from .timerule import EXACT, SYMPY, combine, terms
+from .timerule import EXACT, SYMPY, Ops, combine, terms
 
 __all__ = ["TimeBound", "time", "limit", "leading", "crossover", "critical_batch"]
 
@@ -182,11 +182,89 @@ def time(cost: Cost, chip: Any, dtype: str = "bf16", *, useful: bool = False,
     hw = as_chip(chip)
     compute, bandwidth = roof_of(hw, roof, dtype)
     pcie = roof_of(hw, "pcie", dtype)[1] if cost.host_bytes != 0 else None
+    rates = (compute, bandwidth, hw.link_bw, pcie)
+    fast = _exact_time(cost, useful, rates)
+    if fast is not None:
+        t, rule = fast
+        out = object.__new__(TimeBound)  # the fields as TimeBound(...) sets them, and the rule
+        vars(out).update(t_math=t[0], t_mem=t[1], t_net=t[2], cost=cost, chip=hw, dtype=dtype,
+                         scope=scope, t_host=t[3], roof=roof, _rule=rule)  # (decided on ints)
+        return out
     t = terms(cost.useful_flops if useful else cost.flops, cost.bytes, cost.net_time,
-              cost.net_bytes, cost.host_bytes, (compute, bandwidth, hw.link_bw, pcie))
+              cost.net_bytes, cost.host_bytes, rates)
     return TimeBound(t_math=t["compute"], t_mem=t["memory"], t_net=sp.sympify(t["network"]),
                      cost=cost, chip=hw, dtype=dtype, scope=scope,
                      t_host=sp.sympify(t["host"]), roof=roof)
+
+
+def _pair(x: Any) -> tuple[int, int] | None:
+    """A rational SymPy number as (numerator, positive denominator); None otherwise."""
+    return (int(x.p), int(x.q)) if x.is_Rational else None
+
+
+def _pair_gt(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] * b[1] > b[0] * a[1]
+
+
+#: the time rule on exact (numerator, denominator) pairs of ints: no Fraction normalised
+#: per step, one SymPy Rational made per result
+_PAIRS = Ops(lambda a, b: b if _pair_gt(b, a) else a,
+             lambda a, b: (a[0] * b[1] + b[0] * a[1], a[1] * b[1]), _pair_gt, EXACT.where)
+
+
+_RATE_PAIRS: dict[tuple, tuple] = {}
+
+
+def _rate_pairs(rates: tuple[Any, ...]) -> tuple:
+    """The rates as pairs (:func:`_pair`; None where absent or not rational), kept."""
+    hit = _RATE_PAIRS.get(rates)
+    if hit is None:
+        if len(_RATE_PAIRS) >= 256:
+            _RATE_PAIRS.clear()
+        hit = _RATE_PAIRS[rates] = tuple(None if r is None else _pair(sp.sympify(r))
+                                         for r in rates)
+    return hit
+
+
+def _over(n: tuple[int, int], rate: tuple[int, int]) -> tuple[int, int]:
+    return n[0] * rate[1], n[1] * rate[0]
+
+
+def _exact_time(cost: Cost, useful: bool, rates: tuple[Any, ...]
+                ) -> tuple[list[sp.Expr], tuple[Any, Any, int]] | None:
+    """The terms and the time rule's (lower, upper, index) of a cost and rates in rational
+    numbers, computed on Python ints (SymPy's arithmetic on numbers is what costs most in
+    ``time``), or None where anything is symbolic or irrational."""
+    fields = (cost.useful_flops if useful else cost.flops, cost.weight_bytes,
+              cost.act_bytes, cost.kv_bytes, cost.net_time, cost.net_bytes, cost.host_bytes)
+    q = [(x.p, x.q) if x.is_Rational else None for x in fields]  # (_pair, inline)
+    if None in q:
+        return None
+    C, W, link, pcie = _rate_pairs(rates)
+    (w, dw), (a, da), (k, dk) = q[1:4]
+    nbytes = (w + a + k, 1) if dw == da == dk == 1 else \
+        (w * da * dk + a * dw * dk + k * dw * da, dw * da * dk)
+    t = [None, None, q[4], (0, 1)]
+    for i, (amount, rate) in enumerate(((q[0], C), (nbytes, W))):
+        if rate is None or rate[0] <= 0:
+            return None
+        t[i] = _over(amount, rate)
+    if q[4][0] == 0 and q[5][0] != 0:  # a collective's own seconds stand for its bytes
+        if link is None or link[0] <= 0:
+            return None
+        t[2] = _over(q[5], link)
+    if q[6][0] != 0:
+        if pcie is None or pcie[0] <= 0:
+            return None
+        t[3] = _over(q[6], pcie)
+    exact = [_ZERO if x[0] == 0 else sp.Rational(*x) for x in t]
+    # a zero network or host term changes no lower, upper or index (timerule.present)
+    where = [0, 1] + [i for i in (2, 3) if t[i][0] != 0]
+    _, upper, which = combine([t[i] for i in where], _PAIRS)
+    return exact, (exact[where[which]], sp.Rational(*upper), where[which])
+
+
+_ZERO = sp.Integer(0)
 
 
 def _on_mesh(cost: Cost, mesh: Mesh, per_chip: bool | None) -> tuple[Cost, str]:

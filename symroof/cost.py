@@ -155,7 +155,18 @@ class Cost:
             value = getattr(self, name)
             if name == "useful_flops" and value is None:
                 value = self.flops
-            object.__setattr__(self, name, sp.sympify(as_exact(value, name)))
+            if not isinstance(value, sp.Basic):  # (a SymPy value is kept as it is)
+                value = sp.Integer(value) if type(value) is int else \
+                    sp.sympify(as_exact(value, name))
+            object.__setattr__(self, name, value)
+
+    @classmethod
+    def _of(cls, values: tuple[sp.Expr, ...]) -> Cost:
+        """A Cost of its fields' values in ``FIELDS`` order, each already a SymPy number or
+        expression (nothing to convert: the fast path of compiled code)."""
+        out = object.__new__(cls)
+        vars(out).update(zip(FIELDS, values))
+        return out
 
     # -- algebra: a few primitives, everything else on top -----------------------------
     def _map(self, fn) -> Cost:

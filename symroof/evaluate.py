@@ -2,11 +2,12 @@
 
 :func:`evaluate` takes an expression, a ``Cost``, a ``TimeBound``, a ``StepTime`` or a
 ``dict`` of them (a per-op table), gathers every expression inside it, compiles them once
-into one NumPy function of the free symbols (``sympy.lambdify`` with common subexpressions
-shared) and calls it on the given values, broadcast together. Compiled functions are cached
-on the expressions and the argument order, so a second call with new values compiles
-nothing. Values are evaluated in float64 (no integer overflow; exact integers beyond 2**53
-round). The decode grid over (batch, context) is :func:`symroof.models.sweep.sweep_step_time`.
+into one NumPy function of the free symbols (the NumPy backend of :mod:`symroof.compiler`,
+common subexpressions shared) and calls it on the given values, broadcast together.
+Compiled functions are cached on the expressions and the argument order, so a second
+call with new values compiles nothing. Values are evaluated in float64 (no integer
+overflow; exact integers beyond 2**53 round). The decode grid over (batch, context) is
+:func:`symroof.models.sweep.sweep_step_time`.
 
 >>> import numpy as np
 >>> import symroof as sr
@@ -29,12 +30,12 @@ import numpy as np
 import sympy as sp
 
 from .analysis import TimeBound
+from .compiler import vectorised
 from .cost import FIELDS, Cost
 from .timerule import Ops, combine
 
 __all__ = ["evaluate", "free_symbols", "cache_info", "NUMPY"]
 
-_MODULES = [{"Max": np.maximum, "Min": np.minimum}, "numpy"]  # elementwise, never amax
 _TIME_FIELDS = ("t_math", "t_mem", "t_net", "t_host")
 #: the time rule's NumPy backend (:mod:`symroof.timerule`): elementwise over configurations
 NUMPY = Ops(np.maximum, np.add, np.greater, np.where)
@@ -95,13 +96,7 @@ def _is_zero(x: Any) -> bool:
     return np.ndim(x) == 0 and x == 0
 
 
-# -- compiling, cached ---------------------------------------------------------------------
-@functools.lru_cache(maxsize=256)
-def _compile(exprs: tuple[sp.Expr, ...], symbols: tuple[sp.Symbol, ...]) -> Callable:
-    """One NumPy function ``f(*symbols) -> list`` of every expression (shared subterms)."""
-    return sp.lambdify(symbols, list(exprs), modules=_MODULES, cse=len(exprs) > 1)
-
-
+# -- compiling, cached (symroof.compiler) --------------------------------------------------
 def cache_info() -> Any:
     """Hits, misses and size of the cache of compiled functions (``functools`` named tuple).
 
@@ -111,7 +106,7 @@ def cache_info() -> Any:
     >>> cache_info().misses - before       # compiled once, reused for the second call
     1
     """
-    return _compile.cache_info()
+    return vectorised.cache_info()
 
 
 def free_symbols(obj: Any) -> list[sp.Symbol]:
@@ -202,7 +197,7 @@ def evaluate(obj: Any, values: Mapping[Any, Any] | None = None, /, **kwargs: Any
     except ValueError:
         shapes = ", ".join(f"{s.name}: {a.shape}" for s, a in zip(symbols, arrays, strict=True))
         raise ValueError(f"values do not broadcast together ({shapes})") from None
-    fn = _compile(tuple(exprs), tuple(symbols))
+    fn = vectorised(tuple(exprs), tuple(symbols))
     with np.errstate(divide="ignore", invalid="ignore"):
         return _finish(build(iter(fn(*arrays))), shape)
 

@@ -21,6 +21,7 @@ LAYERS = {
     "hardware": 2, "analysis": 3, "evaluate": 4, "measured": 4, "lazy": 0, "cache": 0,
     "derivation": 3, "prose": 0, "numeric": 0, "models": 5, "parallel": 5, "xla": 6,
     "plots": 7, "surfaces": 8, "problems": 8, "__init__": 9, "__main__": 9,
+    "compiler": 0,  # the two backends that compile expressions (exact source, NumPy)
 }
 
 

@@ -6,8 +6,9 @@ groups). Every field is a polynomial in B, T and S with the model's numbers in i
 cleared of denominators (a field that is no polynomial, such as a sliding window's
 ``Min``, is printed with exact Fractions instead), the fields share their subterms
 (``sympy.cse``), and the lot is written out as one straight-line Python function of
-(B, T, S). Counts stay exact Python integers; each term is an integer true division, which
-Python rounds correctly, so t_math and t_mem equal ``float()`` of the exact SymPy values.
+(B, T, S) (the exact backend of :mod:`symroof.compiler`). Counts stay exact Python
+integers; each term is an integer true division, which Python rounds correctly, so
+t_math and t_mem equal ``float()`` of the exact SymPy values.
 The time rule (:mod:`symroof.timerule`) is printed into the source as a decision tree
 (``timerule.source``: each comparison asked once, the row's values chosen by it): lower,
 the max of the rounded terms, is the rounded max; upper, their sum, is within an ulp of
@@ -30,15 +31,14 @@ by the model's fields, the chip's peak and bandwidth, the options and symroof's 
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any, NamedTuple
 
 import sympy as sp
-from sympy.printing.pycode import PythonCodePrinter
 
 from ..cache import kept
+from ..compiler import fields_source, load, wrap
 from ..conventions import SYMROOF, Conventions, using
 from ..cost import FIELDS, Cost
 from ..hardware import Chip
@@ -130,49 +130,16 @@ def row_values(cost: Cost | dict[str, Any], chip: Any, dtype: str, useful: bool)
 
 class CompiledTable(NamedTuple):
     """``fn(B, T, S) -> (rows, whole)``: ``{name: OpValues}`` in ``names`` order, and the
-    whole's ``OpValues``."""
+    whole's ``OpValues``; ``total(tuple of the rows' OpValues)``: the totals' (summed
+    counts, their roofline)."""
 
     names: tuple[str, ...]
     fn: Callable[[int, int, int], tuple[dict[str, OpValues], OpValues]]
     source: str
+    total: Callable[[tuple[OpValues, ...]], OpValues]
 
     def __call__(self, batch: int, new_tokens: int, context: int) -> Any:
         return self.fn(batch, new_tokens, context)
-
-
-def _quotient(p: int, d: int) -> Any:
-    """p / d exactly: an int where d divides p, else a Fraction."""
-    return p // d if p % d == 0 else Fraction(p, d)
-
-
-class _ExactPrinter(PythonCodePrinter):
-    """Python source that stays exact: a Rational is a Fraction, Min/Max are min/max, floor
-    and ceiling are math's (exact on ints and Fractions)."""
-
-    def _print_Rational(self, expr: sp.Rational) -> str:
-        return f"_F({expr.p}, {expr.q})"
-
-    def _print_Half(self, expr: sp.Rational) -> str:
-        return "_F(1, 2)"
-
-
-def _int_poly(expr: sp.Expr, where: str) -> tuple[sp.Expr, int]:
-    """``expr`` as (integer-coefficient polynomial, positive integer denominator), or, where
-    it is no polynomial (a sliding window's Min and Max, a block count's floor), as itself
-    with denominator 0: printed exactly, normalised at run time."""
-    if not expr.free_symbols <= {B, T, S}:
-        raise ValueError(f"{where} = {expr} is not a function of B, T, S with numbers")
-    if not expr.is_polynomial(B, T, S):
-        if any(p.exp.is_negative for p in expr.atoms(sp.Pow)):
-            raise ValueError(f"{where} = {expr} divides by a size: not compiled")
-        return expr, 0
-    num, den = sp.fraction(sp.together(sp.expand(expr)))
-    return sp.expand(num), int(den)
-
-
-def _normal(x: Any) -> Any:
-    """A Fraction that is a whole number as an int."""
-    return x.numerator if type(x) is Fraction and x.denominator == 1 else x
 
 
 def _over(var: str, value: sp.Expr) -> str:
@@ -187,14 +154,13 @@ def _row_source(i: str, fields: list[str], dens: list[int], peak: sp.Expr,
                 hbm_bw: sp.Expr, counted: str = "u") -> list[str]:
     """Lines that compute row ``i``'s OpValues ``r{i}`` from its field expressions: the
     terms, then the time rule printed by its source backend."""
-    vals = [src if den == 1 else f"_normal({src})" if den == 0 else f"_quotient({src}, {den})"
-            for src, den in zip(fields, dens)]
-    wrap = "float" if any(d != 1 for d in dens) else ""
+    vals = [wrap(src, den) for src, den in zip(fields, dens)]
+    to = "float" if any(d != 1 for d in dens) else ""
     head = f"f{i}, u{i}, w{i}, a{i}, k{i}, 0, m{i}, t{i}, 0.0"
     rule = source([f"m{i}", f"t{i}"], lambda lo, up, k: f"({head}, {lo}, {up}, {TERMS[k]!r})")
     return [f"    f{i}, u{i}, w{i}, a{i}, k{i} = " + ", ".join(vals),
-            f"    m{i} = {wrap}({_over(f'{counted}{i}', peak)}); "
-            f"t{i} = {wrap}({_over(f'(w{i} + a{i} + k{i})', hbm_bw)})",
+            f"    m{i} = {to}({_over(f'{counted}{i}', peak)}); "
+            f"t{i} = {to}({_over(f'(w{i} + a{i} + k{i})', hbm_bw)})",
             f"    r{i} = _new(_V, {rule})"]
 
 
@@ -212,19 +178,15 @@ def _fields_source(model: Transformer, attention: str, last_only: bool, groups: 
         whole = model.whole(B, T, S - T, last_only=last_only)
     costs = [*rows.values(), whole]
     names = [*rows, "whole"]
-    polys, dens = [], []
+    exprs, where = [], []
     for name, cost in zip(names, costs):
         if cost.net_bytes != 0 or cost.net_time != 0:
             raise ValueError(f"row {name!r} sends bytes over the network: not compiled")
-        for field in _FIELDS:
-            poly, den = _int_poly(getattr(cost, field), f"{name}.{field}")
-            polys.append(poly)
-            dens.append(den)
-    shared, reduced = sp.cse(polys, symbols=sp.numbered_symbols("x"))
-    printer = _ExactPrinter({"fully_qualified_modules": True})
-    lines = [f"    {sym} = {printer.doprint(expr)}" for sym, expr in shared]
+        exprs += [getattr(cost, field) for field in _FIELDS]
+        where += [f"{name}.{field}" for field in _FIELDS]
+    lines, srcs, dens = fields_source(exprs, (B, T, S), where)
     n = len(_FIELDS)
-    fields = [[printer.doprint(e) for e in reduced[n * k:n * k + n]] for k in range(len(costs))]
+    fields = [srcs[n * k:n * k + n] for k in range(len(costs))]
     return tuple(names), lines, fields, [dens[n * k:n * k + n] for k in range(len(costs))]
 
 
@@ -247,10 +209,10 @@ def compiled_table(model: Transformer, chip: Chip, dtype: str = "bf16",
                                    groups, conventions),
                          lambda: _source(model, peak, hbm_bw, attention, last_only, groups,
                                          conventions))
-    namespace: dict[str, Any] = {"_V": OpValues, "_new": tuple.__new__, "_F": Fraction,
-                                 "_quotient": _quotient, "_normal": _normal, "math": math}
-    exec(compile(source, f"<symroof table: {model.name} on {chip.name}>", "exec"), namespace)
-    return CompiledTable(tuple(names), namespace["_table"], source)
+    fn, total = load(source, ("_table", "_total"),
+                     f"<symroof table: {model.name} on {chip.name}>",
+                     {"_V": OpValues, "_new": tuple.__new__})
+    return CompiledTable(tuple(names), fn, source, total)
 
 
 def _source(model: Transformer, peak: sp.Expr, hbm_bw: sp.Expr, attention: str,
@@ -265,6 +227,15 @@ def _source(model: Transformer, peak: sp.Expr, hbm_bw: sp.Expr, attention: str,
     for k in range(len(names)):
         lines += _row_source(str(k), fields[k], dens[k], peak, hbm_bw,
                              counted if k < last else "u")
+    # the totals: each count summed over the rows (exact), then its terms and the rule
     rows = ", ".join(f"{name!r}: r{k}" for k, name in enumerate(names[:-1]))
     lines.append(f"    return {{{rows}}}, r{last}")  # a dict display: no dict(zip()) per call
+    # the totals, asked for apart (JSON, text): each count summed over the rows, exactly,
+    # then its terms and the rule
+    lines += ["def _total(rows):"]
+    lines += [f"    f{k}, u{k}, w{k}, a{k}, k{k} = rows[{k}][:5]" for k in range(last)]
+    sums = [" + ".join(f"{v}{k}" for k in range(last)) for v in "fuwak"]
+    exact = all(d == 1 for k in range(last) for d in dens[k])
+    lines += _row_source("z", sums, [1 if exact else 0] * 5, peak, hbm_bw, counted)
+    lines.append("    return rz")
     return list(names[:-1]), "\n".join(lines)

@@ -81,11 +81,11 @@ def step_warnings(model: Transformer, chip: Chip, batch: int, context: int,
         kv = model.whole(batch, 1, context - 1).kv_bytes  # the batch's cache (windows, MLA...)
     hbm = int(chip.hbm_bytes) if chip.hbm_bytes.is_Integer else chip.hbm_bytes
     if chip.hbm_bytes.is_number and weights + kv > hbm:
-        times = float((weights + kv) / chip.hbm_bytes)
+        times = float((weights + kv) / hbm)  # Python's division where hbm is an int
         out.append(f"weights {fmt_si(weights, 'B')} + KV cache {fmt_si(kv, 'B')} = "
                    f"{fmt_si(weights + kv, 'B')}, "
                    f"{f'{times:,.0f}' if times >= 100 else f'{times:.3g}'}x "
-                   f"the {chip.name}'s HBM ({fmt_si(chip.hbm_bytes, 'B')}): the step does not "
+                   f"the {chip.name}'s HBM ({fmt_si(hbm, 'B')}): the step does not "
                    "fit on one chip")
     top = None if model.max_position is None else int(model.max_position)
     if top is None:

@@ -19,6 +19,7 @@ from ..cost import Cost, as_dimension
 from ..workload import as_step
 from . import attention_rows as ar
 from . import rows as rw
+from .compiled_whole import whole_numbers
 
 __all__ = ["Sizes"]
 
@@ -174,6 +175,9 @@ class Sizes:
         >>> (m.whole(B, S, 0, conventions="book").flops - m.whole(B, S, 0).flops).factor()
         2*B*H*L*S*d_h*(S - 1)
         """
+        fast = whole_numbers(self, batch, new_tokens, cached, last_only, conventions)
+        if fast is not None:  # plain ints: the derivation compiled once (compiled_whole)
+            return fast
         with using(conventions):
             return self._whole(batch, new_tokens, cached, last_only)
 

@@ -141,6 +141,9 @@ class RooflineTable:
     @cached_property
     def _total(self) -> OpValues:
         """The totals' numbers: summed counts, their roofline (network as time() sums it)."""
+        compiled = vars(self).get("_totals")
+        if compiled is not None:
+            return compiled(tuple(self.numbers.values()))
         columns = zip(*self.numbers.values())  # one column per OpValues field
         sums = {n: sum(col) for n, col in zip(FIELDS[:6], columns)}
         return _values({**sums, "net_time": sum(self._net.values())}, self.chip, self.dtype,
@@ -191,14 +194,20 @@ class RooflineTable:
         x = Fraction(counted) / nbytes
         return float(x), str(x)
 
+    @cached_property
+    def _lowers(self) -> tuple[list[float], float]:
+        """The rows' lower bounds in order, and their sum (float, correctly rounded)."""
+        lowers = [v.lower for v in self.numbers.values()]
+        return lowers, math.fsum(lowers)
+
     def _per_op_float(self) -> float:
-        return math.fsum(v.lower for v in self.numbers.values())
+        return self._lowers[1]
 
     def bottleneck(self) -> str:
         """One sentence: what bounds the step and which row costs most."""
         numbers = self.numbers
-        worst = max(numbers, key=lambda k: numbers[k].lower)
-        total = self._per_op_float()
+        lowers, total = self._lowers
+        worst = list(numbers)[lowers.index(max(lowers))]  # the first of equals, as max()
         share = numbers[worst].lower / total if total else math.nan
         ridge = _ridge(self.chip, self.dtype)[1]
         return (f"{self._total.bound}-bound: '{worst}' takes {share:.0%} of the per-op time "
@@ -230,21 +239,35 @@ class RooflineTable:
     def as_dict(self) -> dict[str, Any]:
         """Stable JSON-ready form: numbers as numbers, exact values as strings."""
 
-        def row(v: OpValues) -> dict[str, Any]:
-            intensity, exact = self._intensity_pair(v)
-            return {"flops": int(v.flops), "useful_flops": int(v.useful_flops),
-                    "weight_bytes": int(v.weight_bytes), "kv_bytes": int(v.kv_bytes),
-                    "act_bytes": int(v.act_bytes), "intensity": intensity,
-                    "intensity_exact": exact, "bound": v.bound, "t_math_s": v.t_math,
-                    "t_mem_s": v.t_mem, "t_lower_s": v.lower, "t_upper_s": v.upper}
+        useful, gcd, pair = self.useful, math.gcd, self._intensity_pair
 
-        total = self._total
+        def rows(items: Any) -> dict[str, dict[str, Any]]:
+            out = {}
+            for name, v in items:  # one loop, no call per row: most of as_dict's time
+                f, u, w, a, k, _, t_math, t_mem, _, lower, upper, bound = v
+                counted, nbytes = (u if useful else f), w + a + k
+                if type(counted) is int and type(nbytes) is int and nbytes:  # the common case
+                    g = gcd(counted, nbytes)
+                    intensity = counted / nbytes
+                    exact = str(counted // g) if g == nbytes else \
+                        f"{counted // g}/{nbytes // g}"
+                else:
+                    intensity, exact = pair(v)
+                if not type(f) is type(u) is type(w) is type(a) is type(k) is int:
+                    f, u, w, a, k = int(f), int(u), int(w), int(a), int(k)
+                out[name] = {"flops": f, "useful_flops": u, "weight_bytes": w, "kv_bytes": k,
+                             "act_bytes": a, "intensity": intensity, "intensity_exact": exact,
+                             "bound": bound, "t_math_s": t_math, "t_mem_s": t_mem,
+                             "t_lower_s": lower, "t_upper_s": upper}
+            return out
+
+        total, numbers = self._total, self.numbers
         out = {"title": self.title, "conventions": _conventions_dict(self.conventions),
                "chip": self.chip.name, "dtype": self.dtype,
-               "flops": "useful" if self.useful else "executed",
+               "flops": "useful" if useful else "executed",
                "ridge": _ridge(self.chip, self.dtype)[0],
-               "rows": {n: row(v) for n, v in self.numbers.items()},
-               "total": row(total), "per_op_sum_s": self._per_op_float(),
+               "rows": rows(numbers.items()),
+               "total": rows([("", total)])[""], "per_op_sum_s": self._per_op_float(),
                "lower_s": total.lower, "upper_s": total.upper,
                "bottleneck": self.bottleneck(), "notes": list(self.notes),
                "warnings": list(self.warnings)}
@@ -375,4 +398,6 @@ def roofline_table(model: Transformer, chip: Any, step: Step | None = None, *,
     if model.window is not None:
         model._context(sp.Integer(cached + new_tokens))  # past a sliding window: refused
     rows, whole = fn.fn(batch, new_tokens, cached + new_tokens)
-    return RooflineTable._from_numbers(rows, whole, chip, dtype, title, notes, key, cv, useful)
+    table = RooflineTable._from_numbers(rows, whole, chip, dtype, title, notes, key, cv, useful)
+    vars(table)["_totals"] = fn.total  # the totals summed by compiled code, when asked
+    return table

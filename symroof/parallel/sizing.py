@@ -80,7 +80,7 @@ def latency_throughput(model: Any, mesh: Any, *, context: Any, batches: Any = No
         raise ValueError(f"context must be >= 1, got {s.min():g}")
     m = plan.model
     free = float(plan.n * plan.mesh.chip.hbm_bytes - m.params * m.w_bytes)
-    per_seq = sp.lambdify(_S, m.kv_cache_bytes(_S), "numpy")(s)  # windows cap their layers
+    per_seq = evaluate(m.kv_cache_bytes(_S), S=s)  # windows cap their layers
     cap = np.maximum(np.floor(free / np.asarray(per_seq, dtype=np.float64)), 0)
     if batches is None:
         if s.ndim:

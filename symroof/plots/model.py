@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import sympy as sp
 
 from ..analysis import time
+from ..evaluate import evaluate
 from ..hardware import as_chip
 from ..models import model as _model
 from ..models.inference import ctx_star, step_time
@@ -157,7 +157,7 @@ def throughput_plot(model: Any, chip: Any, batches: Any = None, context: int = 2
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     b = bs.astype(float)
     for label, t in curves.items():
-        ax.plot(b, b / np.broadcast_to(sp.lambdify(_B, t, "numpy")(b), b.shape),
+        ax.plot(b, b / evaluate(t, B=b),
                 marker=".", label=label)
     free = chip.hbm_bytes - m.params * m.w_bytes
     if float(free) <= 0:
@@ -202,7 +202,7 @@ def attention_share_plot(models: Sequence[Any], contexts: Any = None, *, path: A
     fig, ax = plt.subplots(figsize=(7, 4.2))
     for m in ms:
         attn = m.attn_flops_per_token(_S)
-        share = sp.lambdify(_S, attn / (2 * m.matmul_params + attn), "numpy")(cs)
+        share = evaluate(attn / (2 * m.matmul_params + attn), S=cs)
         star = float(ctx_star(m))
         (line,) = ax.plot(cs, share, label=f"{m.name} (ctx* = {star:,.0f})")
         if cs.min() <= star <= cs.max():

@@ -173,9 +173,8 @@ def batch_plot(chip: Any, widths: Sequence[int] = (4096, 1024), *, batches: Any 
     >>> len(fig.axes[0].lines)
     1
     """
-    import sympy as sp
-
     from ..analysis import time as roof_time
+    from ..evaluate import evaluate
     from ..hardware import as_chip
     from ..ops import matmul
     from ..symbols import B
@@ -187,8 +186,7 @@ def batch_plot(chip: Any, widths: Sequence[int] = (4096, 1024), *, batches: Any 
     for width in widths:
         cost = matmul(B, width, width, x_bytes=x_bytes, w_bytes=w_bytes)
         bound = roof_time(cost, chip, dtype)
-        t = sp.lambdify(B, bound.lower, "numpy")(bs.astype(float))
-        flops = sp.lambdify(B, cost.flops, "numpy")(bs.astype(float))
+        t, flops = (evaluate(x, B=bs.astype(float)) for x in (bound.lower, cost.flops))
         ax.plot(bs, flops / t, label=f"D = F = {width}")
     peak = float(chip.peak(dtype))
     ax.set_xlabel("batch size B")
