@@ -1,0 +1,76 @@
+"""Caches keyed by the conventions record: a result computed under one profile is never
+returned under another, and a plan keeps the record it was built under.
+
+Each test computes under "symroof", then under another record, and checks the second answer
+against the same quantity built without the cache (the record passed straight to the
+uncached builder), then that the first answer is unchanged afterwards.
+"""
+
+import pytest
+import sympy as sp
+
+import symroof as sr
+from symroof.conventions import profile, using
+from symroof.models.sweep import sweep_step_time
+from symroof.parallel import serving_2d
+from symroof.parallel.sizing import latency_throughput
+
+LLAMA = sr.model("llama-3.1-8b")
+
+
+def test_sweep_step_time_reads_the_conventions_it_is_given():
+    chip = sr.chip("h100")
+    at = {"batch": 1, "context": 2048, "new_tokens": 2048}  # a prefill: attention pairs count
+    mine = float(sweep_step_time(LLAMA, chip, **at)["lower"])
+    viewer = float(sweep_step_time(LLAMA, chip, **at, conventions="llm-viewer")["lower"])
+    step = sr.Step(1, 2048)
+    direct = sr.step_time(LLAMA, chip, step, conventions="llm-viewer").whole.lower
+    assert viewer == float(direct)
+    assert viewer != mine  # all T x S pairs counted: more FLOPs than the causal ones
+    with using("llm-viewer"):  # the record in force is the default
+        assert float(sweep_step_time(LLAMA, chip, **at)["lower"]) == viewer
+    assert float(sweep_step_time(LLAMA, chip, **at)["lower"]) == mine
+    assert mine == float(sr.step_time(LLAMA, chip, step).whole.lower)
+
+
+def test_latency_curve_reads_the_conventions_it_is_given():
+    mesh = sr.mesh("tpu-v5e", "4x8")
+    model = sr.model("llama-3.1-70b")
+    args = {"context": 8192, "batches": [64]}
+    mine = float(latency_throughput(model, mesh, **args)["upper"][0])
+    book = float(latency_throughput(model, mesh, **args, conventions="book")["upper"][0])
+    plan = sr.serve(model, mesh, batch=64, context=8192, conventions="book")
+    assert book == pytest.approx(float(plan.time.upper), rel=1e-12)  # float vs exact
+    assert book > mine  # the book's rings drop (N - 1)/N: slower collectives, no overlap
+    assert float(latency_throughput(model, mesh, **args)["upper"][0]) == mine
+
+
+def test_serve_keeps_its_conventions():
+    mesh = sr.mesh("tpu-v5e", "4x8")
+    mine = sr.serve("llama-3.1-70b", mesh, batch=64, context=8192)
+    book = sr.serve("llama-3.1-70b", mesh, batch=64, context=8192, conventions="book")
+    with using("book"):
+        in_force = sr.serve("llama-3.1-70b", mesh, batch=64, context=8192)
+        read_later = mine.time  # a plan's time is its own record's, not the one in force
+    assert book.conventions == profile("book") == in_force.conventions
+    assert mine.conventions == profile("symroof")
+    assert book.rows == in_force.rows
+    assert book.rows["comm/mlp_allreduce"].net_time > mine.rows["comm/mlp_allreduce"].net_time
+    assert read_later == mine.time
+    # time_flops decides the FLOPs a plan's time reads: executed ones exceed useful ones
+    executed = sr.serve("llama-3.1-70b", mesh, batch=64, context=8192,
+                        conventions=profile("symroof").replace(time_flops="executed"))
+    assert executed.time.t_math == executed.cost.flops / mesh.chip.peak("bf16")
+    assert mine.time.t_math == mine.cost.useful_flops / mesh.chip.peak("bf16")
+
+
+def test_ici_threshold_is_cached_per_conventions_record():
+    plan = sr.serve("llama-3.1-70b", sr.mesh("tpu-v5e", "4x8"), batch=64, context=8192)
+    serving_2d._ici_threshold.cache_clear()
+    first = plan.conditions["ici"].threshold
+    with using("book"):
+        serving_2d.ici_condition(plan)
+    info = serving_2d._ici_threshold.cache_info()
+    assert (info.misses, info.currsize) == (2, 2)  # one entry per record, none shared
+    # F/(B beta) = 28672 / (64 x 8.2e11 / 9e10) (book ch. 7; v5e spec sheet figures)
+    assert first == sp.Rational(28672) / (64 * sp.Rational(820 * 10**9, 9 * 10**10))
