@@ -74,3 +74,23 @@ def test_ici_threshold_is_cached_per_conventions_record():
     assert (info.misses, info.currsize) == (2, 2)  # one entry per record, none shared
     # F/(B beta) = 28672 / (64 x 8.2e11 / 9e10) (book ch. 7; v5e spec sheet figures)
     assert first == sp.Rational(28672) / (64 * sp.Rational(820 * 10**9, 9 * 10**10))
+
+
+def test_compiled_table_and_its_disk_copy_are_kept_per_record(monkeypatch, tmp_path):
+    from symroof.models import compiled
+
+    monkeypatch.setenv("SYMROOF_CACHE", str(tmp_path))
+    tiny, chip = sr.model("tiny"), sr.chip("h100")
+    mac = profile("symroof").replace(flops_per_mac=1)  # a MAC counter's FLOPs
+
+    def q_flops(conventions):
+        compiled.compiled_table.cache_clear()  # from the disk copy, not this process's
+        compiled._fields_source.cache_clear()
+        rows, _ = compiled.compiled_table(tiny, chip, conventions=conventions)(2, 1, 8)
+        return rows["attn/q_proj"].flops
+
+    macs = 2 * 2 * 1 * 64 * 8 * 8  # q_proj of tiny: L B T D H d_h (L=2, B=2, T=1, D=64, ...)
+    assert q_flops(profile("symroof")) == 2 * macs
+    assert q_flops(mac) == 1 * macs  # one FLOP a MAC: half
+    assert len(list(tmp_path.glob("table-*.json"))) == 2  # one file per record
+    assert q_flops(profile("symroof")) == 2 * macs  # read back, unchanged
