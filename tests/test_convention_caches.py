@@ -94,3 +94,34 @@ def test_compiled_table_and_its_disk_copy_are_kept_per_record(monkeypatch, tmp_p
     assert q_flops(mac) == 1 * macs  # one FLOP a MAC: half
     assert len(list(tmp_path.glob("table-*.json"))) == 2  # one file per record
     assert q_flops(profile("symroof")) == 2 * macs  # read back, unchanged
+
+
+def _json(capsys, argv):
+    from symroof.surfaces.cli import main
+
+    assert main([*argv, "--format", "json"]) == 0
+    import json
+
+    return json.loads(capsys.readouterr().out)
+
+
+MESH_STEP = ["--model", "llama-3.1-70b", "--mesh", "tpu-v5e:4x8", "--context", "8192"]
+
+
+def test_serve_report_and_solve_on_a_mesh_take_conventions(capsys):
+    serve = [[*MESH_STEP, "--batch", "64"], ["--conventions", "book"]]
+    mine, book = (_json(capsys, ["serve", *serve[0], *extra]) for extra in ([], serve[1]))
+    assert "conventions" not in mine["lines"][0] and book["query"]["conventions"]["name"] == \
+        "book" and mine["query"]["conventions"]["name"] == "symroof"
+    plan = sr.serve("llama-3.1-70b", sr.mesh("tpu-v5e", "4x8"), batch=64, context=8192,
+                    conventions="book")
+    assert book["t_net_s"] == float(plan.time.t_net) != mine["t_net_s"]
+    report = _json(capsys, ["report", "--phase", "decode", *serve[0], *serve[1]])
+    assert report["conventions"]["name"] == "book"
+    assert report["upper_s"] == pytest.approx(book["upper_s"], rel=1e-12)  # one plan's rows
+    ring = ["solve", "t_mem = t_net", "--for", "batch", *MESH_STEP]
+    exact, books = (_json(capsys, [*ring, *extra])
+                    for extra in ([], ["--convention", "ring_factor=book"]))
+    assert books["title"].endswith(", conventions: symroof, ring_factor=book")
+    assert books["query"]["conventions"]["changed"] == ["ring_factor"]
+    assert sp.sympify(books["rhs"]) != sp.sympify(exact["rhs"])  # the rings' (N - 1)/N gone
