@@ -111,8 +111,7 @@ MESH_STEP = ["--model", "llama-3.1-70b", "--mesh", "tpu-v5e:4x8", "--context", "
 def test_serve_report_and_solve_on_a_mesh_take_conventions(capsys):
     serve = [[*MESH_STEP, "--batch", "64"], ["--conventions", "book"]]
     mine, book = (_json(capsys, ["serve", *serve[0], *extra]) for extra in ([], serve[1]))
-    assert "conventions" not in mine["lines"][0] and book["query"]["conventions"]["name"] == \
-        "book" and mine["query"]["conventions"]["name"] == "symroof"
+    assert book["conventions"]["name"] == "book" and mine["conventions"]["name"] == "symroof"
     plan = sr.serve("llama-3.1-70b", sr.mesh("tpu-v5e", "4x8"), batch=64, context=8192,
                     conventions="book")
     assert book["t_net_s"] == float(plan.time.t_net) != mine["t_net_s"]
@@ -123,5 +122,14 @@ def test_serve_report_and_solve_on_a_mesh_take_conventions(capsys):
     exact, books = (_json(capsys, [*ring, *extra])
                     for extra in ([], ["--convention", "ring_factor=book"]))
     assert books["title"].endswith(", conventions: symroof, ring_factor=book")
-    assert books["query"]["conventions"]["changed"] == ["ring_factor"]
+    assert books["conventions"]["changed"] == ["ring_factor"]
     assert sp.sympify(books["rhs"]) != sp.sympify(exact["rhs"])  # the rings' (N - 1)/N gone
+
+
+def test_serve_title_names_a_profile_other_than_symroofs(capsys):
+    from symroof.surfaces.cli import main
+
+    argv = ["serve", *MESH_STEP, "--batch", "64"]
+    for extra, tail in (([], "bf16 peak"), (["--conventions", "book"], "conventions: book")):
+        assert main([*argv, *extra]) == 0
+        assert capsys.readouterr().out.splitlines()[0].endswith(tail)
