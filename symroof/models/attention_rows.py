@@ -177,22 +177,22 @@ def core(mode: str, B: Any, T: Any, c: Any, h: Heads, *, window: Any, ab: Any, k
     return {"attn/core": Cost(flops=flops, kv_bytes=kv_factor * kv, act_bytes=act)}
 
 
-def core_rows(m: Any, mode: str, B: Any, T: Any, c: Any) -> dict[str, Cost]:
-    """The core rows of model ``m``'s L layers: its windowed layers' and its global ones'.
+def core_rows(a: Any, L: Any, mode: str, B: Any, T: Any, c: Any, s: Any) -> dict[str, Cost]:
+    """The core rows of L layers of attention block ``a``: its windowed layers' and its
+    global ones' (``s`` the stream: bytes per element).
 
     >>> from symroof.models import model
-    >>> rows = core_rows(model("gemma-2-9b"), "fused", 1, 1, 8191)   # 21 local, 21 global
+    >>> m = model("gemma-2-9b")                    # 21 local, 21 global
+    >>> rows = core_rows(m.blocks.attention, m.L, "fused", 1, 1, 8191, m.blocks.stream)
     >>> rows["attn/core"].kv_bytes == 21 * (4096 + 8192) * 2 * 8 * 256 * 2
     True
     """
-    heads = mla_heads(m) if m.mla is not None else standard_heads(m)
-    kw = dict(ab=m.act_bytes, kvb=m.kv_bytes, softcap=m.attn_softcap is not None,
-              block=m.attn_block)
-    local = m.local_layers
+    kw = dict(ab=s.ab, kvb=s.kvb, softcap=a.softcap is not None, block=a.block)
+    local = a.local_layers(L)
     out: dict[str, Cost] = {}
-    for layers, window in ((m.L - local, None), (local, m.window)):
+    for layers, window in ((L - local, None), (local, a.window)):
         if layers != 0:
-            for key, cost in core(mode, B, T, c, heads, window=window, **kw).items():
+            for key, cost in core(mode, B, T, c, a.heads(), window=window, **kw).items():
                 out[key] = out.get(key, Cost()) + layers * cost
     return out
 
@@ -202,94 +202,98 @@ def _into_cache() -> bool:
     return current().kv_written_by == "projection"
 
 
-def standard(m: Any, n: Any, T: Any) -> dict[str, Cost]:
-    """One layer's rows of GQA attention before the core: the norm, q/k/v (or one fused
-    qkv) projections with their biases, per-head q/k norms (Qwen3), RoPE on the rotated
-    dims, the KV write.
+def standard(a: Any, n: Any, T: Any, pos: Any, s: Any) -> dict[str, Cost]:
+    """One layer's rows of GQA attention block ``a`` before the core: q/k/v (or one fused
+    qkv) projections with their biases, per-head q/k norms (Qwen3), the positions' RoPE on
+    the rotated dims, the KV write (the norm before it is the layer's).
 
     >>> from symroof.models import model
-    >>> list(standard(model("pythia-160m"), 1, 1))
-    ['attn_norm', 'attn/qkv_proj', 'attn/rope', 'attn/kv_write']
+    >>> b = model("pythia-160m").blocks
+    >>> list(standard(b.attention, 1, 1, b.positions, b.stream))
+    ['attn/qkv_proj', 'attn/rope', 'attn/kv_write']
     """
-    D, H, G, d_h, ab, wb, kvb = m.D, m.H, m.G, m.d_h, m.act_bytes, m.w_bytes, m.kv_bytes
-    rows = {"attn_norm": rw.norm(m.norm, n, D, ab=ab, wb=wb)}
+    D, H, G, d_h, ab, wb, kvb = s.D, a.H, a.G, a.d_h, s.ab, s.wb, s.kvb
+    rows = {}
     into_cache = _into_cache()  # k, v written by their projections
 
     def project(heads: Any, kv_heads: Any) -> Cost:
-        cost = rw.linear(n, D, heads * d_h, ab=ab, wb=wb, bias=m.qkv_bias)
+        cost = rw.linear(n, D, heads * d_h, ab=ab, wb=wb, bias=a.qkv_bias)
         if not into_cache:
             return cost
         moved = n * kv_heads * d_h
         return cost + Cost(act_bytes=-moved * ab, kv_bytes=moved * kvb)
 
-    if m.fused_qkv:
+    if a.fused_qkv:
         rows["attn/qkv_proj"] = project(H + 2 * G, 2 * G)
     else:
         for name, heads in (("q", H), ("k", G), ("v", G)):
             rows[f"attn/{name}_proj"] = project(heads, 0 if name == "q" else G)
-    if m.qk_norm:  # Qwen3: an RMSNorm of width d_h on each query head and each key head
+    if a.qk_norm:  # Qwen3: an RMSNorm of width d_h on each query head and each key head
         rows["attn/q_norm"] = rw.norm("rms", n * H, d_h, ab=ab, wb=wb)
         rows["attn/k_norm"] = rw.norm("rms", n * G, d_h, ab=ab, wb=wb)
-    if m.positions == "rope":
-        rows["attn/rope"] = rw.rope(n, H + G, m.rotary, T, ab=ab)
+    rows |= pos.rope_row(n, H + G, pos.rotated(d_h), T, s)
     if not into_cache:
         rows["attn/kv_write"] = Cost(kv_bytes=2 * n * G * d_h * kvb,
                                      act_bytes=2 * n * G * d_h * ab)
     return rows
 
 
-def standard_heads(m: Any) -> Heads:
-    return Heads(m.H, m.d_h, m.d_h, m.G * m.d_h, m.G * m.d_h)
+def standard_heads(a: Any) -> Heads:
+    """What the core of GQA attention block ``a`` multiplies."""
+    return Heads(a.H, a.d_h, a.d_h, a.G * a.d_h, a.G * a.d_h)
 
 
-def mla(m: Any, n: Any, T: Any) -> dict[str, Cost]:
-    """One layer's rows of multi-head latent attention before the core (docs/accounting.md,
-    "Multi-head latent attention"); the rows after it are :func:`mla_after`.
+def mla(a: Any, n: Any, T: Any, s: Any) -> dict[str, Cost]:
+    """One layer's rows of multi-head latent attention (block ``a``, its record
+    ``a.latent``) before the core (docs/accounting.md, "Multi-head latent attention"); the
+    rows after it are :func:`mla_after`.
 
     >>> from symroof.models import model
-    >>> mla(model("deepseek-v3"), 1, 1)["attn/kv_write"].kv_bytes   # 512 + 64, bf16
+    >>> b = model("deepseek-v3").blocks
+    >>> mla(b.attention, 1, 1, b.stream)["attn/kv_write"].kv_bytes   # 512 + 64, bf16
     1152
     """
-    a, D, H, ab, wb, kvb = m.mla, m.D, m.H, m.act_bytes, m.w_bytes, m.kv_bytes
+    m, D, H, ab, wb, kvb = a.latent, s.D, a.H, s.ab, s.wb, s.kvb
     if _into_cache():
         raise ValueError("convention kv_written_by='projection' applies to GQA attention; MLA "
                          "writes its latent in its own row (use kv_written_by='row')")
-    rows = {"attn_norm": rw.norm(m.norm, n, D, ab=ab, wb=wb)}
-    if a.q_rank is not None:
-        rows["attn/q_a_proj"] = rw.linear(n, D, a.q_rank, ab=ab, wb=wb)
-        rows["attn/q_a_norm"] = rw.norm("rms", n, a.q_rank, ab=ab, wb=wb)
-        rows["attn/q_b_proj"] = rw.linear(n, a.q_rank, H * a.d_qk, ab=ab, wb=wb)
+    rows = {}
+    if m.q_rank is not None:
+        rows["attn/q_a_proj"] = rw.linear(n, D, m.q_rank, ab=ab, wb=wb)
+        rows["attn/q_a_norm"] = rw.norm("rms", n, m.q_rank, ab=ab, wb=wb)
+        rows["attn/q_b_proj"] = rw.linear(n, m.q_rank, H * m.d_qk, ab=ab, wb=wb)
     else:
-        rows["attn/q_proj"] = rw.linear(n, D, H * a.d_qk, ab=ab, wb=wb)
-    rows["attn/kv_a_proj"] = rw.linear(n, D, a.kv_rank + a.d_rope, ab=ab, wb=wb)
-    rows["attn/kv_a_norm"] = rw.norm("rms", n, a.kv_rank, ab=ab, wb=wb)
-    rows["attn/rope"] = rw.rope(n, H + 1, a.d_rope, T, ab=ab)  # q's RoPE part, the shared key
-    if a.absorb:  # cache the latent and the RoPE key; W_UK folds into the query
-        rows["attn/kv_write"] = Cost(kv_bytes=n * a.cache_per_token * kvb,
-                                     act_bytes=n * a.cache_per_token * ab)
-        rows["attn/q_absorb"] = Cost(flops=2 * n * H * a.d_nope * a.kv_rank,
-                                     weight_bytes=H * a.d_nope * a.kv_rank * wb,
-                                     act_bytes=n * H * (a.d_nope + a.kv_rank) * ab)
+        rows["attn/q_proj"] = rw.linear(n, D, H * m.d_qk, ab=ab, wb=wb)
+    rows["attn/kv_a_proj"] = rw.linear(n, D, m.kv_rank + m.d_rope, ab=ab, wb=wb)
+    rows["attn/kv_a_norm"] = rw.norm("rms", n, m.kv_rank, ab=ab, wb=wb)
+    rows["attn/rope"] = rw.rope(n, H + 1, m.d_rope, T, ab=ab)  # q's RoPE part, the shared key
+    if m.absorb:  # cache the latent and the RoPE key; W_UK folds into the query
+        rows["attn/kv_write"] = Cost(kv_bytes=n * m.cache_per_token * kvb,
+                                     act_bytes=n * m.cache_per_token * ab)
+        rows["attn/q_absorb"] = Cost(flops=2 * n * H * m.d_nope * m.kv_rank,
+                                     weight_bytes=H * m.d_nope * m.kv_rank * wb,
+                                     act_bytes=n * H * (m.d_nope + m.kv_rank) * ab)
         return rows
-    rows["attn/kv_b_proj"] = rw.linear(n, a.kv_rank, H * (a.d_nope + a.d_v), ab=ab, wb=wb)
+    rows["attn/kv_b_proj"] = rw.linear(n, m.kv_rank, H * (m.d_nope + m.d_v), ab=ab, wb=wb)
     rows["attn/kv_write"] = Cost(  # reads k_nope, the RoPE key once, v; writes per-head k, v
-        kv_bytes=n * H * (a.d_qk + a.d_v) * kvb,
-        act_bytes=n * (H * a.d_nope + a.d_rope + H * a.d_v) * ab)
+        kv_bytes=n * H * (m.d_qk + m.d_v) * kvb,
+        act_bytes=n * (H * m.d_nope + m.d_rope + H * m.d_v) * ab)
     return rows
 
 
-def mla_heads(m: Any) -> Heads:
-    a = m.mla
-    if a.absorb:  # q = [q_nope W_UK, q_rope] against [c_kv, k_rope]; o in the latent
-        return Heads(m.H, a.kv_rank + a.d_rope, a.kv_rank, a.cache_per_token, a.kv_rank, True)
-    return Heads(m.H, a.d_qk, a.d_v, m.H * a.d_qk, m.H * a.d_v)
+def mla_heads(a: Any) -> Heads:
+    """What the core of latent attention block ``a`` multiplies."""
+    m = a.latent
+    if m.absorb:  # q = [q_nope W_UK, q_rope] against [c_kv, k_rope]; o in the latent
+        return Heads(a.H, m.kv_rank + m.d_rope, m.kv_rank, m.cache_per_token, m.kv_rank, True)
+    return Heads(a.H, m.d_qk, m.d_v, a.H * m.d_qk, a.H * m.d_v)
 
 
-def mla_after(m: Any, n: Any) -> dict[str, Cost]:
+def mla_after(a: Any, n: Any, s: Any) -> dict[str, Cost]:
     """The absorbed form's W_UV on the latent output (before o_proj)."""
-    a = m.mla
-    if not a.absorb:
+    m = a.latent
+    if not m.absorb:
         return {}
-    return {"attn/o_absorb": Cost(flops=2 * n * m.H * a.kv_rank * a.d_v,
-                                  weight_bytes=m.H * a.kv_rank * a.d_v * m.w_bytes,
-                                  act_bytes=n * m.H * (a.kv_rank + a.d_v) * m.act_bytes)}
+    return {"attn/o_absorb": Cost(flops=2 * n * a.H * m.kv_rank * m.d_v,
+                                  weight_bytes=a.H * m.kv_rank * m.d_v * s.wb,
+                                  act_bytes=n * a.H * (m.kv_rank + m.d_v) * s.ab)}

@@ -131,40 +131,33 @@ def _int_dim(value: Any, name: str) -> int:
     return int(value)
 
 
-_SWITCHES = ("tied", "qkv_bias", "norm", "act", "gated", "fused_qkv", "fused_gate_up",
-             "o_bias", "mlp_bias", "positions", "parallel_residual", "post_norms",
-             "embed_scale", "window_pattern", "qk_norm")
+_DIMS = ("D", "F", "L", "H", "G", "d_h", "V")
 
 
 def _numeric_config(model: Transformer):
-    """The NumPy twin's Config for ``model``: the same shape and switches, as plain
-    numbers (the twin never sees a formula)."""
+    """The NumPy twin's Config for ``model``: its blocks' twin fields
+    (:meth:`~symroof.models.blocks.Blocks.twin`) as plain numbers (the twin never sees a
+    formula)."""
     from ..numeric import Config, MLASpec, MoESpec
 
-    dims = {name: _int_dim(getattr(model, name), name)
-            for name in ("D", "F", "L", "H", "G", "d_h", "V")}
-    opt = {name: None if getattr(model, name) is None else _int_dim(getattr(model, name), name)
-           for name in ("rotary_dim", "max_position", "window")}
-    caps = {name: None if getattr(model, name) is None else float(getattr(model, name))
-            for name in ("attn_softcap", "final_softcap")}
-    moe = mla = None
-    if model.moe is not None:
-        m = model.moe
-        moe = MoESpec(E=_int_dim(m.E, "MoE E"), k=_int_dim(m.k, "MoE k"),
-                      F=_int_dim(m.F, "MoE F"),
-                      shared_F=0 if m.shared_F == 0 else _int_dim(m.shared_F, "MoE shared_F"),
-                      shared_gate=m.shared_gate, router=m.router, router_bias=m.router_bias,
-                      norm_topk=m.norm_topk, scale=float(m.scale), groups=m.groups,
-                      topk_groups=m.topk_groups, dense_layers=m.dense_layers)
-    if model.mla is not None:
-        a = model.mla
-        mla = MLASpec(**{k: _int_dim(getattr(a, k), f"MLA {k}")
-                         for k in ("kv_rank", "d_nope", "d_rope", "d_v")},
-                      q_rank=None if a.q_rank is None else _int_dim(a.q_rank, "MLA q_rank"),
-                      absorb=a.absorb)
-    return Config(**dims, **opt, **caps, **{k: getattr(model, k) for k in _SWITCHES},
-                  attn_block=_int_dim(model.attn_block, "attn_block"), moe=moe, mla=mla,
-                  name=model.name)
+    twin = model.blocks.twin()
+    dims = {name: _int_dim(twin.pop(name), name) for name in _DIMS}
+    for name in ("rotary_dim", "window"):
+        value = twin.get(name)
+        twin[name] = None if value is None else _int_dim(value, name)
+    twin["attn_block"] = _int_dim(twin["attn_block"], "attn_block")
+    if twin["moe"] is not None:
+        m = twin["moe"]
+        m |= {k: _int_dim(m[k], f"MoE {k}") for k in ("E", "k", "F")}
+        m |= {"shared_F": 0 if m["shared_F"] == 0 else _int_dim(m["shared_F"], "MoE shared_F"),
+              "scale": float(m["scale"])}
+        twin["moe"] = MoESpec(**m)
+    a = model.blocks.attention.latent
+    mla = None if a is None else MLASpec(
+        **{k: _int_dim(getattr(a, k), f"MLA {k}") for k in ("kv_rank", "d_nope", "d_rope", "d_v")},
+        q_rank=None if a.q_rank is None else _int_dim(a.q_rank, "MLA q_rank"), absorb=a.absorb)
+    top = None if model.max_position is None else _int_dim(model.max_position, "max_position")
+    return Config(**dims, **twin, mla=mla, max_position=top, name=model.name)
 
 
 def _widths(model: Transformer) -> dict[str, int]:

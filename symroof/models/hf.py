@@ -1,7 +1,10 @@
 """Hugging Face ``config.json`` reading for the families beyond Llama: mixture of experts
 (``mixtral``, ``qwen2_moe``), latent attention (``deepseek_v3``), ``gemma``, ``gemma2``,
 ``gpt2``, ``gpt_neox``, ``phi3``. :func:`symroof.models.from_hf_config` hands these model
-types here; ``llama``, ``mistral`` and ``qwen2`` stay with it.
+types here; the Llama-style ones (``llama``, ``mistral``, ``qwen2``, ``qwen3``) stay with it.
+Every reader starts from its family's switches
+(:data:`symroof.models.family_presets.FAMILIES`) and reads the sizes and what the config
+may change.
 
 Each reader names the fields it needs; a missing one fails naming it, a malformed one
 naming it and its value. What a config says that symroof's counts do not use (RoPE
@@ -23,6 +26,7 @@ from typing import Any
 
 import sympy as sp
 
+from .family_presets import family_of
 from .spec import MLA, MoE
 from .transformer import Transformer
 
@@ -54,10 +58,11 @@ def _common(config: Mapping[str, Any], source: str, kind: str, notes: list[str],
             **dims: Any) -> Transformer:
     """A Transformer with the widths, name, source and max_position every reader shares."""
     widths, read_notes = _widths(config)
+    fields = family_of(kind).fields() | dims  # the family's switches, then the config's
     return Transformer(name=_name(config, source, kind), source=source,
                        max_position=_positive_int(config, "max_position_embeddings",
                                                   default=None),
-                       notes=tuple(notes + read_notes), **widths, **dims)
+                       notes=tuple(notes + read_notes), **widths, **fields)
 
 
 def _llama_dims(config: Mapping[str, Any], kind: str) -> dict[str, Any]:
@@ -91,8 +96,7 @@ def _gpt2(config: Mapping[str, Any], source: str) -> Transformer:
         {**config, "max_position_embeddings": n["n_positions"]}, source, "gpt2", [],
         D=D, F=_positive_int(config, "n_inner", default=4 * D), L=n["n_layer"], H=H, G=H,
         d_h=D // H, V=n["vocab_size"], tied=_flag(config, "tie_word_embeddings", True),
-        norm="layer", act=_act(config, "activation_function", "gelu_new"), gated=False,
-        fused_qkv=True, qkv_bias=True, o_bias=True, mlp_bias=True, positions="learned")
+        act=_act(config, "activation_function", "gelu_new"))
 
 
 def _gpt_neox(config: Mapping[str, Any], source: str) -> Transformer:
@@ -102,9 +106,8 @@ def _gpt_neox(config: Mapping[str, Any], source: str) -> Transformer:
         raise ValueError(f"config field 'rotary_pct' must be a number in (0, 1], got {pct!r}")
     bias = _flag(config, "attention_bias", True)
     return _common(config, source, "gpt_neox", [], **dims,
-                   tied=_flag(config, "tie_word_embeddings", False), norm="layer",
-                   act=_act(config, "hidden_act", "gelu"), gated=False, fused_qkv=True,
-                   qkv_bias=bias, o_bias=bias, mlp_bias=True,
+                   tied=_flag(config, "tie_word_embeddings", False),
+                   act=_act(config, "hidden_act", "gelu"), qkv_bias=bias, o_bias=bias,
                    rotary_dim=int(dims["d_h"] * pct),
                    parallel_residual=_flag(config, "use_parallel_residual", True))
 
@@ -118,8 +121,7 @@ def _gemma(config: Mapping[str, Any], source: str, kind: str = "gemma",
         act = "gelu_tanh"
         notes.append("hidden_act 'gelu' read as gelu_pytorch_tanh, as transformers runs it")
     return _common(config, source, kind, notes, **_llama_dims(config, kind),
-                   tied=_flag(config, "tie_word_embeddings", True), act=act,
-                   embed_scale=True, **extra)
+                   tied=_flag(config, "tie_word_embeddings", True), act=act, **extra)
 
 
 def _gemma2(config: Mapping[str, Any], source: str) -> Transformer:
@@ -132,8 +134,7 @@ def _gemma2(config: Mapping[str, Any], source: str) -> Transformer:
             raise ValueError(f"config field {field!r} must be a positive number or null, got "
                              f"{value!r}")
         caps[name] = value
-    return _gemma(config, source, "gemma2", post_norms=True, window=_window(config),
-                  window_pattern=(True, False), **caps)  # even layers slide (layer 0 first)
+    return _gemma(config, source, "gemma2", window=_window(config), **caps)
 
 
 def _phi3(config: Mapping[str, Any], source: str) -> Transformer:
@@ -144,8 +145,8 @@ def _phi3(config: Mapping[str, Any], source: str) -> Transformer:
                          f"got {factor!r}")
     return _common(config, source, "phi3", [], **dims,
                    tied=_flag(config, "tie_word_embeddings", False),
-                   act=_act(config, "hidden_act", "silu"), fused_qkv=True, fused_gate_up=True,
-                   rotary_dim=int(dims["d_h"] * factor), window=_window(config))
+                   act=_act(config, "hidden_act", "silu"), rotary_dim=int(dims["d_h"] * factor),
+                   window=_window(config))
 
 
 def _mixtral(config: Mapping[str, Any], source: str) -> Transformer:
@@ -168,8 +169,8 @@ def _qwen2_moe(config: Mapping[str, Any], source: str) -> Transformer:
     moe = MoE(E=n["num_experts"], k=n["num_experts_per_tok"], F=n["moe_intermediate_size"],
               shared_F=shared, shared_gate=bool(shared),
               norm_topk=_flag(config, "norm_topk_prob", False))
-    return _common(config, source, "qwen2_moe", [], **dims, qkv_bias=True,
-                   window=_window(config), moe=moe)
+    return _common(config, source, "qwen2_moe", [], **dims, window=_window(config),
+                   moe=moe)
 
 
 def _deepseek_v3(config: Mapping[str, Any], source: str) -> Transformer:

@@ -113,15 +113,15 @@ def _experts(act: str, D: Any, F: Any, load: list[tuple], ab: Any, wb: Any
     return rows
 
 
-def _shared(m: Any, n: Any, L_moe: Any) -> dict[str, Cost]:
+def _shared(e: Any, n: Any, L_moe: Any, s: Any) -> dict[str, Cost]:
     """The shared expert on every token (and Qwen2-MoE's sigmoid gate on its output:
     x . w (2D), sigmoid (4), scale (D) per token; reads x and the expert's output, writes
     the scaled one)."""
-    moe, D, ab, wb = m.moe, m.D, m.act_bytes, m.w_bytes
-    F_s, key = moe.shared_F, rw.act_key(m.act, True)
+    moe, D, ab, wb = e.moe, s.D, s.ab, s.wb
+    F_s, key = moe.shared_F, rw.act_key(e.act, True)
     rows = {"moe/shared/gate": rw.linear(n, D, F_s, ab=ab, wb=wb),
             "moe/shared/up": rw.linear(n, D, F_s, ab=ab, wb=wb),
-            f"moe/shared/{key}": rw.activation(m.act, gated=True, n=n * F_s, ab=ab),
+            f"moe/shared/{key}": rw.activation(e.act, gated=True, n=n * F_s, ab=ab),
             "moe/shared/down": rw.linear(n, F_s, D, ab=ab, wb=wb)}
     if moe.shared_gate:
         rows["moe/shared/scale"] = Cost(flops=2 * n * D + 4 * n + n * D, weight_bytes=D * wb,
@@ -129,24 +129,25 @@ def _shared(m: Any, n: Any, L_moe: Any) -> dict[str, Cost]:
     return {key: L_moe * cost for key, cost in rows.items()}
 
 
-def moe_rows(m: Any, n: Any, L_moe: Any, tokens_per_expert: Any) -> dict[str, Cost]:
-    """Every MoE row, summed over the L_moe MoE layers (``mlp_norm`` and ``mlp/residual``
-    stay with the layer).
+def moe_rows(e: Any, n: Any, L_moe: Any, tokens_per_expert: Any, s: Any) -> dict[str, Cost]:
+    """Every row of the experts block ``e`` (its record ``e.moe``, stream ``s``), summed
+    over the L_moe MoE layers (``mlp_norm`` and ``mlp/residual`` stay with the layer).
 
     >>> from symroof.models import model
-    >>> rows = moe_rows(model("mixtral-8x7b"), 1, 32, None)
+    >>> b = model("mixtral-8x7b").blocks
+    >>> rows = moe_rows(b.experts, 1, 32, None, b.stream)
     >>> rows["moe/up"].weight_bytes == 32 * 2 * 4096 * 14336 * 2   # 2 experts read
     True
     """
-    moe, D, ab, wb = m.moe, m.D, m.act_bytes, m.w_bytes
+    moe, D, ab, wb = e.moe, s.D, s.ab, s.wb
     E, k = moe.E, moe.k
     layers = int(L_moe) if sp.sympify(L_moe).is_Integer else None
     if layers is None and tokens_per_expert not in (None, "balanced", "worst"):
         raise ValueError("per-layer tokens_per_expert needs a number of layers")
     load = loads(n, E, k, layers or 1, tokens_per_expert)
     scale = 1 if layers else L_moe
-    experts = _experts(m.act, D, moe.F, load, ab, wb)
-    key = rw.act_key(m.act, True)
+    experts = _experts(e.act, D, moe.F, load, ab, wb)
+    key = rw.act_key(e.act, True)
     rows = {"moe/router": L_moe * rw.linear(n, D, E, ab=ab, wb=wb),
             "moe/route": L_moe * Cost(flops=n * route_flops(moe),
                                       weight_bytes=E * wb if moe.router_bias else 0,
@@ -154,7 +155,7 @@ def moe_rows(m: Any, n: Any, L_moe: Any, tokens_per_expert: Any) -> dict[str, Co
             "moe/gate": scale * experts["gate"], "moe/up": scale * experts["up"],
             f"moe/{key}": scale * experts["act"], "moe/down": scale * experts["down"]}
     if moe.shared_F != 0:
-        rows |= _shared(m, n, L_moe)
+        rows |= _shared(e, n, L_moe, s)
     shared_add = n * D if moe.shared_F != 0 else 0
     rows["moe/combine"] = L_moe * Cost(
         flops=n * D * (2 * k - 1) + shared_add,

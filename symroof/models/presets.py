@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from . import hf
-from .family_presets import FAMILY_PRESETS
+from .family_presets import FAMILIES, FAMILY_PRESETS, family_of
 from .hf import _flag, _name, _positive_int, _widths
 from .transformer import Transformer
 
@@ -76,7 +76,12 @@ def model(name: str) -> Transformer:
                      "(or a path to a Hugging Face config.json)")
 
 
-_SUPPORTED = {"llama", "mistral", "qwen2", "qwen3", *hf.FAMILIES}  # hf.py reads the other families
+def _supported() -> set[str]:
+    """Every model type a config may name: each family's in FAMILIES (the Llama-style ones
+    read here, the others by hf.py)."""
+    return {t for f in FAMILIES.values() for t in f.model_types} | set(hf.FAMILIES)
+
+
 _REQUIRED = ("hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
              "vocab_size")
 
@@ -130,9 +135,9 @@ def _transformer(config: Mapping[str, Any], source: str) -> Transformer:
     kind = config.get("model_type", "llama")
     notes = [] if "model_type" in config else ["config has no model_type: read as a "
                                                  "Llama-style decoder (llama)"]
-    if kind not in _SUPPORTED:
+    if kind not in _supported():
         raise ValueError(f"model_type {kind!r} is not supported (supported: "
-                         f"{', '.join(sorted(_SUPPORTED))})")
+                         f"{', '.join(sorted(_supported()))})")
     if kind in hf.FAMILIES:
         return hf.read(config, source)
     for field in ("num_local_experts", "num_experts", "n_routed_experts"):
@@ -161,14 +166,13 @@ def _transformer(config: Mapping[str, Any], source: str) -> Transformer:
     window = None
     if config.get("use_sliding_window", True) is not False:
         window = _positive_int(config, "sliding_window", default=None)
+    family = family_of(kind).fields()  # its blocks' switches (qwen3: the q/k norms)
     tied = _flag(config, "tie_word_embeddings", False)
-    qkv_bias = _flag(config, "attention_bias", kind == "qwen2")
-    qk_norm = kind == "qwen3"  # Qwen3Attention's q_norm and k_norm, RMSNorm(head_dim)
+    qkv_bias = _flag(config, "attention_bias", family.get("qkv_bias", False))
     widths, read = _widths(config)
-    return Transformer(
+    return Transformer(**family | dict(
         D=dims["hidden_size"], F=dims["intermediate_size"], L=dims["num_hidden_layers"],
         H=H, G=G, d_h=head_dim, V=dims["vocab_size"], tied=tied, qkv_bias=qkv_bias,
-        qk_norm=qk_norm,
         window=window, name=_name(config, source, kind), source=source,
         max_position=_positive_int(config, "max_position_embeddings", default=None),
-        notes=tuple(notes + read), **widths)
+        notes=tuple(notes + read), **widths))

@@ -190,23 +190,25 @@ def rope(n: Any, heads: Any, r: Any, T: Any, *, ab: Any) -> Cost:
     return op.rope(n * heads * r, table=T * r, x_bytes=ab)
 
 
-def mlp_rows(m: Any, n: Any) -> dict[str, Cost]:
-    """One dense MLP layer's rows for ``n`` tokens of model ``m``: gate and up (or one fused
-    gate_up, or only up when ungated), the activation, down; biases where ``mlp_bias``.
+def mlp_rows(mlp: Any, n: Any, s: Any) -> dict[str, Cost]:
+    """One dense MLP layer's rows (block ``mlp``, stream ``s``) for ``n`` tokens: gate and
+    up (or one fused gate_up, or only up when ungated), the activation, down; biases where
+    ``mlp.bias``.
 
-    >>> from symroof.models import Transformer
-    >>> list(mlp_rows(Transformer(gated=False, act="gelu"), 1))
+    >>> from symroof.models.blocks import DenseMLP, Stream
+    >>> list(mlp_rows(DenseMLP(gated=False, act="gelu"), 1, Stream(8, 2, 2, 2)))
     ['mlp/up', 'mlp/gelu', 'mlp/down']
     """
-    D, F, ab, wb, bias = m.D, m.F, m.act_bytes, m.w_bytes, m.mlp_bias
+    D, F, ab, wb, bias = s.D, mlp.F, s.ab, s.wb, mlp.bias
     width = F if current().mlp_act_width == "F" else D
-    if not m.gated:
+    if not mlp.gated:
         rows = {"mlp/up": linear(n, D, F, ab=ab, wb=wb, bias=bias)}
-    elif m.fused_gate_up:
+    elif mlp.fused:
         rows = {"mlp/gate_up": linear(n, D, 2 * F, ab=ab, wb=wb, bias=bias)}
     else:
         rows = {"mlp/gate": linear(n, D, F, ab=ab, wb=wb, bias=bias),
                 "mlp/up": linear(n, D, F, ab=ab, wb=wb, bias=bias)}
-    rows[f"mlp/{act_key(m.act, m.gated)}"] = activation(m.act, gated=m.gated, n=n * width, ab=ab)
+    rows[f"mlp/{act_key(mlp.act, mlp.gated)}"] = activation(mlp.act, gated=mlp.gated,
+                                                            n=n * width, ab=ab)
     rows["mlp/down"] = linear(n, F, D, ab=ab, wb=wb, bias=bias)
     return rows

@@ -30,22 +30,17 @@ class Sizes:
     @property
     def local_layers(self) -> sp.Expr:
         """Layers that attend within the sliding window (``window_pattern`` repeated)."""
-        if self.window is None:
-            return sp.Integer(0)
-        p = self.window_pattern
-        if self.L.is_Integer:
-            return sp.Integer(sum(p[i % len(p)] for i in range(int(self.L))))
-        return self.L * sp.Rational(sum(p), len(p))
+        return self.blocks.attention.local_layers(self.L)
 
     @property
     def moe_layers(self) -> sp.Expr:
         """Layers whose MLP is the mixture of experts."""
-        return sp.Integer(0) if self.moe is None else self.L - self.moe.dense_layers
+        return self.blocks.moe_layers
 
     @property
     def dense_layers(self) -> sp.Expr:
         """Layers with a dense MLP of width F."""
-        return self.L - self.moe_layers
+        return self.blocks.dense_layers
 
     @property
     def rotary(self) -> sp.Expr:
@@ -56,47 +51,22 @@ class Sizes:
     @property
     def attn_params_per_layer(self) -> sp.Expr:
         """Wq + Wk + Wv + Wo: D.H.d_h + 2.D.G.d_h + H.d_h.D (+ biases); MLA's own."""
-        D, H, G, d_h = self.D, self.H, self.G, self.d_h
-        if self.mla is not None:
-            return self.mla.params_per_layer(D, H) + (D if self.o_bias else 0)
-        bias = (H + 2 * G) * d_h if self.qkv_bias else 0
-        qk_norms = 2 * d_h if self.qk_norm else 0  # one weight of d_h for q, one for k
-        return (D * H * d_h + 2 * D * G * d_h + H * d_h * D + bias + qk_norms
-                + (D if self.o_bias else 0))
+        return self.blocks.attention.params(self.blocks.stream)["attention"]
 
     @property
     def mlp_params_per_layer(self) -> sp.Expr:
         """A dense MLP: W_gate + W_up + W_down, 3.D.F (ungated 2.D.F; + biases)."""
-        D, F = self.D, self.F
-        bias = ((2 * F if self.gated else F) + D) if self.mlp_bias else 0
-        return (3 if self.gated else 2) * D * F + bias
-
-    @property
-    def _norm_params(self) -> sp.Expr:
-        return self.D if self.norm == "rms" else 2 * self.D
+        return self.blocks.mlp.params(self.blocks.stream)["mlp"]
 
     def param_breakdown(self) -> dict[str, sp.Expr]:
-        """Parameters by part; ``params`` is their sum.
+        """Parameters by part, each block's (:meth:`symroof.models.blocks.Blocks.params`);
+        ``params`` is their sum.
 
         >>> from symroof.models import model
         >>> model("mixtral-8x7b").param_breakdown()["experts"]
         45097156608
         """
-        L, D, V = self.L, self.D, self.V
-        out = {"embedding": V * D}
-        if self.positions == "learned":
-            out["positions"] = self.max_position * D
-        out["attention"] = L * self.attn_params_per_layer
-        if self.dense_layers != 0:
-            out["mlp"] = self.dense_layers * self.mlp_params_per_layer
-        if self.moe is not None:
-            out["experts"] = self.moe_layers * self.moe.E * self.moe.expert_params(D)
-            if self.moe.shared_F != 0:
-                out["shared_experts"] = self.moe_layers * self.moe.shared_params(D)
-            out["router"] = self.moe_layers * self.moe.router_params(D)
-        out["norms"] = ((4 if self.post_norms else 2) * L + 1) * self._norm_params
-        out["lm_head"] = sp.Integer(0) if self.tied else V * D
-        return out
+        return self.blocks.params()
 
     @property
     def params(self) -> sp.Expr:
@@ -112,8 +82,8 @@ class Sizes:
         """
         if self.moe is None:
             return self.params
-        skipped = self.moe.E - self.moe.k
-        return self.params - self.moe_layers * skipped * self.moe.expert_params(self.D)
+        return self.params - self.moe_layers * self.blocks.experts.skipped_params(
+            self.blocks.stream)
 
     def busiest_expert(self, batch: Any, new_tokens: Any, tokens_per_expert: Any = None
                        ) -> sp.Expr:
@@ -135,33 +105,18 @@ class Sizes:
         return sp.Max(*(busiest for _, _, busiest in loads(n, self.moe.E, self.moe.k, layers,
                                                            tokens_per_expert)))
 
-    def _mm_per_layer(self) -> sp.Expr:
-        """Attention matrices a token multiplies by in one layer."""
-        D, H, G, d_h = self.D, self.H, self.G, self.d_h
-        if self.mla is not None:
-            return self.mla.matmul_params(D, H)
-        return D * H * d_h + 2 * D * G * d_h + H * d_h * D
-
     @property
     def matmul_params(self) -> sp.Expr:
         """Parameters a token multiplies by: every layer's matrices (the router, k routed
         experts and the shared one of an MoE layer) and the lm_head (tied or not); not the
         embedding gather, norms or biases."""
-        D = self.D
-        mlp = (3 if self.gated else 2) * D * self.F
-        if self.moe is None:
-            return self.L * (self._mm_per_layer() + mlp) + self.V * D
-        moe = self.moe
-        routed = moe.k * moe.expert_params(D) + D * moe.E + 3 * D * moe.shared_F \
-            + (D if moe.shared_gate else 0)
-        return (self.L * self._mm_per_layer() + self.dense_layers * mlp
-                + self.moe_layers * routed + self.V * D)
+        return self.blocks.matmul_params()
 
     # -- KV cache and attention ----------------------------------------------------------
     def _cached(self) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
         """Per layer: (K and V elements cached per position, FLOPs per (query, key) pair
         of the two attention matmuls, 2 H (d_k + d_v))."""
-        h = ar.mla_heads(self) if self.mla is not None else ar.standard_heads(self)
+        h = self.blocks.attention.heads()
         elems = h.k_elems + (0 if h.shared else h.v_elems)
         return elems, 2 * h.H * (h.d_k + h.d_v), h
 

@@ -18,6 +18,7 @@ same rows independently and :func:`symroof.check` compares the two exactly.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 
 import sympy as sp
@@ -26,10 +27,8 @@ from ..conventions import using
 from ..cost import Cost, as_dimension, as_exact
 from ..symbols import D, F, G, H, L, V, d_h
 from ..workload import as_step
-from . import attention_rows as ar
-from . import rows as rw
 from .attention_rows import CORE_MODES
-from .moe_rows import moe_rows
+from .blocks import POSITIONS, Attention, Blocks, DenseMLP, Head, Norm, from_fields
 from .sizes import Sizes
 from .spec import MLA, MoE
 
@@ -37,7 +36,6 @@ __all__ = ["Transformer", "OP_GROUPS", "group", "ATTENTION_MODES", "CORE_MODES"]
 
 #: attention cores a training step and a report take (a forward step also takes "flash")
 ATTENTION_MODES = ("naive", "fused")
-POSITIONS = ("rope", "learned")
 _FLAGS = ("tied", "qkv_bias", "gated", "fused_qkv", "fused_gate_up", "o_bias", "mlp_bias",
           "parallel_residual", "post_norms", "embed_scale", "qk_norm")
 #: the Llama family's values of the family fields (``Transformer.features``)
@@ -107,6 +105,10 @@ class Transformer(Sizes):
     - ``moe``: a :class:`~symroof.models.MoE` MLP; ``mla``: :class:`~symroof.models.MLA`
       attention; ``attn_block``: the KV block of the flash attention core.
 
+    The fields spell the model; :attr:`blocks` is what it is made of (one block per part,
+    each owning its parameters, rows, twin fields and operand arrays), and
+    :meth:`from_blocks` goes back.
+
     >>> m = Transformer(D=4096, F=14336, L=32, H=32, G=8, d_h=128, V=128256)
     >>> m.params
     8030261248
@@ -155,17 +157,14 @@ class Transformer(Sizes):
         for flag in _FLAGS:
             if not isinstance(getattr(self, flag), bool):
                 raise ValueError(f"{flag} must be True or False, got {getattr(self, flag)!r}")
-        for field, known in (("norm", rw.NORMS), ("act", tuple(rw.ACTIVATIONS)),
-                             ("positions", POSITIONS)):
-            if getattr(self, field) not in known:
-                raise ValueError(f"{field} must be one of {known}, got {getattr(self, field)!r}")
+        Norm(self.norm)  # the blocks refuse their own bad switches, in their own words
+        DenseMLP(act=self.act)
+        if self.positions not in POSITIONS:
+            raise ValueError(f"positions must be one of {POSITIONS}, got {self.positions!r}")
         for length in ("window", "max_position", "rotary_dim"):
             if getattr(self, length) is not None:
                 object.__setattr__(self, length, as_dimension(getattr(self, length), length))
-        for cap in ("attn_softcap", "final_softcap"):
-            if getattr(self, cap) is not None and not as_exact(getattr(self, cap), cap) > 0:
-                raise ValueError(f"{cap} must be a positive number or None, got "
-                                 f"{getattr(self, cap)!r}")
+        Head(softcap=self.final_softcap)
         pattern = self.window_pattern
         if (not isinstance(pattern, tuple) or not pattern
                 or not all(isinstance(p, bool) for p in pattern)):
@@ -182,24 +181,26 @@ class Transformer(Sizes):
         self._check_shapes()
 
     def _check_shapes(self) -> None:
-        ratio = self.H / self.G
-        if self.H.is_number and self.G.is_number and not ratio.is_integer:
-            raise ValueError(f"H ({self.H}) must be divisible by G ({self.G}): each KV head "
-                             "serves H/G query heads")
+        from_fields(Attention, self)  # heads, MLA and its conflicts: the block's own checks
         if self.rotary_dim is not None and (self.rotary_dim - self.d_h).is_positive:
             raise ValueError(f"rotary_dim ({self.rotary_dim}) must not exceed d_h ({self.d_h})")
         if self.positions == "learned" and self.max_position is None:
             raise ValueError("learned positions need max_position (the table's rows)")
         if self.moe is not None and not isinstance(self.moe, MoE):
             raise ValueError(f"moe must be a MoE record or None, got {self.moe!r}")
-        if self.mla is not None and not isinstance(self.mla, MLA):
-            raise ValueError(f"mla must be an MLA record or None, got {self.mla!r}")
-        if self.mla is not None and self.qk_norm:
-            raise ValueError("qk_norm normalises GQA heads; MLA has its own q and kv norms")
-        if self.mla is not None and (self.fused_qkv or self.qkv_bias):
-            raise ValueError("MLA has its own q and kv projections: no fused_qkv or qkv_bias")
         if self.moe is not None and self.L.is_number and self.moe.dense_layers > self.L:
             raise ValueError(f"moe.dense_layers ({self.moe.dense_layers}) exceeds L ({self.L})")
+
+    @classmethod
+    def from_blocks(cls, blocks: Blocks, **release: Any) -> Transformer:
+        """The model made of ``blocks`` (:class:`~symroof.models.blocks.Blocks`);
+        ``release``: name, source, max_position, notes.
+
+        >>> m = Transformer(D=64, F=172, L=2, H=8, G=2, d_h=8, V=256, qk_norm=True)
+        >>> Transformer.from_blocks(m.blocks) == m
+        True
+        """
+        return cls(**blocks.fields() | release)
 
     def _context(self, S: sp.Expr) -> sp.Expr:
         """The context of a step (kept for callers: a sliding window is modelled, not
@@ -232,6 +233,16 @@ class Transformer(Sizes):
         out = [f"{k}={getattr(self, k)}" for k, default in _FAMILY_DEFAULTS.items()
                if getattr(self, k) != default]
         return tuple(out + [k for k in ("moe", "mla") if getattr(self, k) is not None])
+
+    @cached_property
+    def blocks(self) -> Blocks:
+        """The blocks this model is made of (:mod:`symroof.models.blocks`): its rows,
+        parameters, operand arrays and the twin's fields are theirs.
+
+        >>> Transformer(G=1).blocks.attention.G, Transformer(norm="layer").blocks.head.norm
+        (1, Norm(kind='layer'))
+        """
+        return Blocks.of(self)
 
     # -- one forward step, op by op -----------------------------------------------------
     def ops(self, batch: Any, new_tokens: Any = None, cached: Any = 0, last_only: bool = False,
@@ -284,34 +295,4 @@ class Transformer(Sizes):
         if attention not in CORE_MODES:
             raise ValueError(f"attention must be one of {CORE_MODES}, got {attention!r}")
         B, T, c = as_step(batch, new_tokens, cached)
-        D, L, V, ab, wb = self.D, self.L, self.V, self.act_bytes, self.w_bytes
-        n = B * T
-        rows = {"embed": rw.embed(n, D, ab=ab, wb=wb, scaled=self.embed_scale)}
-        if self.positions == "learned":
-            rows["pos_embed"] = rw.pos_embed(n, T, D, ab=ab, wb=wb)
-        before = ar.mla(self, n, T) if self.mla else ar.standard(self, n, T)
-        rows |= {key: L * cost for key, cost in before.items()}
-        rows |= ar.core_rows(self, attention, B, T, c)
-        d_o = self.H * (self.mla.d_v if self.mla else self.d_h)
-        after = {**(ar.mla_after(self, n) if self.mla else {}),
-                 "attn/o_proj": rw.linear(n, d_o, D, ab=ab, wb=wb, bias=self.o_bias)}
-        if self.post_norms:
-            after["attn/post_norm"] = rw.norm(self.norm, n, D, ab=ab, wb=wb)
-        after |= {"attn/residual": rw.residual(n * D, ab=ab),
-                  "mlp_norm": rw.norm(self.norm, n, D, ab=ab, wb=wb)}
-        rows |= {key: L * cost for key, cost in after.items()}
-        if self.dense_layers != 0:
-            rows |= {k: self.dense_layers * c_ for k, c_ in rw.mlp_rows(self, n).items()}
-        if self.moe is not None:
-            rows |= moe_rows(self, n, self.moe_layers, tokens_per_expert)
-        tail = {"mlp/post_norm": rw.norm(self.norm, n, D, ab=ab, wb=wb)} if self.post_norms \
-            else {}
-        rows |= {k: L * c_ for k, c_ in (tail | {"mlp/residual": rw.residual(n * D, ab=ab)}
-                                          ).items()}
-        n_out = B if last_only else n
-        rows["final_norm"] = rw.norm(self.norm, n_out, D, ab=ab, wb=wb)
-        rows["lm_head"] = rw.lm_head(n_out, D, V, ab=ab, wb=wb)
-        if self.final_softcap is not None:
-            rows["logit_softcap"] = rw.softcap(n_out * V, ab=ab)
-        return rows
-
+        return self.blocks.rows(B, T, c, last_only, attention, tokens_per_expert)

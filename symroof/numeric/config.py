@@ -5,6 +5,8 @@ Notation (docs/accounting.md): D model width, F MLP width, L layers, H query hea
 V vocabulary. The switches mirror :class:`symroof.Transformer`'s fields (norm, activation,
 fused projections, biases, positions, residual form, sliding windows, softcaps, a mixture
 of experts, latent attention); this module is written for the NumPy side only.
+``symroof.check`` fills a Config from the model's blocks (each block's twin fields, as plain
+numbers; ``MoESpec`` takes the ``MoE`` record's fields by name).
 """
 
 from __future__ import annotations

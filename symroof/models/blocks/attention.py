@@ -1,0 +1,180 @@
+"""The attention block: grouped-query attention (MHA when G = H, MQA when G = 1) with
+optional biases, a fused qkv projection and per-head q/k RMSNorms (Qwen3), or multi-head
+latent attention (``latent``, DeepSeek); a sliding window on the layers its pattern marks,
+a softcap on the scores (Gemma-2), and the KV block of the flash core.
+
+Its rows are built by :mod:`symroof.models.attention_rows` (the formulas and the
+conventions they read); this block says which, and owns the parameters, the twin's fields
+and the operand arrays.
+
+>>> from symroof.symbols import B, D, H, G, d_h
+>>> a = Attention(qk_norm=True)
+>>> a.params(Stream(D, 2, 2, 2))["attention"]
+2*D*G*d_h + 2*D*H*d_h + 2*d_h
+>>> print(a.arrays()["W_q"])
+[D, H, d_h] weight
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import sympy as sp
+
+from ...cost import Cost
+from ...symbols import G as _G
+from ...symbols import H as _H
+from ...symbols import d_h as _d_h
+from .. import attention_rows as ar
+from .. import rows as rw
+from ..spec import MLA
+from .base import Array, Stream, cap
+
+__all__ = ["Attention"]
+
+
+@dataclass(frozen=True)
+class Attention:
+    """H query heads and G KV heads of width d_h; the switches as
+    :class:`~symroof.models.Transformer` names them (``qkv_bias``, ``fused_qkv``,
+    ``o_bias``, ``qk_norm``; ``softcap`` its ``attn_softcap``, ``block`` its
+    ``attn_block``); ``latent``: an :class:`~symroof.models.MLA` record instead of GQA.
+
+    >>> Attention(H=32, G=8, d_h=128).params(Stream(4096, 2, 2, 2))  # Llama-3.1-8B's
+    {'attention': 41943040}
+    """
+
+    FIELDS = {"H": "H", "G": "G", "d_h": "d_h", "qkv_bias": "qkv_bias",
+              "fused_qkv": "fused_qkv", "o_bias": "o_bias", "qk_norm": "qk_norm",
+              "softcap": "attn_softcap", "window": "window",
+              "window_pattern": "window_pattern", "block": "attn_block", "latent": "mla"}
+
+    H: Any = _H
+    G: Any = _G
+    d_h: Any = _d_h
+    qkv_bias: bool = False
+    fused_qkv: bool = False
+    o_bias: bool = False
+    qk_norm: bool = False
+    softcap: Any = None
+    window: Any = None
+    window_pattern: tuple[bool, ...] = (True,)
+    block: Any = 128
+    latent: MLA | None = None
+
+    def __post_init__(self) -> None:
+        cap(self.softcap, "attn_softcap")
+        H, G = sp.sympify(self.H), sp.sympify(self.G)
+        if H.is_number and G.is_number and not (H / G).is_integer:
+            raise ValueError(f"H ({H}) must be divisible by G ({G}): each KV head serves H/G "
+                             "query heads")
+        if self.latent is None:
+            return
+        if not isinstance(self.latent, MLA):
+            raise ValueError(f"mla must be an MLA record or None, got {self.latent!r}")
+        if self.qk_norm:
+            raise ValueError("qk_norm normalises GQA heads; MLA has its own q and kv norms")
+        if self.fused_qkv or self.qkv_bias:
+            raise ValueError("MLA has its own q and kv projections: no fused_qkv or qkv_bias")
+
+    def local_layers(self, L: Any) -> sp.Expr:
+        """Layers of L that attend within the window (``window_pattern`` repeated).
+
+        >>> Attention(window=4096, window_pattern=(True, False)).local_layers(42)
+        21
+        """
+        if self.window is None:
+            return sp.Integer(0)
+        p, L = self.window_pattern, sp.sympify(L)
+        if L.is_Integer:
+            return sp.Integer(sum(p[i % len(p)] for i in range(int(L))))
+        return L * sp.Rational(sum(p), len(p))
+
+    def heads(self) -> ar.Heads:
+        """What the core multiplies (:class:`~symroof.models.attention_rows.Heads`)."""
+        return ar.mla_heads(self) if self.latent is not None else ar.standard_heads(self)
+
+    def matmul_params(self, s: Stream) -> sp.Expr:
+        """The matrices a token multiplies by in one layer (no norms, no biases)."""
+        if self.latent is not None:
+            return self.latent.matmul_params(s.D, self.H)
+        return s.D * self.H * self.d_h + 2 * s.D * self.G * self.d_h + self.H * self.d_h * s.D
+
+    def params(self, s: Stream) -> dict[str, sp.Expr]:
+        """One layer's parameters: Wq + Wk + Wv + Wo, D.H.d_h + 2.D.G.d_h + H.d_h.D, the
+        biases, the q/k norms' 2 d_h; MLA's own (:meth:`~symroof.models.MLA.params_per_layer`)."""
+        o = s.D if self.o_bias else 0
+        if self.latent is not None:
+            return {"attention": self.latent.params_per_layer(s.D, self.H) + o}
+        bias = (self.H + 2 * self.G) * self.d_h if self.qkv_bias else 0
+        qk_norms = 2 * self.d_h if self.qk_norm else 0  # one weight of d_h for q, one for k
+        return {"attention": self.matmul_params(s) + bias + qk_norms + o}
+
+    def rows(self, n: Any, T: Any, pos: Any, s: Stream) -> dict[str, Cost]:
+        """One layer's rows before the core (projections, q/k norms, RoPE, KV write).
+
+        >>> from symroof.models.blocks import Rope
+        >>> list(Attention(fused_qkv=True).rows(1, 1, Rope(), Stream(8, 2, 2, 2)))
+        ['attn/qkv_proj', 'attn/rope', 'attn/kv_write']
+        """
+        return ar.mla(self, n, T, s) if self.latent is not None else \
+            ar.standard(self, n, T, pos, s)
+
+    def core_rows(self, mode: str, L: Any, B: Any, T: Any, c: Any, s: Stream
+                  ) -> dict[str, Cost]:
+        """The core's rows over L layers (:func:`~symroof.models.attention_rows.core_rows`)."""
+        return ar.core_rows(self, L, mode, B, T, c, s)
+
+    def rows_after(self, n: Any, s: Stream) -> dict[str, Cost]:
+        """One layer's rows after the core: MLA's W_UV (absorbed), the output projection."""
+        d_o = self.H * (self.latent.d_v if self.latent is not None else self.d_h)
+        after = ar.mla_after(self, n, s) if self.latent is not None else {}
+        return after | {"attn/o_proj": rw.linear(n, d_o, s.D, ab=s.ab, wb=s.wb,
+                                                 bias=self.o_bias)}
+
+    def arrays(self) -> dict[str, Array]:
+        """Its weights, the KV cache it reads and writes, the query and output activations.
+
+        >>> from symroof.models import MLA
+        >>> print(Attention(latent=MLA(512, 128, 64, 128, q_rank=1536)).arrays()["C_kv"])
+        [B, S, kv_rank+d_rope] kv
+        """
+        out: dict[str, Array] = {}
+        if self.latent is not None:
+            m = self.latent
+            if m.q_rank is not None:
+                out |= {"W_q_a": Array(("D", "q_rank")), "q_a_norm": Array(("q_rank",)),
+                        "W_q_b": Array(("q_rank", "H", "d_qk"))}
+            else:
+                out["W_q"] = Array(("D", "H", "d_qk"))
+            out |= {"W_kv_a": Array(("D", "kv_rank+d_rope")), "kv_a_norm": Array(("kv_rank",)),
+                    "W_kv_b": Array(("kv_rank", "H", "d_nope+d_v")),
+                    "W_o": Array(("H", "d_v", "D")),
+                    "C_kv": Array(("B", "S", "kv_rank+d_rope"), "kv"),
+                    "Q": Array(("B", "T", "H", "d_qk"), "act")}
+            return out | ({"b_o": Array(("D",))} if self.o_bias else {})
+        if self.fused_qkv:
+            out["W_qkv"] = Array(("D", "H+2*G", "d_h"))
+        else:
+            out |= {"W_q": Array(("D", "H", "d_h")), "W_k": Array(("D", "G", "d_h")),
+                    "W_v": Array(("D", "G", "d_h"))}
+        if self.qkv_bias:
+            out["b_qkv"] = Array(("H+2*G", "d_h"))
+        if self.qk_norm:
+            out |= {"q_norm": Array(("d_h",)), "k_norm": Array(("d_h",))}
+        out["W_o"] = Array(("H", "d_h", "D"))
+        if self.o_bias:
+            out["b_o"] = Array(("D",))
+        return out | {"K": Array(("B", "S", "G", "d_h"), "kv"),
+                      "V": Array(("B", "S", "G", "d_h"), "kv"),
+                      "Q": Array(("B", "T", "H", "d_h"), "act"),
+                      "O": Array(("B", "T", "H", "d_h"), "act")}
+
+    def twin(self) -> dict[str, Any]:
+        """The NumPy twin's fields (plain values; the MLA record's as a dict)."""
+        cap = None if self.softcap is None else float(self.softcap)
+        return {"H": self.H, "G": self.G, "d_h": self.d_h, "qkv_bias": self.qkv_bias,
+                "fused_qkv": self.fused_qkv, "o_bias": self.o_bias, "qk_norm": self.qk_norm,
+                "attn_softcap": cap, "window": self.window,
+                "window_pattern": self.window_pattern, "attn_block": self.block}

@@ -1,0 +1,94 @@
+"""What every block shares: the residual stream (its width D and the bytes per element of
+weights, activations and the KV cache) and the description of an operand array.
+
+A block is a small frozen record of one part of a layer (its own dimensions and switches);
+it owns four things, each a method: ``params`` (parameter counts by part), ``rows``
+(its forward rows, ``dict[str, Cost]`` with the keys of docs/accounting.md), ``twin``
+(the NumPy twin's fields for it, plain values) and ``arrays`` (its operands, each a name
+and the dimension names a sharding layout partitions).
+
+>>> from symroof.symbols import D
+>>> s = Stream(D, 2, 2, 2)
+>>> s.D, s.wb
+(D, 2)
+>>> print(Array(("D", "H", "d_h")))
+[D, H, d_h] weight
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
+
+from ...cost import as_exact
+
+__all__ = ["Stream", "Array", "KINDS", "fields_of", "from_fields", "cap"]
+
+#: what an operand array holds: a parameter, an activation, or the KV cache
+KINDS = ("weight", "act", "kv")
+
+
+class Stream(NamedTuple):
+    """The residual stream every block reads and writes: width D; bytes per element of
+    weights (``wb``), activations (``ab``) and the KV cache (``kvb``).
+
+    >>> Stream(4096, 1, 2, 2).wb                 # int8 weights
+    1
+    """
+
+    D: Any
+    wb: Any
+    ab: Any
+    kvb: Any
+
+
+class Array(NamedTuple):
+    """One operand: its dimension names (the symbols of :mod:`symroof.symbols`, ``B``,
+    ``T``, ``S`` for the step) and its kind (``KINDS``)."""
+
+    dims: tuple[str, ...]
+    kind: str = "weight"
+
+    def __str__(self) -> str:
+        return f"[{', '.join(self.dims)}] {self.kind}"
+
+
+
+def fields_of(block: Any, changed: bool = False) -> dict[str, Any]:
+    """The :class:`~symroof.models.Transformer` fields a block stands for (its ``FIELDS``:
+    block attribute -> model field, nested blocks included); ``changed``: only those that
+    differ from the block's defaults (what a family preset says).
+
+    >>> from symroof.models.blocks import Attention
+    >>> fields_of(Attention(qk_norm=True), changed=True)
+    {'qk_norm': True}
+    """
+    defaults = {f.name: f.default for f in dataclasses.fields(block)}
+    out: dict[str, Any] = {}
+    for attr, name in type(block).FIELDS.items():
+        value = getattr(block, attr)
+        if hasattr(value, "FIELDS"):
+            out |= fields_of(value, changed)
+        elif not changed or attr not in defaults or value != defaults[attr]:
+            out[name] = value
+    return out
+
+
+def from_fields(cls: type, model: Any, **given: Any) -> Any:
+    """The block ``cls`` a model's fields describe (the inverse of :func:`fields_of`);
+    ``given``: nested blocks, built by the caller."""
+    own = {f.name for f in dataclasses.fields(cls)}
+    return cls(**{attr: getattr(model, name) for attr, name in cls.FIELDS.items()
+                  if attr in own and attr not in given}, **given)
+
+
+def cap(value: Any, name: str) -> None:
+    """Refuse a softcap that is neither None nor a positive number, naming the field.
+
+    >>> cap(-1, "final_softcap")
+    Traceback (most recent call last):
+    ...
+    ValueError: final_softcap must be a positive number or None, got -1
+    """
+    if value is not None and not as_exact(value, name) > 0:
+        raise ValueError(f"{name} must be a positive number or None, got {value!r}")

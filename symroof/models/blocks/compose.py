@@ -1,0 +1,262 @@
+"""A model as a composition of blocks, and a family as a preset of blocks.
+
+:class:`Blocks` is what a :class:`~symroof.models.Transformer` is made of: the stream, the
+embedding, the positions, L layers of (residual pattern, attention, MLP: dense on the first
+layers and a mixture of experts on the rest when there is one) and the head. Its forward
+rows, parameters, operand arrays and twin fields are those of its blocks, composed here
+and nowhere else. A :class:`Family` is the blocks' switches without a release's sizes.
+
+>>> from symroof.models import model
+>>> b = model("qwen3-8b").blocks
+>>> b.attention.qk_norm, b.params()["attention"] == 36 * (2 * 4096 * 32 * 128
+...                                                       + 2 * 4096 * 8 * 128 + 2 * 128)
+(True, True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import sympy as sp
+
+from ...cost import Cost
+from ...symbols import B as _B
+from ...symbols import S as _S
+from ...symbols import T as _T
+from .attention import Attention
+from .base import Array, Stream, fields_of, from_fields
+from .embedding import Embedding, Head, Learned, Rope
+from .mlp import DenseMLP, Experts
+from .norm import Norm
+from .residual import Residual
+
+__all__ = ["Blocks", "Family"]
+
+
+@dataclass(frozen=True)
+class Blocks:
+    """The blocks of one model: L layers, each attention and an MLP (``experts`` on the
+    layers past ``experts.moe.dense_layers``), between the embedding and the head.
+
+    >>> from symroof.models import Transformer
+    >>> from symroof.symbols import B, T
+    >>> b = Blocks.of(Transformer())
+    >>> b.rows(B, T, 0, False, "naive", None)["mlp/down"].flops
+    2*B*D*F*L*T
+    """
+
+    L: Any
+    stream: Stream
+    embedding: Embedding
+    positions: Rope | Learned
+    residual: Residual
+    attention: Attention
+    mlp: DenseMLP
+    experts: Experts | None
+    head: Head
+
+    def __post_init__(self) -> None:
+        if self.residual.norm != self.head.norm:
+            raise ValueError(f"one norm kind for the whole model: the layers' is "
+                             f"{self.residual.norm.kind!r}, the head's {self.head.norm.kind!r}")
+
+    @classmethod
+    def of(cls, m: Any) -> Blocks:
+        """The blocks a :class:`~symroof.models.Transformer`'s fields describe."""
+        norm = Norm(m.norm)
+        positions = Learned if m.positions == "learned" else Rope
+        return cls(L=m.L, stream=Stream(m.D, m.w_bytes, m.act_bytes, m.kv_bytes),
+                   embedding=from_fields(Embedding, m), positions=from_fields(positions, m),
+                   residual=from_fields(Residual, m, norm=norm),
+                   attention=from_fields(Attention, m), mlp=from_fields(DenseMLP, m),
+                   experts=None if m.moe is None else from_fields(Experts, m),
+                   head=from_fields(Head, m, norm=norm))
+
+    def fields(self) -> dict[str, Any]:
+        """The :class:`~symroof.models.Transformer` fields these blocks stand for (the
+        inverse of :meth:`of`; the release's name, source, context and widths aside).
+
+        >>> from symroof.models import model
+        >>> model("gpt2").blocks.fields()["positions"], model("gpt2").blocks.fields()["norm"]
+        ('learned', 'layer')
+        """
+        s = self.stream
+        out = {"D": s.D, "L": self.L, "w_bytes": s.wb, "act_bytes": s.ab, "kv_bytes": s.kvb}
+        for block in (self.embedding, self.positions, self.residual, self.attention,
+                      self.mlp, self.head, *((self.experts,) if self.experts else ())):
+            out |= fields_of(block)
+        return out
+
+    @property
+    def moe_layers(self) -> sp.Expr:
+        """Layers whose MLP is the mixture of experts."""
+        return sp.Integer(0) if self.experts is None else \
+            self.L - self.experts.moe.dense_layers
+
+    @property
+    def dense_layers(self) -> sp.Expr:
+        """Layers with the dense MLP."""
+        return self.L - self.moe_layers
+
+    def rows(self, B: Any, T: Any, c: Any, last_only: bool, mode: str,
+             tokens_per_expert: Any) -> dict[str, Cost]:
+        """One forward step's rows over B sequences of T new tokens after c cached ones;
+        per-layer rows hold all their layers."""
+        s, L, n = self.stream, self.L, B * T
+        att, res = self.attention, self.residual
+        rows = self.embedding.rows(n, s) | self.positions.rows(n, T, s)
+        before = res.before_attention(n, s) | att.rows(n, T, self.positions, s)
+        rows |= {k: L * c_ for k, c_ in before.items()}
+        rows |= att.core_rows(mode, L, B, T, c, s)
+        after = att.rows_after(n, s) | res.after_attention(n, s)
+        rows |= {k: L * c_ for k, c_ in after.items()}
+        if self.dense_layers != 0:
+            rows |= {k: self.dense_layers * c_ for k, c_ in self.mlp.rows(n, s).items()}
+        if self.experts is not None:
+            rows |= self.experts.rows(n, self.moe_layers, tokens_per_expert, s)
+        rows |= {k: L * c_ for k, c_ in res.after_mlp(n, s).items()}
+        return rows | self.head.rows(B if last_only else n, self.embedding.V, s)
+
+    def params(self) -> dict[str, sp.Expr]:
+        """Parameters by part (embedding, positions, attention, mlp, experts, shared_experts,
+        router, norms, lm_head): each block's, times the layers it is in.
+
+        >>> from symroof.models import model
+        >>> model("gpt2").blocks.params()["positions"]          # 1024 rows of 768
+        786432
+        """
+        s, L = self.stream, self.L
+        out = dict(self.embedding.params(s)) | self.positions.params(s)
+        out |= {k: L * v for k, v in self.attention.params(s).items()}
+        if self.dense_layers != 0:
+            out |= {k: self.dense_layers * v for k, v in self.mlp.params(s).items()}
+        if self.experts is not None:
+            out |= {k: self.moe_layers * v for k, v in self.experts.params(s).items()}
+        head = self.head.params(self.embedding.V, self.embedding.tied, s)
+        out["norms"] = (self.residual.norms * L + 1) * self.residual.norm.params(s.D)
+        return out | {"lm_head": sp.sympify(head["lm_head"])}
+
+    def matmul_params(self) -> sp.Expr:
+        """What a token multiplies by: every layer's matrices and the lm_head."""
+        s, lm_head = self.stream, self.embedding.V * self.stream.D
+        attention, mlp = self.attention.matmul_params(s), self.mlp.matmul_params(s)
+        if self.experts is None:
+            return self.L * (attention + mlp) + lm_head
+        return (self.L * attention + self.dense_layers * mlp
+                + self.moe_layers * self.experts.matmul_params(s) + lm_head)
+
+    def arrays(self) -> dict[str, Array]:
+        """Every operand by path (``embed/W_embed``, ``attn/W_q``, ``mlp/W_down``,
+        ``moe/W_up_e``, ``norms/attn_norm``, ``head/W_lm``): what a layout partitions.
+
+        >>> from symroof.models import model
+        >>> print(model("llama-3.1-8b").blocks.arrays()["attn/K"])
+        [B, S, G, d_h] kv
+        """
+        out = {f"embed/{k}": a for k, a in self.embedding.arrays().items()}
+        out |= {f"embed/{k}": a for k, a in self.positions.arrays().items()}
+        out |= {f"norms/{k}": a for k, a in self.residual.arrays().items()}
+        out |= {f"attn/{k}": a for k, a in self.attention.arrays().items()}
+        if self.dense_layers != 0:
+            out |= {f"mlp/{k}": a for k, a in self.mlp.arrays().items()}
+        if self.experts is not None:
+            out |= {f"moe/{k}": a for k, a in self.experts.arrays().items()}
+        return out | {f"head/{k}": a for k, a in self.head.arrays(self.embedding.tied).items()}
+
+    def dims(self) -> dict[str, Any]:
+        """The size of every dimension name its arrays use (the step's B, T, S aside; a
+        name like ``H+2*G`` is an expression in these).
+
+        >>> from symroof.models import model
+        >>> model("gpt2").blocks.dims()["P"]
+        1024
+        """
+        a, s = self.attention, self.stream
+        out = {"D": s.D, "F": self.mlp.F, "H": a.H, "G": a.G, "d_h": a.d_h,
+               "V": self.embedding.V}
+        if isinstance(self.positions, Learned):
+            out["P"] = self.positions.max_position
+        if a.latent is not None:
+            m = a.latent
+            out |= {"kv_rank": m.kv_rank, "d_nope": m.d_nope, "d_rope": m.d_rope,
+                    "d_v": m.d_v, "d_qk": m.d_qk}
+            out |= {} if m.q_rank is None else {"q_rank": m.q_rank}
+        if self.experts is not None:
+            out |= {"E": self.experts.moe.E, "F_e": self.experts.moe.F,
+                    "F_s": self.experts.moe.shared_F}
+        return out
+
+    def shape(self, path: str) -> tuple[Any, ...]:
+        """The sizes of the array at ``path``, one per dimension (a name is a size of
+        :meth:`dims`, a step symbol B, T or S, or a sum of products of them and integers).
+
+        >>> from symroof.models import model
+        >>> b = model("phi-3-mini").blocks
+        >>> b.shape("attn/W_qkv"), b.shape("attn/K")
+        ((3072, 96, 96), (B, S, 32, 96))
+        """
+        sizes = self.dims() | {"B": _B, "T": _T, "S": _S}
+
+        def size(name: str) -> Any:
+            total = 0
+            for term in name.split("+"):
+                product = 1
+                for factor in term.split("*"):
+                    if factor.isdigit():
+                        product *= int(factor)
+                    elif factor in sizes:
+                        product *= sizes[factor]
+                    else:
+                        raise ValueError(f"array {path}: dimension {factor!r} is not one of "
+                                         f"{', '.join(sizes)}")
+                total += product
+            return sp.sympify(total)
+
+        return tuple(size(d) for d in self.arrays()[path].dims)
+
+    def repeats(self, path: str) -> sp.Expr:
+        """How many copies of the array at ``path`` the model holds: one per layer it is in
+        (the dense MLP's: the dense layers; the experts': the MoE layers).
+
+        >>> from symroof.models import model
+        >>> b = model("deepseek-v3").blocks
+        >>> b.repeats("mlp/W_down"), b.repeats("moe/W_down_e"), b.repeats("head/W_lm")
+        (3, 58, 1)
+        """
+        part = path.split("/")[0]
+        return {"embed": sp.Integer(1), "head": sp.Integer(1), "mlp": self.dense_layers,
+                "moe": self.moe_layers}.get(part, sp.sympify(self.L))
+
+    def twin(self) -> dict[str, Any]:
+        """The NumPy twin's fields, each block's (the values as they are: numbers for a
+        model the twin can run); MoE's and MLA's as the records' fields."""
+        out: dict[str, Any] = {"D": self.stream.D, "L": self.L}
+        for part in (self.embedding, self.positions, self.residual, self.attention, self.mlp,
+                     self.head):
+            out |= part.twin()
+        out["norm"] = self.residual.norm.kind
+        out["moe"] = None if self.experts is None else self.experts.twin()
+        return out
+
+
+@dataclass(frozen=True)
+class Family:
+    """A family: its blocks with the switches set and the sizes left to each release; its
+    ``fields`` are what a preset or a Hugging Face config of the family adds to its sizes.
+
+    >>> f = Family("qwen3", (Attention(qk_norm=True),), model_types=("qwen3",))
+    >>> f.fields()
+    {'qk_norm': True}
+    """
+
+    name: str
+    blocks: tuple[Any, ...] = ()
+    model_types: tuple[str, ...] = ()
+
+    def fields(self) -> dict[str, Any]:
+        """The Transformer fields its blocks set (those that differ from the defaults)."""
+        out: dict[str, Any] = {}
+        for block in self.blocks:
+            out |= fields_of(block, changed=True)
+        return out

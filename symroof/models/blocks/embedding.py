@@ -1,0 +1,191 @@
+"""The ends of the model: the token embedding, the positions (RoPE or a learned table)
+and the head (final norm, lm_head, an optional logit softcap).
+
+>>> from symroof.symbols import B, D, V
+>>> s = Stream(D, 2, 2, 2)
+>>> Embedding(V, scale=True).rows(B, s)["embed"].flops     # Gemma's sqrt(D) per element
+B*D
+>>> list(Head(Norm(), softcap=30).rows(B, V, s))
+['final_norm', 'lm_head', 'logit_softcap']
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import sympy as sp
+
+from ...cost import Cost, as_dimension
+from ...symbols import V as _V
+from .. import rows as rw
+from .base import Array, Stream, cap
+from .norm import Norm
+
+__all__ = ["Embedding", "Rope", "Learned", "Head", "POSITIONS"]
+
+#: the kinds of positions a model can have
+POSITIONS = ("rope", "learned")
+
+
+@dataclass(frozen=True)
+class Embedding:
+    """The token embedding W_embed[V, D]: a gather of one row per token; ``scale``:
+    Gemma's sqrt(D) on the result; ``tied``: the lm_head reads the same matrix.
+
+    >>> from symroof.symbols import D
+    >>> Embedding(V=50257).params(Stream(D, 2, 2, 2))
+    {'embedding': 50257*D}
+    """
+
+    FIELDS = {"V": "V", "scale": "embed_scale", "tied": "tied"}
+
+    V: Any = _V
+    scale: bool = False
+    tied: bool = False
+
+    def params(self, s: Stream) -> dict[str, Any]:
+        """V.D, under the key ``embedding``."""
+        return {"embedding": self.V * s.D}
+
+    def rows(self, n: Any, s: Stream) -> dict[str, Cost]:
+        """The ``embed`` row of n tokens (:func:`symroof.models.rows.embed`)."""
+        return {"embed": rw.embed(n, s.D, ab=s.ab, wb=s.wb, scaled=self.scale)}
+
+    def arrays(self) -> dict[str, Array]:
+        """W_embed[V, D] and the stream it starts, x[B, T, D]."""
+        return {"W_embed": Array(("V", "D")), "x": Array(("B", "T", "D"), "act")}
+
+    def twin(self) -> dict[str, Any]:
+        """The twin's ``V``, ``tied`` and ``embed_scale``."""
+        return {"V": self.V, "tied": self.tied, "embed_scale": self.scale}
+
+
+@dataclass(frozen=True)
+class Rope:
+    """Rotary positions on the first ``rotary_dim`` dims of every query and key head
+    (None: all of the head, d_h); no parameters (cos and sin are constant tables).
+
+    >>> from symroof.symbols import B, D, H, G, d_h
+    >>> Rope().rope_row(B, H + G, d_h, 1, Stream(D, 2, 2, 2))["attn/rope"].flops
+    3*B*d_h*(G + H)
+    """
+
+    FIELDS = {"kind": "positions", "rotary_dim": "rotary_dim"}
+    kind = "rope"  # the Transformer's ``positions``
+
+    rotary_dim: Any = None
+
+    def __post_init__(self) -> None:
+        if self.rotary_dim is not None:
+            object.__setattr__(self, "rotary_dim", as_dimension(self.rotary_dim, "rotary_dim"))
+
+    def rotated(self, d_h: Any) -> Any:
+        """Dims of a head it rotates.
+
+        >>> from symroof.symbols import d_h
+        >>> Rope().rotated(d_h), Rope(16).rotated(64)
+        (d_h, 16)
+        """
+        return d_h if self.rotary_dim is None else self.rotary_dim
+
+    def params(self, s: Stream) -> dict[str, Any]:
+        """None: the cos and sin tables are constants."""
+        return {}
+
+    def rows(self, n: Any, T: Any, s: Stream) -> dict[str, Cost]:
+        """None of its own: RoPE's row is the attention's (``attn/rope``, :meth:`rope_row`)."""
+        return {}
+
+    def rope_row(self, n: Any, heads: Any, r: Any, T: Any, s: Stream) -> dict[str, Cost]:
+        """``attn/rope`` over ``heads`` head vectors per token, r dims each."""
+        return {"attn/rope": rw.rope(n, heads, r, T, ab=s.ab)}
+
+    def arrays(self) -> dict[str, Array]:
+        """None (the tables are built per step, not stored)."""
+        return {}
+
+    def twin(self) -> dict[str, Any]:
+        """The twin's ``positions`` and ``rotary_dim``."""
+        return {"positions": "rope", "rotary_dim": self.rotary_dim}
+
+
+@dataclass(frozen=True)
+class Learned:
+    """GPT-2's learned positions: a table W_pos[P, D] of ``max_position`` rows, added to
+    the token vectors.
+
+    >>> Learned(1024).params(Stream(768, 2, 2, 2))
+    {'positions': 786432}
+    """
+
+    FIELDS = {"kind": "positions", "max_position": "max_position"}
+    kind = "learned"  # the Transformer's ``positions``
+
+    max_position: Any = None
+
+    def rotated(self, d_h: Any) -> Any:
+        """Dims of a head RoPE rotates: none."""
+        return 0
+
+    def params(self, s: Stream) -> dict[str, Any]:
+        """P.D, under the key ``positions``."""
+        return {"positions": self.max_position * s.D}
+
+    def rows(self, n: Any, T: Any, s: Stream) -> dict[str, Cost]:
+        """The ``pos_embed`` row (:func:`symroof.models.rows.pos_embed`)."""
+        return {"pos_embed": rw.pos_embed(n, T, s.D, ab=s.ab, wb=s.wb)}
+
+    def rope_row(self, n: Any, heads: Any, r: Any, T: Any, s: Stream) -> dict[str, Cost]:
+        """No rotation: learned positions are added to the embedding instead."""
+        return {}
+
+    def arrays(self) -> dict[str, Array]:
+        """The table W_pos[P, D]."""
+        return {"W_pos": Array(("P", "D"))}
+
+    def twin(self) -> dict[str, Any]:
+        """The twin's ``positions``."""
+        return {"positions": "learned"}
+
+
+@dataclass(frozen=True)
+class Head:
+    """The end of the model: the final norm, the lm_head x @ W[D, V] (the embedding's
+    matrix when tied), and Gemma-2's ``softcap`` * tanh(logits / softcap).
+
+    >>> from symroof.symbols import V
+    >>> Head().params(V, True, Stream(4096, 2, 2, 2))
+    {'norms': 4096, 'lm_head': 0}
+    """
+
+    FIELDS = {"norm": "norm", "softcap": "final_softcap"}
+
+    norm: Norm = Norm()
+    softcap: Any = None
+
+    def __post_init__(self) -> None:
+        cap(self.softcap, "final_softcap")
+
+    def params(self, V: Any, tied: bool, s: Stream) -> dict[str, Any]:
+        """The final norm (key ``norms``) and W_lm[D, V] (0 when tied)."""
+        return {"norms": self.norm.params(s.D), "lm_head": sp.Integer(0) if tied else V * s.D}
+
+    def rows(self, n_out: Any, V: Any, s: Stream) -> dict[str, Cost]:
+        """``final_norm``, ``lm_head`` (:func:`symroof.models.rows.lm_head`) and
+        ``logit_softcap`` over the n_out positions whose logits are computed."""
+        rows = {"final_norm": self.norm.row(n_out, s.D, s),
+                "lm_head": rw.lm_head(n_out, s.D, V, ab=s.ab, wb=s.wb)}
+        if self.softcap is not None:
+            rows["logit_softcap"] = rw.softcap(n_out * V, ab=s.ab)
+        return rows
+
+    def arrays(self, tied: bool) -> dict[str, Array]:
+        """The final norm's weights, W_lm[D, V] unless tied, the logits[B, T, V]."""
+        out = self.norm.arrays("final_norm", "D")
+        out |= {} if tied else {"W_lm": Array(("D", "V"))}
+        return out | {"logits": Array(("B", "T", "V"), "act")}
+
+    def twin(self) -> dict[str, Any]:
+        """The twin's ``final_softcap``."""
+        return {"final_softcap": None if self.softcap is None else float(self.softcap)}

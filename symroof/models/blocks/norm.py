@@ -1,0 +1,72 @@
+"""The norm block: RMSNorm (a weight of width d) or LayerNorm (a weight and a bias).
+
+>>> from symroof.symbols import B, D
+>>> Norm("layer").params(D), Norm().row(B, D, Stream(D, 2, 2, 2)).flops
+(2*D, B*(4*D + 2))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ...cost import Cost
+from .. import rows as rw
+from .base import Array, Stream
+
+__all__ = ["Norm"]
+
+
+@dataclass(frozen=True)
+class Norm:
+    """A norm over the last axis: ``kind`` "rms" (x / rms(x) * w) or "layer" (LayerNorm,
+    (x - mean) / std * w + b).
+
+    >>> Norm("batch")
+    Traceback (most recent call last):
+    ...
+    ValueError: norm must be one of ('rms', 'layer'), got 'batch'
+    """
+
+    FIELDS = {"kind": "norm"}
+
+    kind: str = "rms"
+
+    def __post_init__(self) -> None:
+        if self.kind not in rw.NORMS:
+            raise ValueError(f"norm must be one of {rw.NORMS}, got {self.kind!r}")
+
+    def params(self, d: Any) -> Any:
+        """Its parameters over a width d: d (RMSNorm) or 2 d (LayerNorm's bias too).
+
+        >>> from symroof.symbols import d_h
+        >>> Norm().params(d_h)
+        d_h
+        """
+        return d if self.kind == "rms" else 2 * d
+
+    def row(self, n: Any, d: Any, s: Stream) -> Cost:
+        """One norm over n rows of width d (:func:`symroof.models.rows.norm`).
+
+        >>> from symroof.symbols import B, D
+        >>> Norm("layer").row(B, D, Stream(D, 1, 2, 2)).weight_bytes
+        2*D
+        """
+        return rw.norm(self.kind, n, d, ab=s.ab, wb=s.wb)
+
+    def arrays(self, name: str, dim: str) -> dict[str, Array]:
+        """Its weight (and bias) over the dimension ``dim``.
+
+        >>> list(Norm("layer").arrays("attn_norm", "D"))
+        ['attn_norm', 'attn_norm_b']
+        """
+        out = {name: Array((dim,))}
+        return out | ({f"{name}_b": Array((dim,))} if self.kind == "layer" else {})
+
+    def twin(self) -> dict[str, Any]:
+        """The NumPy twin's field for it.
+
+        >>> Norm("layer").twin()
+        {'norm': 'layer'}
+        """
+        return {"norm": self.kind}
