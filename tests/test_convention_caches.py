@@ -133,3 +133,20 @@ def test_serve_title_names_a_profile_other_than_symroofs(capsys):
     for extra, tail in (([], "bf16 peak"), (["--conventions", "book"], "conventions: book")):
         assert main([*argv, *extra]) == 0
         assert capsys.readouterr().out.splitlines()[0].endswith(tail)
+
+
+def test_latency_throughput_plot_draws_the_curve_of_its_conventions():
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    from symroof.plots import latency_throughput_plot
+
+    mesh, args = sr.mesh("tpu-v5e", "4x8"), {"context": 8192, "batches": [64]}
+    fig = latency_throughput_plot("llama-3.1-70b", [mesh], **args, conventions="llm-viewer")
+    ax = fig.axes[0]
+    assert ax.get_title().endswith("along each curve, conventions: llm-viewer")
+    drawn = ax.lines[0].get_ydata()  # ms
+    plt.close(fig)
+    for cv, shown in (("llm-viewer", True), ("symroof", False)):  # its K, V re-reads: slower
+        ms = latency_throughput("llama-3.1-70b", mesh, **args, conventions=cv)["latency"] * 1e3
+        assert bool(np.isclose(drawn, ms[0], rtol=1e-12).any()) == shown, cv

@@ -238,5 +238,4 @@ def conventions_named(conventions: Any) -> str:
     >>> conventions_named("book"), conventions_named(None)
     (', conventions: book', '')
     """
-    cv = as_conventions(conventions)
-    return "" if cv == profile("symroof") else f", {cv}"
+    return as_conventions(conventions).title_part
