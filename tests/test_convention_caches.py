@@ -57,6 +57,8 @@ def test_serve_keeps_its_conventions():
     assert book.rows == in_force.rows
     assert book.rows["comm/mlp_allreduce"].net_time > mine.rows["comm/mlp_allreduce"].net_time
     assert read_later == mine.time
+    assert str(book).splitlines()[0].endswith("KV bf16, conventions: book:")
+    assert str(mine).splitlines()[0].endswith("KV bf16:")
     # time_flops decides the FLOPs a plan's time reads: executed ones exceed useful ones
     executed = sr.serve("llama-3.1-70b", mesh, batch=64, context=8192,
                         conventions=profile("symroof").replace(time_flops="executed"))

@@ -221,7 +221,7 @@ class ServePlan:
         head = (f"{self.model.name} on {self.mesh.title} ({self.n} chips), batch "
                 f"{self.batch}, context {self.context}, weights {self.weights}, KV {self.kv}"
                 + (f", 2-D (D over {','.join(self.d_axes)})" if self.layout == "2d" else "")
-                + ":")
+                + self.conventions.title_part + ":")
         fit = (f"memory per chip {_si(self.hbm_used, 'B')} of "
                f"{_si(self.mesh.chip.hbm_bytes, 'B')} (weights "
                f"{_si(mem['weights'], 'B')}, KV {_si(mem['kv'], 'B')}); largest batch "
