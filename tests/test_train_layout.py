@@ -47,3 +47,25 @@ def test_dp_all_reduces_each_gradient_as_its_partial_sum():
         mine, theirs = plan.layer[f"backward/dp/all-reduce {key} grad"], one(src, dst)
         assert (mine.kind, mine.axes, mine.V, mine.net_time) == \
             (theirs.kind, theirs.axes, theirs.V, theirs.net_time)
+
+
+def test_a_model_train_ops_refuses_has_no_plan_only_its_error():
+    # no fallback rows: train_ops' own refusal (GELU experts) is the rows' and the plan's error
+    from symroof.parallel.train_rows import train_rows
+
+    gelu_moe = sr.model("mixtral-8x7b").replace(act="gelu")
+    with pytest.raises(ValueError, match="SwiGLU experts"):
+        train_rows(gelu_moe, 4096, "full")
+    with pytest.raises(ValueError, match="SwiGLU experts; mixtral-8x7b has act='gelu'"):
+        sr.train_plan(gelu_moe, MESH, "fsdp", step=sr.TrainStep(16, 4096))
+
+
+def test_ep_all_to_all_moves_the_token_copies_split_from_batch_to_experts():
+    # each token's min(k, Z_e) = 2 copies r[B_X, K, D] sent to their experts' group r[B, K_X, D]
+    plan = sr.train_plan("mixtral-8x7b", MESH, "ep+tp", step=sr.TrainStep(16, 8), ep=("X",),
+                         tp=("Y",))
+    (c,) = redistribute("r[B_X, K, D]", "r[B, K_X, D]", MESH, {"B": TOKENS, "K": 2, "D": 4096},
+                        2).values()
+    for row in ("forward/ep/all-to-all moe in", "backward/ep/all-to-all moe din"):
+        mine = plan.layer[row]
+        assert (mine.kind, mine.axes, mine.V, mine.net_time) == (c.kind, c.axes, c.V, c.net_time)

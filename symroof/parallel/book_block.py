@@ -18,7 +18,9 @@ every ZeRO level ReduceScatters the weight gradients (ZeRO-1/2 then gather the u
 weights: the same bytes as DP's AllReduce); DP AllReduces the gradient shard; TP
 AllGathers dOut and ReduceScatters dIn, reusing the forward gather of In (4BD/X; the
 book's table writes 8BD/X; the forward pass sets every threshold anyway); EP's two
-AllToAlls carry the gradients back.
+AllToAlls carry the gradients back. Each collective's kind, role and bytes are a change of
+partition of :mod:`symroof.parallel.train_layout` (W_in and W_out as weights TP and EP
+split); this module says only how often the block makes it.
 
 >>> import symroof as sr
 >>> from symroof.symbols import B, D, F, X
@@ -39,6 +41,7 @@ from typing import Any
 import sympy as sp
 
 from ..cost import Cost
+from .train_layout import activation_moves, at_degrees, weight_moves
 
 __all__ = ["mlp_block_rows", "expert_dims", "routed_params", "Make"]
 
@@ -65,38 +68,52 @@ def routed_params(model: Any) -> sp.Expr:
     return model.moe_layers * model.moe.E * model.moe.expert_params(model.D)
 
 
+def _moves(rows: dict, p: str, name: str, moved: list, make: Make) -> None:
+    for kind, role, V in moved:
+        _put(rows, f"{p}/{role}/{kind} {name}", make(kind, role, V, 1))
+
+
 def mlp_block_rows(model: Any, B: Any, n: dict, z: tuple, make: Make) -> dict[str, Cost]:
     """One layer of the book's MLP, per chip, forward and backward (module docstring)."""
     D, wb, ab = model.D, model.w_bytes, model.act_bytes
     F, E, k = expert_dims(model)
     X, Y, Ze = n["dp"] * n["fsdp"], n["tp"], n["ep"]
     z1, _, z3 = z
-    w = wb * E * D * F / (Y * Ze)  # one weight matrix of E/Z_e experts, as the TP shard holds it
-    act = ab * B * D / (X * Ze)  # [B/(X Z_e), D] tokens of one data shard
-    tokens = ab * B * D * sp.Min(k, Ze) / X  # an EP group's [B/X, D, min(k, Z_e)] copies
+    whole = wb * E * D * F  # one weight matrix of E experts (TP and EP split it)
+    gather = at_degrees(weight_moves("gather", True, True), n, whole)
+    grads = at_degrees(weight_moves("grad", True, True), n, whole)
+    w = whole / (Y * Ze)  # as the chip holds it
+    x_in = at_degrees(activation_moves("in"), n, ab * B * D)  # [B/(X Z_e), D] gathered
+    y_out = at_degrees(activation_moves("out"), n, ab * B * D)  # its partial sums scattered
+    # an EP group's [B/X, D, min(k, Z_e)] copies
+    copies = at_degrees(activation_moves("dispatch"), n, ab * B * D * sp.Min(k, Ze))
     ep = model.moe is not None
     rows: dict[str, Cost] = {}
     rows["forward/compute"] = Cost(flops=4 * B * k * D * F / (X * Y * Ze), weight_bytes=2 * w)
-    _put(rows, "forward/fsdp/all-gather W_in", make("all-gather", "fsdp", w, z3))
-    _put(rows, "forward/fsdp/all-gather W_out", make("all-gather", "fsdp", w, z3))
-    _put(rows, "forward/tp/all-gather In", make("all-gather", "tp", act, 1))
+    for W in ("W_in", "W_out"):
+        for kind, role, V in gather:
+            _put(rows, f"forward/{role}/{kind} {W}", make(kind, role, V, z3))
+    _moves(rows, "forward", "In", x_in, make)
     if ep:
-        _put(rows, "forward/ep/all-to-all In", make("all-to-all", "ep", tokens, 1))
-        _put(rows, "forward/ep/all-to-all Out", make("all-to-all", "ep", tokens, 1))
-    _put(rows, "forward/tp/reduce-scatter Out", make("reduce-scatter", "tp", act, 1))
+        _moves(rows, "forward", "In", copies, make)
+        _moves(rows, "forward", "Out", copies, make)
+    _moves(rows, "forward", "Out", y_out, make)
     rows["backward/compute"] = Cost(flops=8 * B * k * D * F / (X * Y * Ze), weight_bytes=2 * w)
-    _put(rows, "backward/tp/all-gather dOut", make("all-gather", "tp", act, 1))
+    _moves(rows, "backward", "dOut", x_in, make)
     if ep:
-        _put(rows, "backward/ep/all-to-all dOut", make("all-to-all", "ep", tokens, 1))
+        _moves(rows, "backward", "dOut", copies, make)
     for W in ("W_out", "W_in"):
-        _put(rows, f"backward/fsdp/all-gather {W}", make("all-gather", "fsdp", w, z3))
-        _put(rows, f"backward/fsdp/reduce-scatter d{W}", make("reduce-scatter", "fsdp", w, z1))
-        _put(rows, f"backward/fsdp/all-gather {W} (updated)",
-             make("all-gather", "fsdp", w, z1 - z3))
-        _put(rows, f"backward/dp/all-reduce d{W}", make("all-reduce", "dp", w / n["fsdp"], 1))
+        for kind, role, V in gather:
+            _put(rows, f"backward/{role}/{kind} {W}", make(kind, role, V, z3))
+        for kind, role, V in (g for g in grads if g[0] == "reduce-scatter"):
+            _put(rows, f"backward/{role}/{kind} d{W}", make(kind, role, V, z1))
+        for kind, role, V in gather:  # ZeRO-1/2: the updated shard gathered
+            _put(rows, f"backward/{role}/{kind} {W} (updated)", make(kind, role, V, z1 - z3))
+        for kind, role, V in (g for g in grads if g[0] != "reduce-scatter"):
+            _put(rows, f"backward/{role}/{kind} d{W}", make(kind, role, V, 1))
     if ep:
-        _put(rows, "backward/ep/all-to-all dIn", make("all-to-all", "ep", tokens, 1))
-    _put(rows, "backward/tp/reduce-scatter dIn", make("reduce-scatter", "tp", act, 1))
+        _moves(rows, "backward", "dIn", copies, make)
+    _moves(rows, "backward", "dIn", y_out, make)
     return rows
 
 

@@ -23,7 +23,9 @@ Counting conventions of training plans (stated once, here):
   with experts, every expert, taken as read: B k >= E), per chip as TP and EP split them;
   the embedding, final norm and lm_head (the rest of the parameters, over TP) are spread
   over the L layers, each layer's collectives moving its share.
-- **Collectives** follow from the partitions: ZeRO-3 (FSDP) AllGathers each layer's
+- **Collectives** follow from the partitions (:mod:`symroof.parallel.train_layout`: each
+  change of partition's kind, role and bytes come from ``redistribute``; this module says
+  how often a step makes it): ZeRO-3 (FSDP) AllGathers each layer's
   weights forward and again backward (per microbatch) and every ZeRO level
   ReduceScatters their gradients (ZeRO-1/2 then gather the updated weights); DP
   AllReduces the gradient shard; TP AllGathers each block's input [B/(X Z_e), D] and
@@ -49,6 +51,7 @@ Counting conventions of training plans (stated once, here):
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import sympy as sp
@@ -58,6 +61,7 @@ from ..conventions import current
 from ..cost import Cost
 from .book_block import Make, mlp_block_rows, routed_params
 from .layout import SYM
+from .train_layout import ROLE_AXES, activation_moves, at_degrees, weight_moves
 from .train_rows import _at, _b, _d_norm, ep_splits, forward_key, tp_splits, train_rows
 
 __all__ = ["step_rows", "layer_rows", "condition_rows", "pass_times", "template_make"]
@@ -92,18 +96,37 @@ def _layer_keys(rows: dict) -> list[str]:
     return [k[4:] for k in rows if k.startswith("fwd/") and k[4:] not in outside]
 
 
-def _weights(model: Any, rows: dict, n: dict) -> dict[str, Any]:
-    """Weight bytes: per forward-row key of the layers, one layer's as one chip holds it
-    (TP and EP split), and ``"rest"``: the embedding, final norm and lm_head over TP."""
-    out: dict[str, Any] = {}
+def _weight_moves(model: Any, rows: dict, n: dict, change: str, keys: Any = None,
+                  ) -> dict[tuple[str, str], Any]:
+    """(kind, role) -> bytes of one layer's weights' ``change`` of partition (the rest of
+    the parameters spread over the L layers, split by TP), each weight its own partitions
+    (:func:`~symroof.parallel.train_layout.weight_moves`); ``keys``: only those weights."""
+    at = {SYM[f"n_{r}"]: n[r] for r in ROLE_AXES}
+    terms: dict[tuple[str, str], list[tuple[Any, Any]]] = {}
+    for k, (w, tp, ep) in _whole_weights(model, rows).items():
+        if keys is None or k in keys:
+            for kind, role, share in weight_moves(change, tp, ep):
+                terms.setdefault((kind, role), []).append((share.xreplace(at), w))
+    out = {}
+    for key, pairs in terms.items():  # the share all weights have in common taken out
+        common = functools.reduce(sp.gcd, [s for s, _ in pairs])  # (fewer terms to compile)
+        common = 1 if common.is_number else common
+        out[key] = common * sum(w * (s / common) for s, w in pairs)
+    return out
+
+
+def _whole_weights(model: Any, rows: dict) -> dict[str, tuple[Any, bool, bool]]:
+    """One layer's weight bytes, unsharded, per forward-row key of the layers, with whether
+    TP and EP split them; ``"rest"``: the embedding, final norm and lm_head over L (TP
+    splits them)."""
+    out: dict[str, tuple[Any, bool, bool]] = {}
     whole = sp.Integer(0)
-    n = {r: sp.sympify(v) for r, v in n.items()}
     for k in _layer_keys(rows):
         w = sp.sympify(rows[f"fwd/{k}"].weight_bytes).xreplace({_b: 0}) / model.L
         if w != 0:
             whole += w
-            out[k] = w / ((n["tp"] if tp_splits(k) else 1) * (n["ep"] if ep_splits(k) else 1))
-    out["rest"] = (model.params * model.w_bytes - model.L * whole) / n["tp"]
+            out[k] = (w, tp_splits(k), ep_splits(k))
+    out["rest"] = ((model.params * model.w_bytes - model.L * whole) / model.L, True, False)
     return out
 
 
@@ -126,43 +149,52 @@ def _put(rows: dict, key: str, cost: Any) -> None:
 def step_rows(model: Any, B: Any, seq: Any, remat: Any, n: dict, m: Any, z: tuple,
               make: Make) -> dict[str, Cost]:
     """The whole step, per chip, forward and backward (module docstring)."""
-    rows, _ = train_rows(model, seq, remat)
+    rows = train_rows(model, seq, remat)
     n, m = {r: sp.sympify(v) for r, v in n.items()}, sp.sympify(m)
-    X, Y, Z, Ze, f = n["dp"] * n["fsdp"], n["tp"], n["pp"], n["ep"], n["fsdp"]
+    X, Y, Z, Ze = n["dp"] * n["fsdp"], n["tp"], n["pp"], n["ep"]
     z1, _, z3 = z
     out = _compute(rows, n, B / (seq * X * Ze * m), m, z1, _own(model, Ze))
-    w = _weights(model, rows, n)
-    # one layer's weights, the embedding, final norm and head spread over the L layers
-    layer = sum(v for k, v in w.items() if k != "rest") + w["rest"] / model.L
     lz = model.L / Z  # layers per stage
-    act = model.act_bytes * B * model.D / (X * Ze * m)  # one microbatch's [B/(X Z_e), D]
-    tokens = act / model.D  # one value per token (a norm's sum of squares)
+    mb = model.act_bytes * B / m  # bytes of one value per token of a (global) microbatch
+    act = mb * model.D / (X * Ze)  # one microbatch's [B/(X Z_e), D] on a chip
     keys = _layer_keys(rows)
     blocks, norms = _blocks(keys), sum(map(_d_norm, keys))
     rerun = 2 if remat == "full" or isinstance(remat, int) else 1  # remat reruns TP, EP comms
+    # the changes of partition (train_layout), each as often as the schedule makes it
+    gather = _weight_moves(model, rows, n, "gather")  # ZeRO-3 each pass; ZeRO-1/2 updated
+    grads = _weight_moves(model, rows, n, "grad")  # ReduceScatter (ZeRO), AllReduce (dp)
+    x_in = at_degrees(activation_moves("in"), n, mb * model.D)  # TP: a block's input
+    y_out = at_degrees(activation_moves("out"), n, mb * model.D)  # TP: its output
+    stats = at_degrees(activation_moves("stats"), n, mb)  # TP: a D-wide norm's sums of squares
     step: dict[str, Cost] = {"forward/compute": out["forward"]}
-    _put(step, "forward/fsdp/all-gather weights", make("all-gather", "fsdp", layer, lz * m * z3))
-    _put(step, "forward/tp/all-gather activations", make("all-gather", "tp", act, blocks * lz * m))
-    _put(step, "forward/tp/reduce-scatter activations",
-         make("reduce-scatter", "tp", act, blocks * lz * m))
-    _put(step, "forward/tp/all-reduce norm statistics",
-         make("all-reduce", "tp", tokens, norms * lz * m))
+    for (kind, role), V in gather.items():
+        _put(step, f"forward/{role}/{kind} weights", make(kind, role, V, lz * m * z3))
+    for kind, role, V in x_in + y_out:
+        _put(step, f"forward/{role}/{kind} activations", make(kind, role, V, blocks * lz * m))
+    for kind, role, V in stats:
+        _put(step, f"forward/{role}/{kind} norm statistics", make(kind, role, V, norms * lz * m))
     _put(step, "forward/pp/send activations", make("send", "pp", act / Y, m + Z - 2))
     step["backward/compute"] = out["backward"]
-    _put(step, "backward/fsdp/all-gather weights",
-         make("all-gather", "fsdp", layer, lz * (m * z3 + z1 - z3)))
-    _put(step, "backward/fsdp/reduce-scatter grads", make("reduce-scatter", "fsdp", layer, lz * z1))
-    _put(step, "backward/dp/all-reduce grads", make("all-reduce", "dp", layer / f, lz))
-    for kind in ("all-gather", "reduce-scatter"):
-        _put(step, f"backward/tp/{kind} activations",
-             make(kind, "tp", act, blocks * lz * m * rerun))
-    _put(step, "backward/tp/all-reduce norm statistics",
-         make("all-reduce", "tp", tokens, norms * lz * m * rerun))
+    for (kind, role), V in gather.items():
+        _put(step, f"backward/{role}/{kind} weights",
+             make(kind, role, V, lz * (m * z3 + z1 - z3)))
+    for (kind, role), V in grads.items():  # every ZeRO level scatters; DP reduces its shard
+        _put(step, f"backward/{role}/{kind} grads",
+             make(kind, role, V, lz * (z1 if kind == "reduce-scatter" else 1)))
+    for kind, role, V in x_in + y_out:
+        _put(step, f"backward/{role}/{kind} activations",
+             make(kind, role, V, blocks * lz * m * rerun))
+    for kind, role, V in stats:
+        _put(step, f"backward/{role}/{kind} norm statistics",
+             make(kind, role, V, norms * lz * m * rerun))
     _put(step, "backward/pp/send gradients", make("send", "pp", act / Y, m + Z - 2))
     if model.moe is not None:
-        shared = sum(v for k, v in w.items() if k != "rest" and not ep_splits(k))
-        _ep_rows(step, act * Ze * sp.Min(model.moe.k, Ze), model.moe_layers / Z * m,
-                 (shared + w["rest"] / model.L) / f, lz, rerun, make)
+        replicated = {k for k in _whole_weights(model, rows) if not ep_splits(k)}
+        ((_, _, tokens),) = at_degrees(activation_moves("dispatch"), n,
+                                   mb * model.D * sp.Min(model.moe.k, Ze))
+        ep_grads = _weight_moves(model, rows, n, "ep_grad", replicated)
+        _ep_rows(step, tokens, model.moe_layers / Z * m, ep_grads[("all-reduce", "ep")], lz,
+                 rerun, make)
     return step
 
 
@@ -188,52 +220,62 @@ def layer_rows(model: Any, B: Any, seq: Any, n: dict, z: tuple,
     TP's gather of each block's input and scatter of its output (dOut and dIn backward)
     and an AllReduce of each D-wide norm's sums of squares each way; EP's two AllToAlls
     per MoE block each way. Norm gains (D-vectors) are left out of the collectives."""
-    rows, _ = train_rows(model, seq, "none")
+    rows = train_rows(model, seq, "none")
     n = {r: sp.sympify(v) for r, v in n.items()}
-    X, Ze, f = n["dp"] * n["fsdp"], n["ep"], n["fsdp"]
+    X, Ze = n["dp"] * n["fsdp"], n["ep"]
     z1, _, z3 = z
     n1 = {**n, "pp": 1}
     keys = _layer_keys(rows)
     per_layer = {k: c * (1 / model.L) for k, c in rows.items()
                  if k.startswith(("fwd/", "bwd/")) and forward_key(k) in keys}
     out = _compute(per_layer, n1, B / (seq * X * Ze), 1, z1, 1)
-    act = model.act_bytes * B * model.D / (X * Ze)  # [B/(X Z_e), D]
+    tok = model.act_bytes * B  # bytes of one value per token of the (global) batch
     layer: dict[str, Cost] = {"forward/compute": out["forward"]}
-    weights = {k: w for k, w in _weights(model, rows, n1).items()
-               if k != "rest" and not _d_norm(k)}
+    weights = {k: (at_degrees(weight_moves("gather", tp, ep), n1, w),
+                   at_degrees(weight_moves("grad", tp, ep), n1, w))
+               for k, (w, tp, ep) in _whole_weights(model, rows).items()
+               if k != "rest" and not _d_norm(k)}  # each matrix's changes of partition
     blocks = sorted({"mlp" if k.startswith("moe/") else k.split("/")[0]
                      for k in keys if "/" in k})
-    for k, w in weights.items():
-        _put(layer, f"forward/fsdp/all-gather {k}", make("all-gather", "fsdp", w, z3))
+    moved = {c: at_degrees(activation_moves(c), n1, tok * model.D) for c in ("in", "out")}
+    stats = at_degrees(activation_moves("stats"), n1, tok)
+    for k, (gather, _) in weights.items():
+        for kind, role, V in gather:
+            _put(layer, f"forward/{role}/{kind} {k}", make(kind, role, V, z3))
     for block in blocks:
-        _put(layer, f"forward/tp/all-gather {block} in", make("all-gather", "tp", act, 1))
-        _put(layer, f"forward/tp/reduce-scatter {block} out",
-             make("reduce-scatter", "tp", act, 1))
-    for k in filter(_d_norm, keys):
-        _put(layer, f"forward/tp/all-reduce {k} statistics",
-             make("all-reduce", "tp", act / model.D, 1))
-    ep = model.moe is not None
-    tokens = act * Ze * sp.Min(model.moe.k, Ze) if ep else 0  # [B/X, D, min(k, Z_e)]
-    if ep:
         for what in ("in", "out"):
-            _put(layer, f"forward/ep/all-to-all moe {what}", make("all-to-all", "ep", tokens, 1))
-    layer["backward/compute"] = out["backward"]
-    for k, w in weights.items():
-        _put(layer, f"backward/fsdp/all-gather {k}", make("all-gather", "fsdp", w, z3))
-        _put(layer, f"backward/fsdp/reduce-scatter {k} grad", make("reduce-scatter", "fsdp", w, z1))
-        _put(layer, f"backward/fsdp/all-gather {k} (updated)",
-             make("all-gather", "fsdp", w, z1 - z3))
-        _put(layer, f"backward/dp/all-reduce {k} grad", make("all-reduce", "dp", w / f, 1))
-    for block in blocks:
-        _put(layer, f"backward/tp/all-gather {block} dout", make("all-gather", "tp", act, 1))
-        _put(layer, f"backward/tp/reduce-scatter {block} din",
-             make("reduce-scatter", "tp", act, 1))
+            for kind, role, V in moved[what]:
+                _put(layer, f"forward/{role}/{kind} {block} {what}", make(kind, role, V, 1))
     for k in filter(_d_norm, keys):
-        _put(layer, f"backward/tp/all-reduce {k} statistics",
-             make("all-reduce", "tp", act / model.D, 1))
+        for kind, role, V in stats:
+            _put(layer, f"forward/{role}/{kind} {k} statistics", make(kind, role, V, 1))
+    ep = model.moe is not None
+    if ep:  # [B/X, D, min(k, Z_e)] copies each way
+        ((a2a, ep_role, tokens),) = at_degrees(activation_moves("dispatch"), n1,
+                                           tok * model.D * sp.Min(model.moe.k, Ze))
+        for what in ("in", "out"):
+            _put(layer, f"forward/{ep_role}/{a2a} moe {what}", make(a2a, ep_role, tokens, 1))
+    layer["backward/compute"] = out["backward"]
+    for k, (gather, grads) in weights.items():
+        for kind, role, V in gather:
+            _put(layer, f"backward/{role}/{kind} {k}", make(kind, role, V, z3))
+        scatter = [g for g in grads if g[0] == "reduce-scatter"]  # into the state's shard
+        for kind, role, V in scatter:
+            _put(layer, f"backward/{role}/{kind} {k} grad", make(kind, role, V, z1))
+        for kind, role, V in gather:  # ZeRO-1/2: the updated shard gathered
+            _put(layer, f"backward/{role}/{kind} {k} (updated)", make(kind, role, V, z1 - z3))
+        for kind, role, V in (g for g in grads if g not in scatter):  # DP's AllReduce
+            _put(layer, f"backward/{role}/{kind} {k} grad", make(kind, role, V, 1))
+    for block in blocks:
+        for what, name in (("in", "dout"), ("out", "din")):
+            for kind, role, V in moved[what]:
+                _put(layer, f"backward/{role}/{kind} {block} {name}", make(kind, role, V, 1))
+    for k in filter(_d_norm, keys):
+        for kind, role, V in stats:
+            _put(layer, f"backward/{role}/{kind} {k} statistics", make(kind, role, V, 1))
     if ep:
         for what in ("dout", "din"):
-            _put(layer, f"backward/ep/all-to-all moe {what}", make("all-to-all", "ep", tokens, 1))
+            _put(layer, f"backward/{ep_role}/{a2a} moe {what}", make(a2a, ep_role, tokens, 1))
     return layer
 
 

@@ -1,13 +1,12 @@
 """A training step's rows before they are sharded: :func:`symroof.train_ops` (checked op by
-op against the NumPy twin) over a symbol for the sequences, or, for a family it refuses,
-:func:`rows_without_train_ops`; and the rules, by forward-row key, that say how each row
-is shared out (:mod:`symroof.parallel.rows` applies them).
+op against the NumPy twin) over a symbol for the sequences, and the rules, by forward-row
+key, that say how each row is shared out (:mod:`symroof.parallel.rows` applies them). A
+model :func:`symroof.train_ops` refuses has no training plan: its error is the plan's.
 
 >>> import symroof as sr
->>> rows, exact = train_rows(sr.model("llama-3.1-8b"), 4096, "full")
->>> exact, "recompute/mlp/down" in rows
-(True, True)
->>> train_rows(sr.model("mixtral-8x7b"), 4096, "full")[1]     # every preset has them now
+>>> "recompute/mlp/down" in train_rows(sr.model("llama-3.1-8b"), 4096, "full")
+True
+>>> "bwd/moe/gate/dw" in train_rows(sr.model("mixtral-8x7b"), 4096, "full")
 True
 """
 
@@ -21,8 +20,7 @@ import sympy as sp
 from ..conventions import current
 from ..cost import FIELDS, Cost
 
-__all__ = ["train_rows", "rows_at", "rows_without_train_ops", "forward_key", "tp_splits",
-           "ep_splits"]
+__all__ = ["train_rows", "rows_at", "forward_key", "tp_splits", "ep_splits"]
 
 #: the sequences of one microbatch on one chip, while the rows are built (local, replaced)
 _b = sp.Dummy("b", positive=True, integer=True)
@@ -70,47 +68,17 @@ def ep_splits(key: str) -> bool:
     return key.startswith("moe/") and key not in _TP_WHOLE and "shared" not in key
 
 
-def rows_without_train_ops(model: Any, sequences: Any, seq: Any, policy: str) -> dict:
-    """FALLBACK for a family :func:`symroof.train_ops` refuses (every preset family has
-    backward rows now: delete it once none is refused): the forward rows with no KV cache,
-    each backward row twice its forward row (dX and dW), the rerun rows of ``policy`` and
-    one Adam update.
-
-    >>> import symroof as sr
-    >>> rows = rows_without_train_ops(sr.model("mixtral-8x7b"), 1, 4096, "full")
-    >>> rows["bwd/moe/gate"].flops == 2 * rows["fwd/moe/gate"].flops
-    True
-    """
-    from ..models import backward as bw
-    from ..models.training_memory import remat_recompute
-
-    ops = model.replace(kv_bytes=model.act_bytes).ops(sequences, seq, 0)
-    ops.pop("attn/kv_write", None)
-    fwd = {k: Cost(flops=c.flops, useful_flops=c.useful_flops, weight_bytes=c.weight_bytes,
-                   act_bytes=c.act_bytes + c.kv_bytes) for k, c in ops.items()}
-    rerun = remat_recompute(policy)
-    layer = [k for k in fwd if k not in ("embed", "pos_embed", "final_norm", "lm_head")]
-    return ({f"fwd/{k}": c for k, c in fwd.items()}
-            | {f"recompute/{k}": fwd[k] for k in (layer if rerun is None else rerun)}
-            | {f"bwd/{k}": 2 * c for k, c in fwd.items()}
-            | {"optimizer/adam": bw.adam(model.params, w_bytes=model.w_bytes)})
-
-
 @functools.lru_cache(maxsize=64)
-def _rows(model: Any, seq: Any, policy: str, conventions: Any) -> tuple[dict, bool]:
+def _rows(model: Any, seq: Any, policy: str, conventions: Any) -> dict[str, Cost]:
     from ..models.training import train_ops
 
-    try:
-        return train_ops(model, _b, seq, policy, conventions=conventions), True
-    except ValueError as err:
-        if "training rows" not in str(err):
-            raise
-        return rows_without_train_ops(model, _b, seq, policy), False
+    return train_ops(model, _b, seq, policy, conventions=conventions)
 
 
-def train_rows(model: Any, seq: Any, remat: Any) -> tuple[dict[str, Cost], bool]:
-    """The step's rows over ``_b`` sequences under the conventions in force, and whether
-    they are :func:`train_ops`' (False: :func:`rows_without_train_ops`)."""
+def train_rows(model: Any, seq: Any, remat: Any) -> dict[str, Cost]:
+    """The step's rows (:func:`symroof.train_ops`) over ``_b`` sequences under the
+    conventions in force; ``remat`` a policy, or a number of checkpoints (they rerun the
+    layers: "full")."""
     policy = "full" if isinstance(remat, int) else remat  # n checkpoints rerun the layers
     return _rows(model, seq, policy, current())
 
@@ -123,7 +91,7 @@ def rows_at(model: Any, seq: Any, remat: Any, sequences: Any) -> dict[str, Cost]
     >>> rows["fwd/mlp/down"] == sr.train_ops(sr.model("llama-3.1-8b"), 2, 4096)["fwd/mlp/down"]
     True
     """
-    rows, _ = train_rows(model, seq, remat)
+    rows = train_rows(model, seq, remat)
     return {k: _at(c, sp.sympify(sequences), 1, 1) for k, c in rows.items()}
 
 
