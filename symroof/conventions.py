@@ -222,6 +222,15 @@ class Conventions:
         return self.name + extra
 
     @property
+    def title_part(self) -> str:
+        """``", conventions: LABEL"`` for a title line; empty for symroof's own record.
+
+        >>> profile("book").title_part, profile("symroof").title_part
+        (', conventions: book', '')
+        """
+        return "" if self == SYMROOF else f", {self}"
+
+    @property
     def last_only(self) -> bool:
         """Whether a step's lm_head runs on the last position only (``lm_head_positions``).
 

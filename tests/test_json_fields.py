@@ -36,7 +36,8 @@ def test_serve_json():
     assert set(d) == {"query", "fits", "max_batch", "min_chips_weights", "min_chips",
                       "bytes_needed", "memory_per_chip", "hbm_bytes", "smallest_slice",
                       "lines", "t_math_s", "t_mem_s", "t_net_s", "lower_s", "upper_s",
-                      "bound", "book_s", "tokens_per_s_per_chip", "collectives", "warnings"}
+                      "bound", "book_s", "tokens_per_s_per_chip", "collectives", "warnings",
+                      "conventions"}
     assert d["query"] == {"model": "llama-3.1-70b", "model_name": "llama-3.1-70b",
                           "chip": "tpu-v5e", "mesh": "4x4", "chips": 16, "batch": 32,
                           "context": 8192, "weights": "int8", "kv": "fp8", "dtype": "bf16"}

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..conventions import Conventions, as_conventions
 from ..evaluate import _finish, evaluate, free_symbols
 from ..symbols import B as _B
 from ..symbols import S as _S
@@ -25,20 +26,21 @@ __all__ = ["sweep_step_time"]
 
 @functools.lru_cache(maxsize=64)
 def _symbolic_step(model: Any, chip: Any, new_tokens: int, dtype: str,
-                   attention: str) -> StepTime:
+                   attention: str, conventions: Conventions) -> StepTime:
     return step_time(model, chip, _B, new_tokens, _S - new_tokens, dtype=dtype,
-                     attention=attention)
+                     attention=attention, conventions=conventions)
 
 
 def sweep_step_time(model: Any, chip: Any, batch: Any, context: Any, *, new_tokens: int = 1,
                     dtype: str = "bf16", attention: str = "fused",
-                    per_op: bool = False) -> dict[str, np.ndarray]:
+                    per_op: bool = False, conventions: Any = None) -> dict[str, np.ndarray]:
     """Time bounds of one forward step over arrays of ``batch`` and ``context`` (S, new
     tokens included), broadcast together: pass ``batch[:, None]`` and ``context[None, :]``
     for a grid. Returns the whole-model ``t_math``, ``t_mem``, ``t_net``, ``lower``,
     ``upper`` (seconds); with ``per_op=True`` also ``per_op_sum`` and ``ratio`` (the
     per-group view of :func:`symroof.step_time`). The symbolic step is derived and compiled
-    once per (model, chip, new_tokens, dtype, attention).
+    once per (model, chip, new_tokens, dtype, attention, conventions); ``conventions`` (a
+    profile name or record; default the one in force) as in :func:`symroof.step_time`.
 
     >>> import numpy as np, symroof as sr
     >>> t = sweep_step_time(sr.model("llama-3.1-8b"), sr.chip("h100"),
@@ -58,7 +60,8 @@ def sweep_step_time(model: Any, chip: Any, batch: Any, context: Any, *, new_toke
     if S.size and not (S >= new_tokens).all():
         raise ValueError(f"context must be >= new_tokens ({new_tokens}) everywhere, "
                          f"got {S.min():g}")
-    st = _symbolic_step(model, chip, new_tokens, dtype, attention)
+    st = _symbolic_step(model, chip, new_tokens, dtype, attention,
+                        as_conventions(conventions))
     obj = st if per_op else st.whole
     values = {_B: B, _S: S}
     free = set(free_symbols(obj))

@@ -40,6 +40,7 @@ from typing import Any
 import sympy as sp
 
 from ..analysis import TimeBound, crossover, time
+from ..conventions import SYMROOF, Conventions, as_conventions, using
 from ..cost import Cost, as_dimension
 from ..hardware.chip import STORAGE_BYTES
 from ..hardware.mesh import Mesh
@@ -84,6 +85,8 @@ class ServePlan:
     layer_comm: dict = field(default_factory=dict)
     #: the layout as data: each row's operand partitions (:mod:`.serving_layouts`)
     partitions: Any = None
+    #: the conventions record the rows were built under; its time and conditions read it
+    conventions: Conventions = SYMROOF
 
     @property
     def n(self) -> Any:
@@ -95,7 +98,8 @@ class ServePlan:
 
     @property
     def time(self) -> TimeBound:
-        return time(self.cost, self.mesh, self.compute_dtype, useful=True, per_chip=True)
+        return time(self.cost, self.mesh, self.compute_dtype, per_chip=True,
+                    conventions=self.conventions)
 
     @property
     def collectives(self) -> dict[str, Cost]:
@@ -138,7 +142,8 @@ class ServePlan:
         plan's best D degree) and ``2d`` (the chips above which 2-D beats 1-D); see
         :mod:`symroof.parallel.serving_2d`; ``ici``: the mesh width below which decode
         stays HBM-bound, Y < F/(B beta) (:func:`symroof.parallel.serving_2d.ici_condition`)."""
-        return layout_conditions(self) | ici_condition(self)
+        with using(self.conventions):  # solved under the plan's record, not the one in force
+            return layout_conditions(self) | ici_condition(self)
 
     @property
     def hbm_used(self) -> sp.Expr:
@@ -216,7 +221,7 @@ class ServePlan:
         head = (f"{self.model.name} on {self.mesh.title} ({self.n} chips), batch "
                 f"{self.batch}, context {self.context}, weights {self.weights}, KV {self.kv}"
                 + (f", 2-D (D over {','.join(self.d_axes)})" if self.layout == "2d" else "")
-                + ":")
+                + self.conventions.title_part + ":")
         fit = (f"memory per chip {_si(self.hbm_used, 'B')} of "
                f"{_si(self.mesh.chip.hbm_bytes, 'B')} (weights "
                f"{_si(mem['weights'], 'B')}, KV {_si(mem['kv'], 'B')}); largest batch "
@@ -233,7 +238,8 @@ class ServePlan:
 
 def serve(model: Any, mesh: Mesh, step: Step | None = None, *, batch: Any = None,
           context: Any = None, weights: str = "bf16", kv: str | None = None,
-          compute_dtype: str = "bf16", layout: str = "1d", d_axes: Any = None) -> ServePlan:
+          compute_dtype: str = "bf16", layout: str = "1d", d_axes: Any = None,
+          conventions: Any = None) -> ServePlan:
     """Plan one decode step of ``model`` on ``mesh`` (see the module docstring).
 
     ``step``: a decode :class:`~symroof.Step` (``sr.Step(32, context=4096)``), or ``batch``
@@ -241,6 +247,8 @@ def serve(model: Any, mesh: Mesh, step: Step | None = None, *, batch: Any = None
     ``kv`` are storage dtypes ("bf16", "int8", "fp8", "int4", ...; ``kv`` defaults to the
     model's); ``compute_dtype`` picks the chip's peak. ``layout``: "1d" or "2d";
     ``d_axes``: under "2d", the mesh axes that split D (default the first).
+    ``conventions`` (a profile name or record; default the one in force) builds the rows and
+    their collectives, and the plan keeps it for its time and conditions.
 
     >>> import symroof as sr
     >>> plan = sr.serve("llama-3.1-70b", sr.mesh("tpu-v5e", "16x16"), batch=64,
@@ -277,14 +285,17 @@ def serve(model: Any, mesh: Mesh, step: Step | None = None, *, batch: Any = None
     if kv is not None:
         changes["kv_bytes"] = width(kv, "KV")
     m = model.replace(**changes)
-    lay, sizes = serving_layout(m, mesh, B, S, layout, d)
-    ops = m.ops(B, 1, S - 1, last_only=True, attention="fused")
-    rows, layer = shard_layers(ops, lay, mesh, sizes, act_bytes=m.act_bytes)
+    cv = as_conventions(conventions)
+    with using(cv):  # the rows' counts and the collectives' ring factor read it
+        lay, sizes = serving_layout(m, mesh, B, S, layout, d)
+        ops = m.ops(B, 1, S - 1, last_only=True, attention="fused")
+        rows, layer = shard_layers(ops, lay, mesh, sizes, act_bytes=m.act_bytes)
     kv_ways = _ways(lay.rule("attn/core").kv, mesh)
     memory = {"weights": m.params * m.w_bytes / mesh.n_chips,
               "kv": B * m.kv_cache_bytes(S) / kv_ways}
     return ServePlan(m, mesh, B, S, weights, kv or _name(m.kv_bytes), rows, memory,
-                     compute_dtype, layout=layout, d_axes=d, layer_comm=layer, partitions=lay)
+                     compute_dtype, layout=layout, d_axes=d, layer_comm=layer, partitions=lay,
+                     conventions=cv)
 
 
 def _ways(spec: Any, mesh: Mesh) -> Any:

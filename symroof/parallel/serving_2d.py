@@ -47,6 +47,7 @@ from typing import Any
 import sympy as sp
 
 from ..analysis import crossover
+from ..conventions import Conventions, current
 from ..hardware.chip import symbolic_chip
 from ..hardware.mesh import Mesh
 from ..hardware.mesh import mesh as _mesh
@@ -166,16 +167,17 @@ def ici_condition(plan: Any) -> dict[str, Condition]:
         link = (net.levels[0].bw_per_gpu if plan.n <= net.node_size or len(net.levels) < 2
                 else net.node_egress) / 2
     threshold = _ici_threshold(chip, plan.compute_dtype, m.act_bytes, m.w_bytes, plan.batch,
-                               m.D, m.F, link)
+                               m.D, m.F, link, current())
     return {"ici": Condition("decode stays HBM-bound", "Y", "<", threshold, plan.n,
                              _ICI_SOURCE)}
 
 
 @functools.lru_cache(maxsize=256)
 def _ici_threshold(chip: Any, dtype: str, act_bytes: Any, w_bytes: Any, batch: Any, D: Any,
-                   F: Any, link: Any) -> sp.Expr:
-    """The Y of ``ici_condition``, solved once per chip, widths and shape (a plan's
-    conditions are read many times; the ring, the matmul and the solve are the same)."""
+                   F: Any, link: Any, conventions: Conventions) -> sp.Expr:
+    """The Y of ``ici_condition``, solved once per chip, widths, shape and conventions
+    record (a plan's conditions are read many times; the ring, the matmul and the solve
+    are the same; the ring's time reads ``ring_factor``)."""
     ring_chip = symbolic_chip(f"{chip.name} ring", C=chip.peak(dtype), W=chip.hbm_bw,
                               W_net=link)
     ring = _mesh(ring_chip, {"Y": _Y})

@@ -16,6 +16,7 @@ import numpy as np
 import sympy as sp
 
 from ..analysis import critical_batch
+from ..conventions import Conventions, as_conventions
 from ..cost import as_exact
 from ..evaluate import evaluate
 from ..hardware.chip import as_chip
@@ -55,7 +56,7 @@ def smallest_slice(model: Any, chip: Any, *, weights: str = "bf16", kv: str | No
 
 def latency_throughput(model: Any, mesh: Any, *, context: Any, batches: Any = None,
                        weights: str = "bf16", kv: str | None = None,
-                       form: str = "plan") -> dict[str, np.ndarray]:
+                       form: str = "plan", conventions: Any = None) -> dict[str, np.ndarray]:
     """Step latency and tokens/s per chip as batch grows, evaluated in one compiled NumPy
     call over ``batches`` and ``context`` (numbers or arrays, broadcast together: pass
     ``batches[:, None]`` and ``contexts[None, :]`` for a grid). ``batches`` defaults to 1 ..
@@ -64,7 +65,8 @@ def latency_throughput(model: Any, mesh: Any, *, context: Any, batches: Any = No
     ``max_batch`` (per context) and ``fits`` (batch <= cap). ``form="book"``: the step
     is the book's general form instead (ch. 7, ``ServePlan.book_time``: B KV/W + max(2BP/C,
     P_bytes/W), attention and the MLP not overlapped, no ICI), both ``latency`` and
-    ``upper``.
+    ``upper``. ``conventions`` (a profile name or record; default the one in force) builds
+    the plan, as :func:`symroof.serve` does.
 
     >>> import symroof as sr
     >>> c = latency_throughput("llama-3.1-8b", sr.mesh("tpu-v5e", "2x2"), context=4096,
@@ -74,7 +76,7 @@ def latency_throughput(model: Any, mesh: Any, *, context: Any, batches: Any = No
     """
     if form not in ("plan", "book"):
         raise ValueError(f"form must be 'plan' or 'book', got {form!r}")
-    plan = _symbolic_plan(model, mesh, weights, kv)
+    plan = _symbolic_plan(model, mesh, weights, kv, as_conventions(conventions))
     s = np.asarray(context, dtype=np.float64)
     if s.size and not (s >= 1).all():
         raise ValueError(f"context must be >= 1, got {s.min():g}")
@@ -100,10 +102,12 @@ def latency_throughput(model: Any, mesh: Any, *, context: Any, batches: Any = No
 
 
 @functools.lru_cache(maxsize=32)
-def _symbolic_plan(model: Any, mesh: Any, weights: str, kv: str | None) -> ServePlan:
+def _symbolic_plan(model: Any, mesh: Any, weights: str, kv: str | None,
+                   conventions: Conventions) -> ServePlan:
     """The decode step with batch and context left as B and S, built once per (model, mesh,
-    widths): a curve's evaluations then only substitute numbers."""
-    return serve(model, mesh, batch=_B, context=_S, weights=weights, kv=kv)
+    widths, conventions record): a curve's evaluations then only substitute numbers."""
+    return serve(model, mesh, batch=_B, context=_S, weights=weights, kv=kv,
+                 conventions=conventions)
 
 
 def kv_evictions(batch: Any, prompt: Any, generated: Any) -> sp.Expr:

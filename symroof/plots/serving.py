@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..conventions import as_conventions
 from ..parallel.sizing import latency_throughput
 from .model import _save
 from .roofline import _pyplot
@@ -23,19 +24,22 @@ __all__ = ["latency_throughput_plot"]
 
 def latency_throughput_plot(model: Any, meshes: Sequence[Any], *, context: int = 4096,
                             weights: str = "bf16", kv: str | None = None,
-                            batches: Any = None, path: Any = None, title: str | None = None):
+                            batches: Any = None, path: Any = None, title: str | None = None,
+                            conventions: Any = None):
     """Per-token latency (ms) against throughput (tokens/s per chip) for batches 1, 2, 4, ...
     (and the cap) on each mesh; the batch where weights + KV cache fill HBM ends the solid
     curve (beyond it, dotted: the batch does not fit), with a marker.
     Each mesh's curve is one compiled evaluation over all its batches; the legend names
-    each mesh's cap."""
+    each mesh's cap. ``conventions`` (a profile name or record; default the one in force)
+    builds every plan, and the title names any but symroof's."""
+    cv = as_conventions(conventions)
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
     for i, mesh in enumerate(meshes):
         colour = f"C{i}"
         label = f"{mesh.title} ({mesh.n_chips} chips)"
         cap = int(latency_throughput(model, mesh, context=context, batches=[1], weights=weights,
-                                     kv=kv)["max_batch"])
+                                     kv=kv, conventions=cv)["max_batch"])
         if cap < 1:  # nothing to draw: the legend says why
             ax.plot([], [], "o-", color=colour, ms=3,
                     label=f"{label}: the weights alone do not fit")
@@ -43,7 +47,7 @@ def latency_throughput_plot(model: Any, meshes: Sequence[Any], *, context: int =
         top = np.asarray(batches if batches is not None else 2 ** np.arange(0, 13), float)
         top = np.union1d(top, [cap, cap + 1])  # the cap is a point of the curve, and one past
         c = latency_throughput(model, mesh, context=context, batches=top, weights=weights,
-                               kv=kv)
+                               kv=kv, conventions=cv)
         x, y, fits = c["tokens_per_s_per_chip"], c["latency"] * 1e3, c["fits"]
         ax.plot(x[fits], y[fits], "o-", color=colour, ms=3, label=f"{label}: HBM full at "
                 f"B={cap}")
@@ -61,7 +65,7 @@ def latency_throughput_plot(model: Any, meshes: Sequence[Any], *, context: int =
            ylabel="step latency (ms, per generated token)")
     name = model if isinstance(model, str) else model.name
     ax.set_title(title or f"{name} decode at context {context} (weights {weights}): "
-                 "batch 1, 2, 4, ... along each curve", fontsize=10)
+                 "batch 1, 2, 4, ... along each curve" + cv.title_part, fontsize=10)
     from matplotlib import ticker
 
     for axis in (ax.xaxis, ax.yaxis):  # 1, 2, 5, 10, 20: plain numbers, not 2 x 10^1

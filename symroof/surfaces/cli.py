@@ -75,7 +75,7 @@ EXAMPLES = """examples:
 
 
 #: commands whose numbers follow --conventions (the others refuse any but symroof's)
-_APPLY_CONVENTIONS = ("report", "conventions", "chips", "models", "train")
+_APPLY_CONVENTIONS = ("report", "conventions", "chips", "models", "train", "serve", "solve")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -25,7 +25,7 @@ from typing import Any
 
 import sympy as sp
 
-from ..conventions import PROFILES, Conventions, parse_assignment, profile
+from ..conventions import PROFILES, Conventions, as_conventions, parse_assignment, profile
 from ..hardware import CHIPS, Chip, chip, mesh
 from ..hardware.chip import STORAGE_BYTES as WIDTHS  # their one home
 from ..hardware.mesh import CUSTOM_HINT
@@ -33,7 +33,8 @@ from ..models import model
 
 __all__ = ["size", "width", "arg_type", "SIZE", "WIDTH", "load_model", "load_chip",
            "add_chip_options", "chip_of", "add_mesh_options", "mesh_of", "dumps",
-           "OVERRIDE", "usd", "add_conventions_options", "conventions_of"]
+           "OVERRIDE", "usd", "add_conventions_options", "conventions_of",
+           "conventions_named"]
 
 #: sizes take binary suffixes, as contexts are quoted (128k = 131,072, 4M = 4 x 2^20)
 _SUFFIX = {"": 1, "k": 2**10, "K": 2**10, "M": 2**20, "G": 2**30}
@@ -211,8 +212,8 @@ def conventions_of(args: argparse.Namespace, applied: bool = True) -> Convention
     cv = cv.replace(**changes)
     if not applied and cv != profile("symroof"):
         raise ValueError(f"symroof {args.command} does not apply --conventions yet (its numbers "
-                         f"are symroof's); conventions apply to: report --chip, train, "
-                         "conventions")
+                         f"are symroof's); conventions apply to: report, serve, solve, "
+                         "train, conventions")
     return cv
 
 
@@ -229,3 +230,12 @@ def _finite(x: Any) -> Any:
 def dumps(data: Any) -> str:
     """JSON with NaN and infinities as null (strict JSON readers reject them)."""
     return json.dumps(_finite(data), indent=2)
+
+
+def conventions_named(conventions: Any) -> str:
+    """``, conventions: NAME[, field=value]`` for a title line; empty for symroof's own.
+
+    >>> conventions_named("book"), conventions_named(None)
+    (', conventions: book', '')
+    """
+    return as_conventions(conventions).title_part

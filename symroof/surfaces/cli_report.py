@@ -9,7 +9,6 @@ import argparse
 import json
 from typing import Any
 
-from ..conventions import profile
 from ..models import MODELS
 from ..models.table import roofline_table
 from .cli_args import SIZE, WIDTH, add_mesh_options, chip_of
@@ -55,9 +54,6 @@ def cmd_report(args: argparse.Namespace) -> int:
         return report_title(name, phase, args.batch, S, T, cached, args.attention, dtype,
                             used, from_dtype)
     if args.mesh:
-        if args.conventions != profile("symroof"):
-            raise ValueError("report --mesh does not apply --conventions yet (a sharded "
-                             "step's numbers are symroof's); use --chip for one chip")
         from .cli_serve import report_mesh  # the serving plans load for --mesh only
 
         return report_mesh(args, m, dtype, widths, title, query)

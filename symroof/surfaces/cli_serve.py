@@ -14,6 +14,7 @@ from typing import Any
 
 import sympy as sp
 
+from ..conventions import as_conventions
 from ..hardware.prices import PRICES
 from ..hardware.prices import price as price_on_record
 from ..models import OP_GROUPS, group
@@ -26,6 +27,7 @@ from .cli_args import (
     SIZE,
     add_chip_options,
     add_mesh_options,
+    conventions_named,
     dumps,
     load_model,
     mesh_of,
@@ -118,11 +120,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
     model, mesh = load_model(args.model), mesh_of(args.mesh, args)
     dtype = (args.dtype or "bf16").strip().lower()
     plan = serve(model, mesh, batch=args.batch, context=args.context, weights=args.weights,
-                 kv=args.kv, compute_dtype=dtype)
+                 kv=args.kv, compute_dtype=dtype, conventions=args.conventions)
     slices = _slices(plan, args.kv)
     head = (f"{plan.model.name} decode on {mesh.chip.name} {_shape(mesh)} ({plan.n} chips): "
             f"batch {args.batch}, context {args.context:,}, weights {plan.weights}, KV "
-            f"{plan.kv}, {dtype} peak")
+            f"{plan.kv}, {dtype} peak" + conventions_named(plan.conventions))
     lines = [_fit_line(plan)]
     if plan.fits:
         per_chip = float(plan.tokens_per_s_per_chip)
@@ -159,6 +161,7 @@ def _serve_data(args: argparse.Namespace, plan: Any, dtype: str, slices: dict,
                      "chip": plan.mesh.chip.name, "mesh": _shape(plan.mesh), "chips": plan.n,
                      "batch": args.batch, "context": args.context, "weights": plan.weights,
                      "kv": plan.kv, "dtype": dtype},
+           "conventions": plan.conventions.as_dict(),
            "fits": plan.fits, "max_batch": num(plan.max_batch), "min_chips_weights":
            num(plan.min_chips), "min_chips": int(total[1]), "bytes_needed": num(total[0]),
            "memory_per_chip": {k: num(v) for k, v in plan.memory.items()},
@@ -237,8 +240,10 @@ class _MeshTable(RooflineTable):
     """A roofline table of a sharded step's rows, with the plan's warnings."""
 
     def __init__(self, rows: dict, chip: Any, dtype: str, title: str, notes: tuple,
-                 warnings: tuple) -> None:
-        super().__init__(rows, chip, dtype, title=title, notes=notes)
+                 warnings: tuple, conventions: Any = None) -> None:
+        cv = as_conventions(conventions)
+        super().__init__(rows, chip, dtype, title=title, notes=notes, conventions=cv,
+                         useful=cv.counted == "useful_flops")
         vars(self)["_warnings"] = warnings
 
     @property
@@ -265,7 +270,7 @@ def report_mesh(args: argparse.Namespace, model: Any, dtype: str, widths: dict,
                              f"{k}={widths[k]} is none of them")
     plan = serve(model.replace(act_bytes=widths["act_bytes"]), mesh, batch=args.batch,
                  context=args.context, weights=names["w_bytes"], kv=names["kv_bytes"],
-                 compute_dtype=dtype)
+                 compute_dtype=dtype, conventions=args.conventions)
     rows = plan.rows
     if args.groups:
         rows = group(rows, {**OP_GROUPS, "collectives": list(plan.collectives)})
@@ -277,7 +282,7 @@ def report_mesh(args: argparse.Namespace, model: Any, dtype: str, widths: dict,
     notes = (_fit_line(plan) if plan.fits else "", *_collectives(plan), _layout(plan))
     t = _MeshTable(rows, mesh.chip, dtype, title(f"decode, per chip of {mesh.chip.name} "
                    f"{_shape(mesh)} ({plan.n} chips)"), tuple(n for n in notes if n),
-                   tuple(warnings))
+                   tuple(warnings), plan.conventions)
     query = {**query, "chip": mesh.chip.name, "mesh": _shape(mesh), "chips": plan.n}
     print({"text": t.to_text, "markdown": t.to_markdown, "latex": t.to_latex,
            "json": lambda: dumps({"query": query, **t.as_dict(), "fits": plan.fits,

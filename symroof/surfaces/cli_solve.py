@@ -12,11 +12,21 @@ from typing import Any
 
 import sympy as sp
 
+from ..conventions import as_conventions
 from ..derivation import tex_escape
 from ..hardware import as_chip
 from ..render import latex, number, readable
 from ..symbols import quantity
-from .cli_args import SIZE, WIDTH, add_chip_options, chip_of, dumps, load_model, mesh_of
+from .cli_args import (
+    SIZE,
+    WIDTH,
+    add_chip_options,
+    chip_of,
+    conventions_named,
+    dumps,
+    load_model,
+    mesh_of,
+)
 from .cli_format import WIDTHS, num, report_widths
 from .solve import QUANTITIES, VARIABLES, VIEWS, solve_step
 
@@ -51,7 +61,8 @@ def _head(args: argparse.Namespace, model: Any, chip: Any, dtype: str, var: str,
     view = "" if args.view == "rows" else ", lecture 1's whole-model roofline (weights + KV)"
     return (f"solve {args.equation.strip()} for {var} ({VARIABLES[var]}): {model.name} "
             f"{args.phase}{where}, {', '.join(given) or 'nothing else given'}, "
-            + ", ".join(f"{k}={used[k]}" for k in WIDTHS) + view)
+            + ", ".join(f"{k}={used[k]}" for k in WIDTHS) + view
+            + conventions_named(args.conventions))
 
 
 def _lines(s: Any) -> list[str]:
@@ -137,7 +148,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
     var = args.var.strip().lower().replace("-", "_")
     s = solve_step(args.equation, var, model, chip=chip, dtype=dtype, phase=args.phase,
                    batch=args.batch, context=args.context, new_tokens=args.new_tokens,
-                   view=args.view)
+                   view=args.view, conventions=args.conventions)
     used = {k: num(getattr(model, k)) for k in WIDTHS}
     head = _head(args, model, chip, dtype, s.variable, used)
     if args.format == "json":
@@ -147,6 +158,7 @@ def cmd_solve(args: argparse.Namespace) -> int:
                                "dtype": dtype, "phase": args.phase, "batch": args.batch,
                                "context": args.context, "new_tokens": args.new_tokens,
                                "view": args.view, **used},
+                     "conventions": as_conventions(args.conventions).as_dict(),
                      "title": head, "symbol": str(s.symbol), "lhs": str(s.lhs),
                      "rhs": str(s.rhs), "root": None if s.root is None else float(s.root),
                      "root_exact": None if s.root is None else str(s.root),

@@ -40,6 +40,7 @@ from sympy.parsing.sympy_parser import (
 )
 
 from ..analysis import crossover, time
+from ..conventions import as_conventions, using
 from ..cost import Cost
 from ..hardware import as_chip
 from ..hardware.mesh import Mesh
@@ -100,24 +101,30 @@ def step_cost(model: Any, phase: str = "decode", view: str = "rows") -> Cost:
 
 
 def step_quantities(model: Any, chip: Any = None, dtype: str = "bf16",
-                    phase: str = "decode", view: str = "rows") -> dict[str, sp.Expr]:
+                    phase: str = "decode", view: str = "rows",
+                    conventions: Any = None) -> dict[str, sp.Expr]:
     """Every quantity as an expression in B, S (and T in decode), from :func:`step_cost`:
     by default the sums of the step's rows, the same rows that ``symroof report`` tables and
     ``sr.serve`` shards, timed by the one time rule (``sr.time``, useful FLOPs). ``chip`` may
     be a mesh: then the quantities are one chip's share of a decode step, the rows of
-    ``sr.serve(model, mesh, ...)`` with their collectives (``t_net``)."""
+    ``sr.serve(model, mesh, ...)`` with their collectives (``t_net``). ``conventions`` (a
+    profile name or record; default the one in force) builds the rows, and its
+    ``time_flops`` picks the FLOPs that ``flops``, ``intensity`` and the times read."""
+    cv = as_conventions(conventions)
     if isinstance(chip, Mesh):
         if phase != "decode" or view != "rows":
             raise ValueError("on a mesh, solve reads the serving plan of a decode step: "
                              "phase decode, view rows")
-        plan = serve(model, chip, Step(_B, context=_S), compute_dtype=dtype)
+        plan = serve(model, chip, Step(_B, context=_S), compute_dtype=dtype, conventions=cv)
         total, t = plan.cost, plan.time
     else:
-        total = step_cost(model, phase, view)
-        t = None if chip is None else time(total, chip, dtype, useful=True)
-    out = {"flops": total.useful_flops, "bytes": total.bytes,
+        with using(cv):
+            total = step_cost(model, phase, view)
+        t = None if chip is None else time(total, chip, dtype, conventions=cv)
+    flops = getattr(total, cv.counted)
+    out = {"flops": flops, "bytes": total.bytes,
            "weight_bytes": total.weight_bytes, "kv_bytes": total.kv_bytes,
-           "act_bytes": total.act_bytes, "intensity": total.useful_flops / total.bytes}
+           "act_bytes": total.act_bytes, "intensity": flops / total.bytes}
     if t is not None:
         out.update(t_math=t.t_math, t_mem=t.t_mem, t_net=t.t_net, t_lower=t.lower,
                    t_upper=t.upper, ridge=as_chip(chip).critical_intensity(dtype))
@@ -245,10 +252,12 @@ def _never(lhs: str, rhs: str, var: str, hi: sp.Expr | None, x: sp.Symbol,
 
 def solve_step(equation: str, variable: str, model: Any, *, chip: Any = None,
                dtype: str = "bf16", phase: str = "decode", batch: Any = None,
-               context: Any = None, new_tokens: Any = None, view: str = "rows") -> Solution:
+               context: Any = None, new_tokens: Any = None, view: str = "rows",
+               conventions: Any = None) -> Solution:
     """Solve ``equation`` ("t_math = t_mem", "kv_bytes = 2*weight_bytes") for ``variable``
     ("batch", "context", "new_tokens"), the other variables given (module docstring);
-    ``view``: "rows" (the step's rows, default) or "whole" (lecture 1's roofline)."""
+    ``view``: "rows" (the step's rows, default) or "whole" (lecture 1's roofline);
+    ``conventions`` as in :func:`step_quantities`."""
     variable = variable.strip().lower().replace("-", "_")
     if variable not in VARIABLES:
         raise ValueError(f"cannot solve for {variable!r}; variables: {', '.join(VARIABLES)}")
@@ -262,7 +271,7 @@ def solve_step(equation: str, variable: str, model: Any, *, chip: Any = None,
     names = {s.name for side in sides for s in side.free_symbols}
     if chip is None and names & set(_ON_CHIP):
         raise ValueError(f"{', '.join(sorted(names & set(_ON_CHIP)))} need a chip: add --chip")
-    quantities = step_quantities(model, chip, dtype, phase, view)
+    quantities = step_quantities(model, chip, dtype, phase, view, conventions)
     subs = {quantity(q): e for q, e in quantities.items()}
     exprs = [side.xreplace(subs) for side in sides]
     given = {n: v for n, v in (("batch", batch), ("context", context),
