@@ -152,3 +152,20 @@ def test_latency_throughput_plot_draws_the_curve_of_its_conventions():
     for cv, shown in (("llm-viewer", True), ("symroof", False)):  # its K, V re-reads: slower
         ms = latency_throughput("llama-3.1-70b", mesh, **args, conventions=cv)["latency"] * 1e3
         assert bool(np.isclose(drawn, ms[0], rtol=1e-12).any()) == shown, cv
+
+
+def test_a_training_step_reads_the_flops_time_flops_names():
+    """``time_flops`` decides training times as it does serving ones, in ``train_plan`` and in
+    the search's template alike (before, training times always read executed FLOPs)."""
+    mesh, step = sr.mesh("h100", {"X": 8}), sr.TrainStep(8, 4096)
+    executed = profile("symroof").replace(time_flops="executed")
+    peak = mesh.chip.peak("bf16")
+    for conventions, field in ((None, "useful_flops"), (executed, "flops")):
+        plan = sr.train_plan(LLAMA, mesh, "fsdp", step=step, conventions=conventions)
+        for p, t in plan.time.items():
+            assert t.t_math == getattr(plan.step[f"{p}/compute"], field) / peak
+        with using(conventions):
+            found = sr.strategy_search(LLAMA, mesh, batch_tokens=step.tokens, seq=step.seq,
+                                       strategies=("fsdp",))
+        assert found.lower[0, 0] == pytest.approx(float(plan.lower), rel=1e-12)
+    assert plan.lower > sr.train_plan(LLAMA, mesh, "fsdp", step=step).lower  # causal: useful < all

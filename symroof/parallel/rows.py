@@ -318,7 +318,7 @@ def pass_times(rows: dict[str, Cost], chip: Any, dtype: str = "bf16", *, bubble:
         symbolic = not all(sp.sympify(t).is_number for t in terms)  # a template: no ordering
         t_net = ((sp.Max(*terms, evaluate=not symbolic) if overlap_axes else sp.Add(*terms))
                  if terms else sp.Integer(0))
-        t = time(compute, chip, dtype)
+        t = time(compute, chip, dtype, conventions=current())
         cost = sum((c for k, c in rows.items() if k.startswith(p + "/")), Cost())
         out[p] = TimeBound(t_math=t.t_math * bubble, t_mem=t.t_mem * bubble, t_net=t_net,
                            cost=cost, chip=t.chip, dtype=dtype)

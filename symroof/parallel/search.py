@@ -19,7 +19,7 @@ llama-3.1-405b on tpu-v5e 2x2, 14 splits x 1 batches:
 >>> moe = strategy_search("mixtral-8x7b", sr.mesh("tpu-v5p", "4x4x8"), batch_tokens=2**22)
 >>> print(moe)                     # ep splits too; compute-bound ties go to the least memory
 mixtral-8x7b on tpu-v5p 4x4x8, 73 splits x 1 batches:
-  4.19 M tokens: zero3 on 4x4x8 (fsdp: X,Y,Z): 7.88 s .. 10.9 s (compute-bound)
+  4.19 M tokens: zero3 on 4x4x8 (fsdp: X,Y,Z): 7.57 s .. 10.6 s (compute-bound)
 """
 
 from __future__ import annotations
@@ -211,7 +211,7 @@ def strategy_search(model: Transformer | str, meshes: Mesh | Sequence[Mesh], *, 
     ...                       batch_tokens=[2**20, 2**22])
     >>> print(res)
     llama-3.1-70b on tpu-v5p 4x4x4, 42 splits x 2 batches:
-      1.05 M tokens: zero3 on 4x4x4 (fsdp: X,Y,Z): 21.3 s .. 27.3 s (compute-bound)
+      1.05 M tokens: zero3 on 4x4x4 (fsdp: X,Y,Z): 20.5 s .. 26.6 s (compute-bound)
       4.19 M tokens: does not fit: needs 7.56 TB = 79 chips; the smallest slice with them is 4x4x8
     """
     from ..models import model as _model
