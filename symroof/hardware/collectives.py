@@ -121,6 +121,21 @@ class Collective(Cost):
                 f"{fmt_si(self.net_bytes, 'B')} sent per chip{named}")
 
 
+
+def _numbers(xs: tuple) -> bool:
+    return all(getattr(x, "is_Number", False) or isinstance(x, int) for x in xs)
+
+
+def _max(*xs: Any) -> sp.Expr:
+    """``sp.Max`` of ``xs``; numbers compared directly (what Max returns for numbers, without
+    its symbolic simplification, most of a numeric collective's cost)."""
+    return sp.sympify(max(xs)) if _numbers(xs) else sp.Max(*xs)
+
+
+def _min(*xs: Any) -> sp.Expr:
+    """``sp.Min`` of ``xs``; numbers compared directly (see :func:`_max`)."""
+    return sp.sympify(min(xs)) if _numbers(xs) else sp.Min(*xs)
+
 def collective(kind: str, mesh: Mesh, V: Any, axes: Any, *, sharp: bool = False,
                conventions: Any = None) -> Collective:
     """The collective ``kind`` ("all-gather", "reduce-scatter", "all-reduce", "all-to-all";
@@ -164,7 +179,7 @@ def _collective(kind: str, mesh: Mesh, V: Any, axes: Any, sharp: bool) -> Collec
 
 
 def _make(kind, mesh, names, V, n, sent, t_bw, t_lat) -> Collective:
-    t = sp.Max(t_lat, t_bw) if t_lat != 0 else t_bw
+    t = _max(t_lat, t_bw) if t_lat != 0 else t_bw
     return Collective(net_bytes=sent, net_time=t, kind=kind, axes=names, V=V, group=n,
                       t_bw=t_bw, t_lat=t_lat, mesh=mesh, conventions=current().label)
 
@@ -192,7 +207,7 @@ def _torus(kind: str, mesh: Mesh, names: tuple, V: sp.Expr, n: Any) -> tuple:
     if kind == "all-to-all":
         # on a ring each chip ships X^2/4 pieces of V/X^2 per direction; a line carries
         # twice that over its middle link (book ch. 3, "Fun with AllToAll")
-        worst = sp.Max(*(a.size / (2 * a.link_bw if a.wrap and a.kind == "ici"
+        worst = _max(*(a.size / (2 * a.link_bw if a.wrap and a.kind == "ici"
                                    else a.link_bw) for a in axes))
         return V * worst / (4 * n), t_lat
     return V / sum(a.bw for a in axes), t_lat
@@ -218,7 +233,7 @@ def _switched(kind: str, mesh: Mesh, names: tuple, V: sp.Expr, n: int, sharp: bo
     else:
         terms = [V * ring_fraction(lv.degree) / lv.bw for lv in levels]
     steps = 1 if sharp else n - 1
-    return sp.Max(*switch_terms(levels, terms, node)), _ring_latency(mesh, names, levels, node,
+    return _max(*switch_terms(levels, terms, node)), _ring_latency(mesh, names, levels, node,
                                                                      steps)
 
 
@@ -228,7 +243,7 @@ def _ring_latency(mesh: Mesh, names: tuple, levels: tuple, node: str, steps: int
     nodes = math.prod(lv.degree for lv in levels if lv.name != node)
     inter = min(steps, nodes - 1)
     lats = [mesh[a].hop_latency for a in names]
-    return (steps - inter) * sp.Min(*lats) + inter * sp.Max(*lats)
+    return (steps - inter) * _min(*lats) + inter * _max(*lats)
 
 
 def _allreduce_latency(mesh: Mesh, names: tuple, ring: sp.Expr) -> sp.Expr:
@@ -255,9 +270,9 @@ def _allreduce_latency(mesh: Mesh, names: tuple, ring: sp.Expr) -> sp.Expr:
     lats = [mesh[a].hop_latency for a in names]
     by_hand = any(mesh[a].kind == "scale-out" and mesh[a].hop_latency != net.net_latency
                   for a in names)
-    hop, level = sp.Min(*lats), (sp.Max(*lats) if by_hand else net.tree_latency)
+    hop, level = _min(*lats), (_max(*lats) if by_hand else net.tree_latency)
     tree = 2 * ((per_node - 1) * hop + (nodes.bit_length() - 1) * level)
-    return sp.Min(ring, tree)
+    return _min(ring, tree)
 
 
 def switch_terms(levels: tuple, terms: list[Any], node: str) -> list[Any]:
@@ -338,7 +353,7 @@ def all_to_all(mesh: Mesh, V: Any, axes: Any, *, top_k: Any = None,
     k = as_exact(top_k, "top_k")
     if k.is_positive is not True:
         raise ValueError(f"top_k must be a positive number of destinations, got {top_k!r}")
-    share = sp.Min(k / dense.group, 1)
+    share = _min(k / dense.group, 1)
     with using(conventions):  # the label the dense one was made under
         return _make("all-to-all", mesh, dense.axes, V, dense.group, dense.net_bytes * share,
                      dense.t_bw * share, dense.t_lat)
