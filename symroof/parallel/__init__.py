@@ -15,7 +15,7 @@ from ..lazy import attach
 _NAMES = {
     "Condition": ".conditions",
     **dict.fromkeys(("max_params", "min_chips", "slices"), ".inverse"),
-    **dict.fromkeys(("STRATEGIES", "ShardedMatmul", "Step", "shard_matmul"), ".matmul"),
+    **dict.fromkeys(("STRATEGIES", "ShardedMatmul", "MatmulStep", "shard_matmul"), ".matmul"),
     **dict.fromkeys(("MinSlice", "TrainingRun", "mfu", "min_training_slice", "training_run"),
                     ".runs"),
     **dict.fromkeys(("SearchResult", "strategy_search", "nearby"), ".search"),

@@ -46,7 +46,7 @@ from ..symbols import dimension
 from .partition import local_elements, moves
 from .sharding import ArraySpec, parse_matmul
 
-__all__ = ["ShardedMatmul", "Step", "shard_matmul", "STRATEGIES"]
+__all__ = ["ShardedMatmul", "MatmulStep", "shard_matmul", "STRATEGIES"]
 
 STRATEGIES = ("auto", "gather", "reduce")
 _BOOK = {"all-gather": "AllGather", "reduce-scatter": "ReduceScatter",
@@ -54,7 +54,7 @@ _BOOK = {"all-gather": "AllGather", "reduce-scatter": "ReduceScatter",
 
 
 @dataclass(frozen=True)
-class Step:
+class MatmulStep:
     """One collective of a plan: what it does to which array, in the book's notation."""
 
     collective: Collective
@@ -81,7 +81,7 @@ class ShardedMatmul:
     mesh: Mesh
     strategy: str
     compute: Cost
-    steps: tuple[Step, ...]
+    steps: tuple[MatmulStep, ...]
     local: str  # the local product, in notation
     specs: tuple[ArraySpec, ArraySpec, ArraySpec]  # the operands and output as written
     sizes: dict  # every dimension's size by name (numbers or symbols)
@@ -140,10 +140,10 @@ def _size(spec: ArraySpec, sizes: dict, mesh: Mesh) -> sp.Expr:
 
 
 def _steps(src: ArraySpec, dst: ArraySpec, sizes: dict, mesh: Mesh, width: sp.Expr,
-           ) -> list[Step]:
+           ) -> list[MatmulStep]:
     """The collectives from ``src`` to ``dst`` (:func:`~symroof.parallel.partition.moves`:
     a dimension that loses several axes is gathered over all of them at once)."""
-    return [Step(m.collective, str(m.before), str(m.after), width)
+    return [MatmulStep(m.collective, str(m.before), str(m.after), width)
             for m in moves(src, dst, mesh, sizes, width)]
 
 
