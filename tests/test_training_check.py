@@ -3,6 +3,7 @@ counted row of a training step equal to the symbolic one."""
 
 import numpy as np
 import pytest
+from finite_differences import assert_gradients_match
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -83,18 +84,8 @@ def test_gradients_match_finite_differences(cfg):
     params = init_params(cfg, seed=1)
     tokens, targets = _batch(cfg)
     _, grads = loss_and_grads(params, cfg, tokens, targets)
-    rng, h = np.random.default_rng(2), 1e-6
-    for path, array in _leaves(params):
-        for _ in range(2):
-            i = tuple(int(rng.integers(n)) for n in array.shape)
-            old = array[i]
-            array[i] = old + h
-            up, _ = loss_and_grads(params, cfg, tokens, targets)
-            array[i] = old - h
-            down, _ = loss_and_grads(params, cfg, tokens, targets)
-            array[i] = old
-            fd = (up - down) / (2 * h)
-            assert abs(fd - _get(grads, path)[i]) < 1e-7 + 1e-6 * abs(fd), (path, i)
+    assert_gradients_match(params, cfg, tokens, targets, grads, np.random.default_rng(2),
+                           per_leaf=2, rel=1e-6)
 
 
 def test_every_policy_gives_the_same_gradients():
