@@ -76,17 +76,23 @@ def width(text: str) -> Any:
     return int(value) if value.is_Integer else value
 
 
+def _positive(text: str) -> float | None:
+    """``text`` as a finite positive float, or None."""
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return number if math.isfinite(number) and number > 0 else None
+
+
 def usd(text: str) -> Any:
     """A price in US dollars (per chip-hour), exact through its shortest decimal.
 
     >>> usd("1.2"), usd("10.8")
     (6/5, 54/5)
     """
-    try:
-        number = float(text)
-    except ValueError:
-        number = math.nan
-    if not math.isfinite(number) or number <= 0:
+    number = _positive(text)
+    if number is None:
         raise ValueError(f"must be a positive number of US dollars per chip-hour, got "
                          f"{text!r}")
     return sp.Rational(repr(number))
@@ -117,11 +123,8 @@ def load_chip(text: str, overrides: dict[str, str] | None = None, dtype: str = "
     c = chip(text)  # a preset, or a JSON chip record (read_chip_file)
     given = {k: v for k, v in (overrides or {}).items() if v is not None}
     for flag, value in given.items():
-        try:
-            number = float(value)
-        except ValueError:
-            number = math.nan
-        if not math.isfinite(number) or number <= 0:
+        number = _positive(value)
+        if number is None:
             raise ValueError(f"--{flag.replace('_', '-')} must be a positive number, got "
                              f"{value!r}")
         change = {"peaks": {dtype: number}} if flag == "peak" else {_FIGURES[flag]: number}
