@@ -80,14 +80,20 @@ def configurations(count: int) -> list[tuple[int, int, int]]:
     return out
 
 
+def subject() -> tuple:
+    """Llama-3.1-8B on an H100: the model, the chip, the calculator's dimensions (ints) and
+    the chip's bf16 peak and HBM bandwidth (floats)."""
+    model, chip = sr.model("llama-3.1-8b"), sr.chip("h100")
+    dims = {x: int(getattr(model, x)) for x in ("D", "F", "L", "H", "G", "d_h", "V")}
+    dims |= {"w": int(model.w_bytes), "a": int(model.act_bytes), "k": int(model.kv_bytes)}
+    return model, chip, dims, float(chip.peak("bf16")), float(chip.hbm_bw)
+
+
 def main(size: str = "full") -> dict:
     if size not in SIZES:
         raise ValueError(f"size must be one of {sorted(SIZES)}, got {size!r}")
     count, rounds = SIZES[size]
-    model, chip = sr.model("llama-3.1-8b"), sr.chip("h100")
-    dims = {x: int(getattr(model, x)) for x in ("D", "F", "L", "H", "G", "d_h", "V")}
-    dims |= {"w": int(model.w_bytes), "a": int(model.act_bytes), "k": int(model.kv_bytes)}
-    C, W = float(chip.peak("bf16")), float(chip.hbm_bw)
+    model, chip, dims, C, W = subject()
     configs = configurations(count)
 
     start = time.perf_counter()  # the one-off compile (SymPy's own cache may be warm)

@@ -53,11 +53,8 @@ def main(size: str = "full") -> dict:
     if size not in SIZES:
         raise ValueError(f"size must be one of {sorted(SIZES)}, got {size!r}")
     count, rounds = SIZES[size]
-    model, chip = sr.model("llama-3.1-8b"), sr.chip("h100")
-    dims = {x: int(getattr(model, x)) for x in ("D", "F", "L", "H", "G", "d_h", "V")}
-    dims |= {"w": int(model.w_bytes), "a": int(model.act_bytes), "k": int(model.kv_bytes),
-             "P": int(model.matmul_params)}
-    C, W = float(chip.peak("bf16")), float(chip.hbm_bw)
+    model, chip, dims, C, W = per_config.subject()
+    dims["P"] = int(model.matmul_params)
     configs = per_config.configurations(count)
 
     def table(b: int, t: int, s: int) -> sr.models.table.RooflineTable:
