@@ -1,35 +1,27 @@
 """The suite's xdist groups (tests/conftest.py): every test module that reads the session's
 derivations is in the "derivations" group, and every module that defines a module fixture is
 a group of its own, so that no costly fixture is built on two workers. Read from the modules'
-source: a module lists the fixtures it takes as parameters and the ones it defines."""
+source: the fixtures a module's functions take, and the fixtures it defines."""
 
 from __future__ import annotations
 
-import ast
+import re
 from pathlib import Path
 
 from conftest import GROUPS
 
 TESTS = Path(__file__).resolve().parent
-SESSION = {"derivations", "cached_run_script"}  # conftest's fixtures built from the scripts
-
-
-def _module_fixture(node: ast.AST) -> bool:
-    """Whether ``node`` is a function decorated ``@pytest.fixture(scope="module" | "class")``."""
-    return isinstance(node, ast.FunctionDef) and any(
-        isinstance(d, ast.Call) and ast.unparse(d.func) == "pytest.fixture"
-        and any(k.arg == "scope" and ast.literal_eval(k.value) in ("module", "class", "package")
-                for k in d.keywords)
-        for d in node.decorator_list)
+#: a function that takes one of conftest's fixtures built from the derivation scripts
+TAKES_DERIVATIONS = re.compile(r"\bdef \w+\([^)]*\b(derivations|cached_run_script)\b[^)]*\)")
+#: a fixture shared by the tests of a module (or class)
+MODULE_FIXTURE = re.compile(r"@pytest\.fixture\([^)]*scope=[\"'](module|class|package)[\"']")
 
 
 def _uses(path: Path) -> tuple[bool, bool]:
     """Whether a module's functions take a derivation fixture, and whether it defines a
     module fixture."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
-    takes = {a.arg for f in functions for a in f.args.args}
-    return bool(SESSION & takes), any(_module_fixture(f) for f in functions)
+    text = path.read_text(encoding="utf-8")
+    return bool(TAKES_DERIVATIONS.search(text)), bool(MODULE_FIXTURE.search(text))
 
 
 def test_every_shared_fixture_is_built_on_one_worker():
@@ -47,5 +39,6 @@ def test_every_shared_fixture_is_built_on_one_worker():
 
 def test_the_check_sees_both_kinds():
     assert _uses(TESTS / "test_derivations.py") == (True, True)   # its `notes(derivations)`
+    assert _uses(TESTS / "test_figure_overlaps.py") == (True, False)
     assert _uses(TESTS / "test_xla_layers.py") == (False, True)   # its `reports()`
     assert _uses(TESTS / "test_core.py") == (False, False)
