@@ -126,7 +126,7 @@ def _check(name: str, value: Any) -> Any:
                          f"{value!r}")
     if isinstance(value, str) and value.strip().lstrip("-").isdigit():
         value = int(value)
-    if value in allowed and type(value) is not bool:
+    if any(type(value) is type(a) and value == a for a in allowed):  # 2.0 is no count
         return value
     if "int" in allowed and type(value) is int and value >= 0:
         return value

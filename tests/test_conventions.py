@@ -351,3 +351,15 @@ def test_optimizer_bytes_sets_the_training_state_per_parameter():
         assert sum(mem[k] for k in ("params", "grads", "master", "moments")) == per_param * m.params
     mixed = profile("symroof").replace(optimizer_bytes=16)
     assert sr.train_memory(m, B, S, conventions=mixed)["master"] == 4 * m.params
+
+
+def test_a_float_or_a_bool_is_not_a_count():
+    # 2.0 == 2 and True == 1 in Python: a field must hold the int itself, or a float would
+    # enter every formula that multiplies by it (FLOPs per multiply-add, bytes per parameter)
+    from symroof.conventions import Conventions
+
+    for field, value in (("flops_per_mac", 2.0), ("flops_per_mac", True),
+                         ("optimizer_bytes", 12.0), ("residual_reads", 1.0)):
+        with pytest.raises(ValueError, match=f"convention {field} must be one of"):
+            Conventions(**{field: value})
+    assert type(Conventions(flops_per_mac=1).flops_per_mac) is int
