@@ -86,7 +86,7 @@ FIELDS: dict[str, tuple[tuple[Any, ...], str, str]] = {
                    "for each block of d_h query rows and O written twice at T x S",
                    "models.attention_rows.fused_bytes"),
     "head_dim": (("config", "D/H"), "the head width: the config's d_h, or D/H",
-                 "models.transformer.Transformer.ops"),
+                 "models.transformer.Transformer._counted"),
     "omit": (("rows",), "row keys a step leaves out (e.g. embed, attn/rope, final_norm)",
              "models.transformer.Transformer.ops"),
     "ring_factor": (("exact", "book"), "the time of a ring collective (AllGather, "

@@ -363,3 +363,19 @@ def test_a_float_or_a_bool_is_not_a_count():
         with pytest.raises(ValueError, match=f"convention {field} must be one of"):
             Conventions(**{field: value})
     assert type(Conventions(flops_per_mac=1).flops_per_mac) is int
+
+
+def test_head_dim_d_over_h_reaches_the_whole_model_cost_too():
+    """head_dim="D/H" (LLM-Viewer's, llm-analysis') sets the head width of every count: the
+    whole-model cost reads the same KV cache as the per-op rows. Qwen3-0.6B has d_h = 128
+    but D/H = 1024/16 = 64 (Qwen/Qwen3-0.6B config.json), so its KV cache halves."""
+    m = sr.model("qwen3-0.6b")
+    cv = profile("symroof").replace(head_dim="D/H")
+    rows = m.ops(8, 1, 4095, last_only=True, attention="fused", conventions=cv)
+    whole = m.whole(8, 1, 4095, last_only=True, conventions=cv)
+    # 8 sequences x 4096 positions x 28 layers x K and V x 8 KV heads x 64 dims x 2 bytes
+    assert whole.kv_bytes == 8 * 4096 * 28 * 2 * 8 * 64 * 2
+    assert whole.kv_bytes == m.replace(d_h=64).whole(8, 1, 4095, last_only=True).kv_bytes
+    assert rows["attn/core"].kv_bytes == whole.kv_bytes
+    symbolic = m.whole(sr.symbols.B, 1, 4095, last_only=True, conventions=cv)  # derived
+    assert symbolic.subs(sr.symbols.B, 8) == whole
