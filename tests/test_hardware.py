@@ -441,3 +441,17 @@ def test_blackwell_fp4_and_gb200():
     assert gb200.peak() == 360_000 * T // 72 // 2 and gb200.peak("fp4") == 10_000 * T
     assert (gb200.hbm_bw, gb200.hbm_bytes) == (8000 * G, 186 * G)
     assert gb200.network.levels[0].bw_per_gpu == 18 * gb200.link_bw == 900 * G
+
+
+def test_a_gpus_link_bw_reaches_its_collectives():
+    # An H100 node's AllGather moves V (N - 1)/N through W_GPU = 18 NVLink-4 links x 25e9 B/s
+    # (NVIDIA H100 sheet: 900 GB/s bidirectional over 18 links); a link of 1e9 B/s makes W_GPU
+    # 18e9, and the same AllGather 25 times slower, as a point-to-point send already was
+    import symroof as sr
+
+    V = 10**9
+    slow = chip("h100").replace(link_bw=10**9, note="what if")
+    for c, w_gpu in ((chip("h100"), 18 * 25 * 10**9), (slow, 18 * 10**9)):
+        node = sr.mesh(c, {"X": 8})
+        assert sr.all_gather(node, V, "X").t_bw == sp.Rational(V * 7, 8 * w_gpu)
+    assert "node level scaled with link_bw (what if)" in slow.sources["network.levels"]

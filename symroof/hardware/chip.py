@@ -187,8 +187,18 @@ class Chip:
                                  "record to carry a host link")
             network = dataclasses.replace(network, pcie_bw=changes["pcie_bw"])
             sources["network.pcie_bw"] = source
-        return Chip(changes.get("name", self.name), peaks, sources=sources,
-                    network=network, internals=self.internals, **figures)
+        out = Chip(changes.get("name", self.name), peaks, sources=sources,
+                   network=network, internals=self.internals, **figures)
+        if "link_bw" in changes and isinstance(network, Switched):
+            # a GPU's collectives read its node level (W_GPU, every NVLink port): it scales
+            # with the one link, or a new link_bw would change p2p sends and not them
+            node = network.levels[0]
+            node = dataclasses.replace(node, bw_per_gpu=node.bw_per_gpu * out.link_bw
+                                       / self.link_bw)
+            sources["network.levels"] += f"; node level scaled with link_bw ({source})"
+            out = dataclasses.replace(out, sources=sources, network=dataclasses.replace(
+                network, levels=(node,) + network.levels[1:]))
+        return out
 
 
 def _network_keys(c: Chip) -> list[str]:
