@@ -273,8 +273,8 @@ class Transformer(Sizes):
             omit = cv.omit
             unknown = [k for k in omit if k not in _ROW_KEYS]
             if unknown:
-                raise ValueError(f"convention omit names unknown row(s) {unknown}; rows are "
-                                 f"{', '.join(sorted(_ROW_KEYS))}")
+                raise ValueError(f"convention omit names unknown row(s) {', '.join(unknown)}; "
+                                 f"rows are {', '.join(sorted(_ROW_KEYS))}")
             rows = {k: c_ for k, c_ in rows.items() if k not in omit}
             if cv.activation_traffic == "none":
                 rows = {k: Cost(flops=c_.flops, useful_flops=c_.useful_flops,
