@@ -455,3 +455,22 @@ def test_a_gpus_link_bw_reaches_its_collectives():
         node = sr.mesh(c, {"X": 8})
         assert sr.all_gather(node, V, "X").t_bw == sp.Rational(V * 7, 8 * w_gpu)
     assert "node level scaled with link_bw (what if)" in slow.sources["network.levels"]
+
+
+def test_errors_list_names_as_written_not_python_reprs():
+    import symroof as sr
+
+    mesh = sr.mesh("tpu-v5e", "4x4")
+    cases = (
+        (lambda: sr.all_gather(mesh, 10**6, ("X", "X")), "mesh axes X, X name an axis twice"),
+        (lambda: chip("h100").replace(hbm=1), "unknown field(s) hbm; fields are name, peaks"),
+        (lambda: Chip("toy", peaks={"bf16": 1e15}, hbm_bw=1e12, hbm_bytes=1e10, link_bw=1e10,
+                      sources={"hbm": "x"}), "sources name no figure: hbm; figures are peaks"),
+        (lambda: sr.shard_matmul(mesh, "X[B, D_X] @ W[D_X, F] -> [B, F]", Q=4),
+         "sizes given for Q, which"),
+    )
+    for make, words in cases:
+        with pytest.raises(ValueError) as err:
+            make()
+        assert words in str(err.value) and "['" not in str(err.value) \
+            and "('" not in str(err.value), str(err.value)

@@ -109,7 +109,8 @@ class Chip:
             raise ValueError(f"{tag}: sources must be a mapping, got {self.sources!r}")
         stray = sorted(set(self.sources) - set(keys))
         if stray:
-            raise ValueError(f"{tag}: sources name no figure: {stray}; figures are {keys}")
+            raise ValueError(f"{tag}: sources name no figure: {', '.join(stray)}; figures "
+                             f"are {', '.join(keys)}")
         sources = {key: str(self.sources.get(key, _UNSOURCED)) for key in keys}
         object.__setattr__(self, "sources", MappingProxyType(sources))
 
@@ -164,7 +165,8 @@ class Chip:
         allowed = ("name", "peaks", "pcie_bw") + _FIGURES
         unknown = sorted(set(changes) - set(allowed))
         if unknown:
-            raise ValueError(f"replace() got unknown field(s) {unknown}; fields are {allowed}")
+            raise ValueError(f"replace() got unknown field(s) {', '.join(unknown)}; fields "
+                             f"are {', '.join(allowed)}")
         source = _UNSOURCED if note is None else note
         sources = dict(self.sources)
         peaks = dict(self.peaks)
