@@ -160,7 +160,8 @@ class Transformer(Sizes):
         Norm(self.norm)  # the blocks refuse their own bad switches, in their own words
         DenseMLP(act=self.act)
         if self.positions not in POSITIONS:
-            raise ValueError(f"positions must be one of {POSITIONS}, got {self.positions!r}")
+            raise ValueError(f"positions must be one of {', '.join(POSITIONS)}, got "
+                             f"{self.positions!r}")
         for length in ("window", "max_position", "rotary_dim"):
             if getattr(self, length) is not None:
                 object.__setattr__(self, length, as_dimension(getattr(self, length), length))
