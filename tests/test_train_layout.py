@@ -69,3 +69,35 @@ def test_ep_all_to_all_moves_the_token_copies_split_from_batch_to_experts():
     for row in ("forward/ep/all-to-all moe in", "backward/ep/all-to-all moe din"):
         mine = plan.layer[row]
         assert (mine.kind, mine.axes, mine.V, mine.net_time) == (c.kind, c.axes, c.V, c.net_time)
+
+
+def test_mixed_dp_fsdp_gradients_reduce_in_the_slice_then_over_dcn():
+    """The book's pricing of DP over DCN with FSDP inside each slice (ch. 5, "Scaling
+    Between Pods"; its summary: T_comms = 8DF/(M W_dcn), each chip's DCN share carrying 1/M
+    of the gradient): redistribute's rule for dW[D, F]{U_dp, U_fsdp} -> dW[D_fsdp, F]
+    (replicated over dp) is a ReduceScatter over the slice's fsdp axes and one AllReduce of
+    the 1/M shard over the slices, not one collective over both. Here with the book's MLP
+    block (W_in, W_out), S slices of M = 64 chips, the ring's (S - 1)/S kept."""
+    import sympy as sp
+
+    from symroof.hardware.chip import Chip
+    from symroof.hardware.topology import Torus
+
+    W_dcn, W_ici, C = (sp.Symbol(n, positive=True) for n in ("W_dcn", "W_ici", "C"))
+    torus = Torus(rank=3, pod=(16, 20, 28), host=(2, 2, 1), wrap_rule="cube",
+                  hop_latency=sp.Rational(1, 10**6), pcie_bw=16 * 10**9, dcn_bw=W_dcn)
+    chip = Chip("sym-tpu", peaks={"bf16": C}, hbm_bw=sp.Symbol("W", positive=True),
+                hbm_bytes=96 * 10**9, link_bw=W_ici / 2, network=torus)
+    block = sr.profile("symroof").replace(condition_layer="mlp_block")
+    D, F, S, M = 128, 512, 4, 64
+    model = sr.Transformer(D=D, F=F, L=2, H=8, G=8, d_h=16, V=256, name="toy")
+    mesh = sr.mesh(chip, {"S": S, "X": 4, "Y": 4, "Z": 4}, dcn="S")
+    layer = sr.train_plan(model, mesh, "dp+fsdp", dp="S", step=sr.TrainStep(4 * 64, 8),
+                          conventions=block).layer
+    dcn = layer["backward/dp/all-reduce dW_in"].t_bw + \
+        layer["backward/dp/all-reduce dW_out"].t_bw      # bandwidth terms (the book's)
+    assert dcn == 8 * D * F / (M * W_dcn) * sp.Rational(S - 1, S)
+    scatter = layer["backward/fsdp/reduce-scatter dW_in"]
+    assert (scatter.axes, scatter.V) == (("X", "Y", "Z"), 2 * D * F)   # the whole bf16 dW
+    assert all(set(c.axes) in ({"S"}, {"X", "Y", "Z"}) for k, c in layer.items()
+               if k != "forward/compute" and k != "backward/compute")
