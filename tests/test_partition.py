@@ -215,3 +215,13 @@ def test_2d_post_norms_and_a_rope_less_attention():
     gpt2 = _serve("gpt2", "4x4", 16, "2d")
     times, c = gpt2.layer_comm["comm/attn_reducescatter"]
     assert (c.kind, c.axes, c.V) == ("reduce-scatter", ("X",), 16 * 3 * 768 * 2 // 4)
+
+
+def test_2d_reduces_a_shared_experts_gate_and_up_with_the_routed_ones_once():
+    # Qwen1.5-MoE-A2.7B (its config.json: 4 of 60 experts of 1408, a shared expert of 5632
+    # with a sigmoid gate): under 2-D the D-contracting outputs of an MoE layer, k 2F + 2F_s
+    # + 1 = 22529 per token, are all-reduced over X once a layer (bf16, split 4 ways over Y)
+    plan = _serve("qwen1.5-moe-a2.7b", "4x4", 16, "2d")
+    (times, ar), = [v for k, v in plan.layer_comm.items() if k == "comm/mlp_allreduce"]
+    assert (times, ar.axes, ar.V) == (1, ("X",), 16 * (4 * 2 * 1408 + 2 * 5632 + 1) * 2 // 4)
+    assert plan.rows["comm/mlp_allreduce"] == 24 * ar

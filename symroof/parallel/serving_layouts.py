@@ -243,9 +243,9 @@ def _tables_2d(d: Axes, f: Axes, h: Axes, b: Axes, r: Axes) -> tuple[dict, dict]
         ("attn/qkv_proj", "attn/Q"))}  # the projections' partial sums over d
     at |= {(row, "mlp/u"): up.with_unreduced(d) for row in ("mlp/gate", "mlp/up",
                                                            "mlp/gate_up")}
-    at |= {(row, array): experts.with_unreduced(d) for row, array in (
-        ("moe/gate", "moe/m"), ("moe/up", "moe/m"), ("moe/shared/gate", "moe/m_s"),
-        ("moe/shared/up", "moe/m_s"))}
+    # the routed experts' gate and up leave m's partial sums; the shared expert's are
+    # reduced with them (m is M wide: both), so its activation finds m already reduced
+    at |= {(row, "moe/m"): experts.with_unreduced(d) for row in ("moe/gate", "moe/up")}
     kv_side = _p("qkv", ("B", b), ("E", h + r))  # the queries (and new k, v) as the cache
     at |= {("attn/kv_write", "attn/k"): kv_side, ("attn/kv_write", "attn/v"): kv_side,
            ("attn/core", "attn/Q"): kv_side,
