@@ -102,23 +102,38 @@ def kv_axes(mesh: Mesh, axes: Axes, heads: Any, batch: Any = None,
 
 
 def widths(m: Any) -> dict[str, sp.Expr]:
-    """Per token, the width of each array's heads or features dimension (module docstring):
-    ``E`` q, k and v together, ``F2`` a dense MLP's gate and up (2F when gated), and with
-    experts ``M`` the k routed experts' gate and up and the shared expert's (its gate's
-    one logit too) and ``R`` the router's logits.
+    """Per token, the width of each partition's heads or features dimension (module
+    docstring), read from the blocks' arrays (:meth:`~symroof.models.blocks.Blocks.shape`,
+    the product past B and T): ``H`` the queries, ``G`` a new key (MLA: the latent),
+    ``E`` q, k and v together, ``F2`` a dense MLP's gate and up (2F when gated), ``F`` its
+    activation, and with experts ``M`` the k routed experts' gate and up and the shared
+    expert's (its gate's one logit, x . w_shared_gate, too) and ``R`` the router's logits
+    (a model without dense layers: ``F``, ``F2`` the routed experts').
 
     >>> import symroof as sr
     >>> w = widths(sr.model("mixtral-8x7b"))
     >>> w["M"], w["R"]                  # 2 experts' gate and up (F = 14336); 8 logits
     (57344, 8)
     """
-    out = {"H": m.H * m.d_h, "G": m.G * m.d_h, "E": (m.H + 2 * m.G) * m.d_h,
-           "F": m.F, "F2": (2 if m.gated else 1) * m.F}
-    if m.moe is not None:
-        moe = m.moe
-        out |= {"R": moe.E, "M": moe.k * 2 * moe.F + 2 * moe.shared_F
-                + (1 if moe.shared_gate else 0)}
-    return {k: sp.sympify(v) for k, v in out.items()}
+    return dict(_widths(m.blocks))
+
+
+@functools.lru_cache(maxsize=64)
+def _widths(blocks: Any) -> tuple[tuple[str, sp.Expr], ...]:
+    arrays = blocks.arrays()
+
+    def tok(*paths: str) -> sp.Expr:  # elements per token of the arrays declared
+        return sp.Add(*(sp.Mul(*blocks.shape(p)[2:]) for p in paths if p in arrays))
+
+    qkv = tok("attn/Q", "attn/k", "attn/v")
+    out = {"H": tok("attn/Q"), "G": tok("attn/k") if "attn/k" in arrays else tok("attn/c"),
+           "E": qkv}
+    dense = "mlp/u" in arrays
+    out |= {"F": tok("mlp/h" if dense else "moe/a"), "F2": tok("mlp/u" if dense else "moe/m")}
+    if "moe/r" in arrays:
+        gate = 1 if "moe/w_shared_gate" in arrays else 0
+        out |= {"R": tok("moe/r"), "M": tok("moe/m", "moe/m_s") + gate}
+    return tuple(out.items())
 
 
 def d_outputs(m: Any) -> dict[str, sp.Expr]:
