@@ -194,12 +194,16 @@ def test_a_layout_reads_the_partition_of_the_array_a_row_names():
 
 
 def test_latent_attention_moves_its_queries_to_the_batch_over_every_axis():
-    # DeepSeek-V3 (MLA): one latent cache shared by all 128 heads splits over the batch
-    # only; the queries [B, H_XY] go to [B_XY, H] and the output back: two AllToAlls a
-    # layer, V = the group's whole bf16 array B H d_h (d_h = 128 + 64: its config.json)
+    # DeepSeek-V3 (MLA, absorbed): one latent cache shared by all 128 heads splits over the
+    # batch only; the core's queries, in the latent ([q_nope W_UK, q_rope]: kv_lora_rank 512
+    # + qk_rope_head_dim 64 per head, its config.json), go from [B, H_XY] to [B_XY, H] and
+    # its output, in the latent (512 per head, before W_UV), back: two AllToAlls a layer,
+    # each V = the group's whole bf16 array
     plan = _serve("deepseek-v3", "4x4", 16)
-    (times, a2a), = [v for k, v in plan.layer_comm.items() if k == "comm/attn_alltoall"]
-    assert (times, a2a.axes, a2a.V) == (2, ("X", "Y"), 16 * 128 * 192 * 2)
+    comm = plan.layer_comm
+    q, o = comm["comm/attn_alltoall"], comm["comm/attn_alltoall_o"]
+    assert (q[0], q[1].axes, q[1].V) == (1, ("X", "Y"), 16 * 128 * (512 + 64) * 2)
+    assert (o[0], o[1].axes, o[1].V) == (1, ("X", "Y"), 16 * 128 * 512 * 2)
 
 
 def test_2d_post_norms_and_a_rope_less_attention():

@@ -157,6 +157,11 @@ class Attention:
                     "O": Array(("B", "T", "H", "d_v"), "act")}
             if m.q_rank is not None:
                 out["q_a"] = Array(("B", "T", "q_rank"), "act")
+            if m.absorb:  # the core's query and output in the latent (W_UK, W_UV folded)
+                out |= {"q_lat": Array(("B", "T", "H", "kv_rank+d_rope"), "act"),
+                        "o_lat": Array(("B", "T", "H", "kv_rank"), "act")}
+            else:  # W_kv_b's per-head k_nope and v
+                out["k"] = Array(("B", "T", "H", "d_nope+d_v"), "act")
             return out | ({"b_o": Array(("D",))} if self.o_bias else {})
         if self.fused_qkv:
             out["W_qkv"] = Array(("D", "H+2*G", "d_h"))
@@ -188,7 +193,8 @@ class Attention:
     def uses(self) -> dict[str, Uses]:
         """Per row it makes, the arrays the row reads and writes (``norms/h`` the norm's
         output in, ``norms/y`` the block's output out; ``Q``, ``k``, ``v`` the new tokens'
-        heads, ``O`` the core's output; MLA's ``q_a`` and ``c`` its latents). A fused
+        heads, ``O`` the core's output; MLA's ``q_a`` and ``c`` its latents, and absorbed,
+        the core's query and output in the latent, ``q_lat`` and ``o_lat``). A fused
         qkv_proj writes ``Q`` (its k and v reach the cache through kv_write).
 
         >>> Attention(fused_qkv=True).uses()["attn/qkv_proj"].weight
@@ -206,10 +212,15 @@ class Attention:
                     "attn/q_proj": Uses((h,), Q, "attn/W_q"),
                     "attn/kv_a_proj": Uses((h,), c, "attn/W_kv_a"),
                     "attn/kv_a_norm": Uses((c,), c, "attn/kv_a_norm", sums="kv_rank"),
-                    "attn/rope": Uses((Q, c), Q), "attn/kv_write": Uses((c,), kv=kv),
-                    "attn/q_absorb": Uses((Q,), Q, "attn/W_kv_b"),
-                    "attn/kv_b_proj": Uses((c,), k, "attn/W_kv_b"),
-                    "attn/o_absorb": Uses((O,), O, "attn/W_kv_b")}
+                    "attn/rope": Uses((Q, c), Q), "attn/kv_write": Uses((c,), kv=kv)}
+            if self.latent.absorb:  # the core attends in the latent: q_lat in, o_lat out
+                q_lat, o_lat = "attn/q_lat", "attn/o_lat"
+                return out | {"attn/q_absorb": Uses((Q,), q_lat, "attn/W_kv_b"),
+                              "attn/core": Uses((q_lat,), o_lat, kv=kv),
+                              "attn/scores": Uses((q_lat,), kv=kv), "attn/softmax": Uses(),
+                              "attn/av": Uses(writes=o_lat, kv=kv),
+                              "attn/o_absorb": Uses((o_lat,), O, "attn/W_kv_b")}
+            out["attn/kv_b_proj"] = Uses((c,), k, "attn/W_kv_b")
             return out | {key: u._replace(kv=kv) if u.kv else u for key, u in core.items()}
         return out | core | {
             "attn/q_proj": Uses((h,), Q, "attn/W_q"), "attn/k_proj": Uses((h,), k, "attn/W_k"),
