@@ -101,3 +101,22 @@ def test_mixed_dp_fsdp_gradients_reduce_in_the_slice_then_over_dcn():
     assert (scatter.axes, scatter.V) == (("X", "Y", "Z"), 2 * D * F)   # the whole bf16 dW
     assert all(set(c.axes) in ({"S"}, {"X", "Y", "Z"}) for k, c in layer.items()
                if k != "forward/compute" and k != "backward/compute")
+
+
+def test_a_weight_ep_replicates_reduces_its_gradient_over_dp_and_ep_in_one_collective():
+    """Attention's weights in a mixture of experts see the batch split over dp and ep:
+    dW[D, F]{U_dp, U_fsdp, U_ep} -> dW[D_fsdp, F] is a ReduceScatter over fsdp and ONE
+    AllReduce over dp and ep together (redistribute's rule; the book's DP over several
+    axes, ch. 5: one AllReduce at the bandwidth of all of them); the experts' (split by
+    EP) over dp alone. Mixtral on a v5p 4x4x8: dp over X, ep over Z, fsdp over Y."""
+    mix = sr.model("mixtral-8x7b")
+    mesh = sr.mesh("tpu-v5p", "4x4x8")
+    plan = sr.train_plan(mix, mesh, "dp+fsdp+ep", dp="X", fsdp="Y", ep="Z",
+                         batch_tokens=2**22, seq=4096)
+    q = plan.layer["backward/dp+ep/all-reduce attn/q_proj grad"]
+    # W_q [4096, 32 x 128] bf16, its fsdp shard (4 ways over Y) all-reduced over X and Z
+    assert (q.kind, q.axes, q.V) == ("all-reduce", ("X", "Z"), 2 * 4096 * 4096 // 4)
+    assert q.net_time == sr.all_reduce(mesh, 2 * 4096 * 4096 // 4, "XZ").net_time
+    up = plan.layer["backward/dp/all-reduce moe/up grad"]          # 8 experts, 1 a chip
+    assert (up.axes, up.V) == (("X",), 2 * 4096 * 14336 // 4)
+    assert not [k for k in plan.step if k.startswith("backward/ep/all-reduce")]
