@@ -120,7 +120,7 @@ MUTANTS: list[tuple[str, str, str, str, list[str]]] = [
      '"read": _spec("W", dims, ((), f))', '"read": _spec("W", dims, (("fsdp",), f))',
      ["tests/test_train_layout.py"]),
     ("gradients partial over fsdp only", "symroof/parallel/train_layout.py",
-     '_spec("dW", dims, ((), f), ("dp", "fsdp"))', '_spec("dW", dims, ((), f), ("fsdp",))',
+     'partial = ("dp", "fsdp") + (("ep",)', 'partial = ("fsdp",) + (("ep",)',
      ["tests/test_train_layout.py"]),
     ("FSDP forgets attention's weights", "symroof/parallel/rows.py",
      "        if w != 0:",
