@@ -120,3 +120,15 @@ def test_a_weight_ep_replicates_reduces_its_gradient_over_dp_and_ep_in_one_colle
     up = plan.layer["backward/dp/all-reduce moe/up grad"]          # 8 experts, 1 a chip
     assert (up.axes, up.V) == (("X",), 2 * 4096 * 14336 // 4)
     assert not [k for k in plan.step if k.startswith("backward/ep/all-reduce")]
+
+
+def test_a_pipeline_hop_sends_each_chips_shard_of_the_stage_output():
+    """Book ch. 5, "Pipelining" (the summary's T_PP = 2BD (N_mb + N_stages - 2)/(W N_mb)):
+    each of N_mb + Z - 2 hops a pass moves a microbatch's [B/N_mb, D] activations, each chip
+    its shard of the stage's output as the stage holds it, x[B_dp, D] (dp over X = 4 here;
+    TOY's activations are fp32, 4 bytes)."""
+    mesh = sr.mesh("tpu-v5e", {"X": 4, "Y": 2}, custom=True)
+    plan = sr.train_plan(TOY, mesh, "dp+pp", dp=("X",), pp=("Y",), step=sr.TrainStep(16, 8))
+    m, Z, X = plan.microbatches, 2, 4
+    for row in ("forward/pp/send activations", "backward/pp/send gradients"):
+        assert plan.step[row].net_bytes == (m + Z - 2) * 4 * TOKENS * 128 // (m * X)

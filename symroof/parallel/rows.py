@@ -154,12 +154,13 @@ def step_rows(model: Any, B: Any, seq: Any, remat: Any, n: dict, m: Any, z: tupl
     """The whole step, per chip, forward and backward (module docstring)."""
     rows = train_rows(model, seq, remat)
     n, m = {r: sp.sympify(v) for r, v in n.items()}, sp.sympify(m)
-    X, Y, Z, Ze = n["dp"] * n["fsdp"], n["tp"], n["pp"], n["ep"]
+    X, Z, Ze = n["dp"] * n["fsdp"], n["pp"], n["ep"]
     z1, _, z3 = z
     out = _compute(rows, n, B / (seq * X * Ze * m), m, z1, _own(model, Ze))
     lz = model.L / Z  # layers per stage
     mb = model.act_bytes * B / m  # bytes of one value per token of a (global) microbatch
-    act = mb * model.D / (X * Ze)  # one microbatch's [B/(X Z_e), D] on a chip
+    # a pipeline hop: the stage's output x[B_data, D_tp], one chip's shard of the microbatch
+    ((_, _, hop),) = at_degrees(activation_moves("hop"), n, mb * model.D)
     keys = _layer_keys(rows)
     blocks, norms = _blocks(keys), sum(map(_d_norm, keys))
     rerun = 2 if remat == "full" or isinstance(remat, int) else 1  # remat reruns TP, EP comms
@@ -176,7 +177,7 @@ def step_rows(model: Any, B: Any, seq: Any, remat: Any, n: dict, m: Any, z: tupl
         _put(step, f"forward/{role}/{kind} activations", make(kind, role, V, blocks * lz * m))
     for kind, role, V in stats:
         _put(step, f"forward/{role}/{kind} norm statistics", make(kind, role, V, norms * lz * m))
-    _put(step, "forward/pp/send activations", make("send", "pp", act / Y, m + Z - 2))
+    _put(step, "forward/pp/send activations", make("send", "pp", hop, m + Z - 2))
     step["backward/compute"] = out["backward"]
     for (kind, role), V in gather.items():
         _put(step, f"backward/{role}/{kind} weights",
@@ -190,7 +191,7 @@ def step_rows(model: Any, B: Any, seq: Any, remat: Any, n: dict, m: Any, z: tupl
     for kind, role, V in stats:
         _put(step, f"backward/{role}/{kind} norm statistics",
              make(kind, role, V, norms * lz * m * rerun))
-    _put(step, "backward/pp/send gradients", make("send", "pp", act / Y, m + Z - 2))
+    _put(step, "backward/pp/send gradients", make("send", "pp", hop, m + Z - 2))
     if model.moe is not None:
         ((_, _, tokens),) = at_degrees(activation_moves("dispatch"), n,
                                    mb * model.D * sp.Min(model.moe.k, Ze))

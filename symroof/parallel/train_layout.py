@@ -44,7 +44,7 @@ from typing import Any
 import sympy as sp
 
 from ..symbols import PLAN, PLAN_ROLES
-from .partition import moves
+from .partition import local_elements, moves
 from .sharding import ArraySpec
 
 __all__ = ["ROLE_AXES", "role_mesh", "weight_partitions", "weight_moves", "activation_moves",
@@ -122,14 +122,21 @@ def activation_moves(change: str) -> tuple[tuple[str, str, Any], ...]:
     [B] for norm statistics, [B, K, D] for EP's copies) of TP's and EP's changes of
     partition: ``"in"`` (a block's input gathered), ``"out"`` (its output's partial sums
     scattered), ``"stats"`` (a norm's sums of squares all-reduced), ``"dispatch"`` (EP's
-    AllToAll of the routed copies).
+    AllToAll of the routed copies); and a pipeline's ``"hop"``: a stage's output, held as
+    between blocks (``x[B_data, D_tp]``), each chip's shard sent to the same chip of the
+    next stage (a point-to-point send over pp, V that shard).
 
     >>> activation_moves("in")
     (('all-gather', 'tp', 1/(n_dp*n_ep*n_fsdp)),)
     >>> activation_moves("dispatch")[0][:2]
     ('all-to-all', 'ep')
+    >>> activation_moves("hop")
+    (('send', 'pp', 1/(n_dp*n_ep*n_fsdp*n_tp)),)
     """
     bd, x = ("B", "D"), (_DATA, ())
+    if change == "hop":  # the stage's output as the chip holds it: one shard each
+        shard = local_elements(_spec("x", bd, (_DATA, ("tp",))), {"B": 1, "D": 1}, role_mesh())
+        return (("send", "pp", sp.sympify(shard)),)
     pairs = {
         "in": (_spec("x", bd, (_DATA, ("tp",))), _spec("x", bd, x)),
         "out": (_spec("y", bd, x, ("tp",)), _spec("y", bd, (_DATA, ("tp",)))),
