@@ -160,8 +160,8 @@ class Attention:
             if m.absorb:  # the core's query and output in the latent (W_UK, W_UV folded)
                 out |= {"q_lat": Array(("B", "T", "H", "kv_rank+d_rope"), "act"),
                         "o_lat": Array(("B", "T", "H", "kv_rank"), "act")}
-            else:  # W_kv_b's per-head k_nope and v
-                out["k"] = Array(("B", "T", "H", "d_nope+d_v"), "act")
+            out["k"] = Array(("B", "T", "H", "d_nope+d_v"), "act")  # W_kv_b's k_nope and v
+            # (the unabsorbed form's, as training runs it)
             return out | ({"b_o": Array(("D",))} if self.o_bias else {})
         if self.fused_qkv:
             out["W_qkv"] = Array(("D", "H+2*G", "d_h"))
@@ -212,7 +212,8 @@ class Attention:
                     "attn/q_proj": Uses((h,), Q, "attn/W_q"),
                     "attn/kv_a_proj": Uses((h,), c, "attn/W_kv_a"),
                     "attn/kv_a_norm": Uses((c,), c, "attn/kv_a_norm", sums="kv_rank"),
-                    "attn/rope": Uses((Q, c), Q), "attn/kv_write": Uses((c,), kv=kv)}
+                    "attn/rope": Uses((Q, c), Q), "attn/kv_write": Uses((c,), kv=kv),
+                    "attn/kv_b_proj": Uses((c,), k, "attn/W_kv_b")}
             if self.latent.absorb:  # the core attends in the latent: q_lat in, o_lat out
                 q_lat, o_lat = "attn/q_lat", "attn/o_lat"
                 return out | {"attn/q_absorb": Uses((Q,), q_lat, "attn/W_kv_b"),
@@ -220,7 +221,6 @@ class Attention:
                               "attn/scores": Uses((q_lat,), kv=kv), "attn/softmax": Uses(),
                               "attn/av": Uses(writes=o_lat, kv=kv),
                               "attn/o_absorb": Uses((o_lat,), O, "attn/W_kv_b")}
-            out["attn/kv_b_proj"] = Uses((c,), k, "attn/W_kv_b")
             return out | {key: u._replace(kv=kv) if u.kv else u for key, u in core.items()}
         return out | core | {
             "attn/q_proj": Uses((h,), Q, "attn/W_q"), "attn/k_proj": Uses((h,), k, "attn/W_k"),
