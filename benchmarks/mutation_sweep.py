@@ -109,8 +109,8 @@ MUTANTS: list[tuple[str, str, str, str, list[str]]] = [
      ["tests/test_json_fields.py", "-k", "nearby"]),
     # -- rows (training) and blocks ---------------------------------------------------------
     ("pipeline sends one hop fewer", "symroof/parallel/rows.py",
-     '_put(step, "forward/pp/send activations", make("send", "pp", act / Y, m + Z - 2))',
-     '_put(step, "forward/pp/send activations", make("send", "pp", act / Y, m + Z - 3))',
+     '_put(step, "forward/pp/send activations", make("send", "pp", hop, m + Z - 2))',
+     '_put(step, "forward/pp/send activations", make("send", "pp", hop, m + Z - 3))',
      ["tests/test_trust.py"]),
     ("TP splits the norms too", "symroof/parallel/train_rows.py",
      'return not (key in _TP_WHOLE or _d_norm(key) or last == "residual"',
