@@ -219,7 +219,8 @@ def layer_rows(model: Any, B: Any, seq: Any, n: dict, z: tuple,
     reduce-scattered (ZeRO; ZeRO-1/2 then gather the updated weights) or all-reduced (DP);
     TP's gather of each block's input and scatter of its output (dOut and dIn backward)
     and an AllReduce of each D-wide norm's sums of squares each way; EP's two AllToAlls
-    per MoE block each way. Norm gains (D-vectors) are left out of the collectives."""
+    per MoE block each way, and the gradient of each weight EP replicates (attention, the
+    router) all-reduced over ep. Norm gains (D-vectors) are left out of the collectives."""
     rows = train_rows(model, seq, "none")
     n = {r: sp.sympify(v) for r, v in n.items()}
     X, Ze = n["dp"] * n["fsdp"], n["ep"]
@@ -231,8 +232,11 @@ def layer_rows(model: Any, B: Any, seq: Any, n: dict, z: tuple,
     out = _compute(per_layer, n1, B / (seq * X * Ze), 1, z1, 1)
     tok = model.act_bytes * B  # bytes of one value per token of the (global) batch
     layer: dict[str, Cost] = {"forward/compute": out["forward"]}
+    ep_grad = model.moe is not None  # a weight EP replicates: its gradient over ep too
     weights = {k: (at_degrees(weight_moves("gather", tp, ep), n1, w),
-                   at_degrees(weight_moves("grad", tp, ep), n1, w))
+                   at_degrees(weight_moves("grad", tp, ep), n1, w)
+                   + (at_degrees(weight_moves("ep_grad", tp, ep), n1, w)
+                      if ep_grad and not ep else []))
                for k, (w, tp, ep) in _whole_weights(model, rows).items()
                if k != "rest" and not _d_norm(k)}  # each matrix's changes of partition
     blocks = sorted({"mlp" if k.startswith("moe/") else k.split("/")[0]
