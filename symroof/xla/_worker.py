@@ -1,6 +1,7 @@
 """Compile a batch of sharded programs with JAX on virtual CPU devices; JSON in, JSON out:
 matmuls (``oracle``), the book's MLP training step (``training``) and whole Llama-style layers,
-a decode step's forward or a training step (``layers``; their arrays in ``LAYER_ARRAYS``).
+a decode step's forward or a training step, dense or with a mixture of experts (``layers``;
+their arrays in ``LAYER_ARRAYS``).
 
 Run by `symroof.xla.oracle` as `python <this file>` in a fresh process, because XLA reads
 `--xla_force_host_platform_device_count` once, when JAX is first imported. Self-contained on

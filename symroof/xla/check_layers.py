@@ -178,7 +178,7 @@ def check_layers(plans: Iterable[Any], predictions: Iterable[list] | None = None
     (True, 2)
 
     (Skipped here because it starts JAX; tests/test_xla_layers.py checks this plan and
-    seven more in one process.)
+    the others, serving, training and MoE, in one process.)
     """
     plans = list(plans)
     own, predicted = zip(*map(_case_and_predicted, plans)) if plans else ((), ())

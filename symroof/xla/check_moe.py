@@ -20,6 +20,12 @@ count when ``k <= Z_e`` (each of a token's k experts may sit on another chip). T
 compiles that capacity and refuses the rest (``k > Z_e``, where the counts differ by design,
 or a capacity that is not a whole number of slots).
 
+Not modelled here: TP inside the experts (``ep+tp``). XLA's partitioner (JAX 0.10.2, CPU)
+then reduces the experts' partial sums over tp before the combine AllToAll (an AllReduce of
+the [E/Z_e, N, C, D] buffer) and computes the router from x split over D (an AllReduce of
+the logits), where the plan sends the AllToAll of partial sums and ReduceScatters the
+combined output; the comparison of that layout is left to do.
+
 >>> import symroof as sr
 >>> from symroof.models import MoE
 >>> toy = sr.Transformer(D=64, F=128, L=2, H=4, G=4, d_h=16, V=256, name="toy-moe",

@@ -60,15 +60,17 @@ _WHAT = {"decode": "one decode step of one layer", "train": "one training step o
 _EXTRA = {"decode": {"x_out": "BD", "h": "BD", "q_proj": "B1Hd", "q": "B1Hd", "o": "BHd"},
           "train": {}, "moe_forward": {"x_out": "bTD", "by_expert": "ENCD", "by_group": "ENCD"},
           "moe_train": {"by_expert": "ENCD", "by_group": "ENCD"}}
+#: intermediates: constrained only where a case says
 _CONSTRAINED = ("h", "q_proj", "q", "o", "by_expert", "by_group")
-_GQA = ("repeat", "grouped")  # intermediates: constrained only where a case says
+_GQA = ("repeat", "grouped")  # how the attention shares a KV head (LayerCase.gqa)
 
 
 class LayerCase(NamedTuple):
-    """One layer's program (``layer``: "decode" or "train") on a named mesh: ``sizes`` by
-    letter, ``specs`` by array name (arrays left out are replicated); ``gqa`` how the
-    attention shares a KV head among H/G query heads: ``"repeat"`` (each KV head repeated,
-    as Hugging Face's Llama does) or ``"grouped"`` (the queries reshaped to [.., G, H/G, ..])."""
+    """One layer's program (``layer``: "decode", "train", "moe_forward" or "moe_train") on
+    a named mesh: ``sizes`` by letter, ``specs`` by array name (arrays left out are
+    replicated); ``gqa`` how the attention shares a KV head among H/G query heads:
+    ``"repeat"`` (each KV head repeated, as Hugging Face's Llama does) or ``"grouped"``
+    (the queries reshaped to [.., G, H/G, ..])."""
 
     layer: str
     mesh_shape: Mapping[str, int]
