@@ -179,8 +179,7 @@ def saved_activations(model: Transformer, batch: Any, seq: Any,
     for layers, g in m.blocks.layer_graphs(attention):
         for t in _kept_tensors(g, m, remat):
             out[g.writer[t]] = out.get(g.writer[t], 0) + layers * size[t] * m.act_bytes
-    logits = "lm_head" if m.final_softcap is None else "logit_softcap"  # the loss reads
-    once = {"final_input": n * m.D, "final_norm": n * m.D, logits: n * m.V, "loss": n}
+    once = m.blocks.head.tensors(n, m.D, m.V)
     return out | {key: size * m.act_bytes for key, size in once.items()}
 
 

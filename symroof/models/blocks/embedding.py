@@ -229,3 +229,15 @@ class Head:
             rows["logit_softcap"] = bd.softcap_backward(w.n * V, x_bytes=w.s.ab)
         return rows | {"lm_head/dx": w.dx(w.s.D, V), "lm_head/dw": w.dw(w.s.D, V),
                        "final_norm": self.norm.backward(w.n, w.s.D, w)}
+
+    def tensors(self, n: Any, D: Any, V: Any) -> dict[str, Any]:
+        """Elements of what its backward reads, kept under every remat policy, by the op
+        that wrote them: the final norm's input and output (n*D each), the logits the loss
+        reads (the capped ones under a softcap, n*V) and the loss's logsumexp per token.
+
+        >>> from symroof.symbols import B, D, V
+        >>> Head(softcap=30).tensors(B, D, V)
+        {'final_input': B*D, 'final_norm': B*D, 'logit_softcap': B*V, 'loss': B}
+        """
+        logits = "lm_head" if self.softcap is None else "logit_softcap"
+        return {"final_input": n * D, "final_norm": n * D, logits: n * V, "loss": n}
