@@ -22,7 +22,7 @@ from .. import backward as bw
 from .. import backward_dense as bd
 from .. import rows as rw
 from .backprop import Widths
-from .base import Array, Stream, cap
+from .base import Array, Stream, Uses, cap
 from .norm import Norm
 
 __all__ = ["Embedding", "Rope", "Learned", "Head", "POSITIONS"]
@@ -75,6 +75,10 @@ class Embedding:
         return {"embed": bw.embedding_backward(w.n, w.s.D, self.V, x_bytes=w.s.ab,
                                                grad_bytes=w.gb, accumulate=self.tied,
                                                scaled=self.scale)}
+
+    def uses(self) -> dict[str, Uses]:
+        """Its row's arrays: the gather from W_embed starts the stream ``x``."""
+        return {"embed": Uses(writes="embed/x", weight="embed/W_embed")}
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,10 @@ class Rope:
         """None of its own: the inverse rotation is the attention's ``attn/rope``."""
         return {}
 
+    def uses(self) -> dict[str, Uses]:
+        """None of its own (``attn/rope`` is the attention's)."""
+        return {}
+
 
 @dataclass(frozen=True)
 class Learned:
@@ -173,6 +181,10 @@ class Learned:
         (:func:`~symroof.models.backward_dense.pos_embed_backward`)."""
         return {"pos_embed": bd.pos_embed_backward(B, S, w.s.D, x_bytes=w.s.ab,
                                                    grad_bytes=w.gb)}
+
+    def uses(self) -> dict[str, Uses]:
+        """Its row's arrays: the table's rows added to the stream ``x``."""
+        return {"pos_embed": Uses(writes="embed/x", weight="embed/W_pos")}
 
 
 @dataclass(frozen=True)
@@ -241,3 +253,17 @@ class Head:
         """
         logits = "lm_head" if self.softcap is None else "logit_softcap"
         return {"final_input": n * D, "final_norm": n * D, logits: n * V, "loss": n}
+
+    def uses(self, tied: bool) -> dict[str, Uses]:
+        """Per row, its arrays: the final norm reads the stream into ``norms/h``, the
+        lm_head multiplies it by W_lm (the embedding's matrix when ``tied``) into the logits.
+
+        >>> Head().uses(True)["lm_head"].weight
+        'embed/W_embed'
+        """
+        out = {"final_norm": Uses(("embed/x",), "norms/h", "head/final_norm", sums="D"),
+               "lm_head": Uses(("norms/h",), "head/logits",
+                               "embed/W_embed" if tied else "head/W_lm")}
+        if self.softcap is not None:
+            out["logit_softcap"] = Uses(("head/logits",), "head/logits")
+        return out
