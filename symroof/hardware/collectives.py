@@ -136,7 +136,39 @@ def _max(*xs: Any) -> sp.Expr:
 
 @functools.lru_cache(maxsize=4096)
 def _symbolic_max(xs: tuple) -> sp.Expr:
+    numbers = [x for x in xs if getattr(x, "is_Number", False) or isinstance(x, int)]
+    others = [x for x in xs if not (getattr(x, "is_Number", False) or isinstance(x, int))]
+    if numbers and len(others) == 1 and _undecided(max(numbers), others[0]):
+        # what sp.Max returns here, without its search for an order it cannot find (the
+        # most of a symbolic collective's cost): a latency floor against V / W
+        return sp.Max(max(numbers), others[0], evaluate=False)
     return sp.Max(*xs)
+
+
+def _undecided(n: Any, e: Any) -> bool:
+    """Whether ``n`` lies strictly between the infimum and the supremum of ``e``, a positive
+    coefficient times powers of positive symbols (a positive integer symbol is at least 1),
+    so that no assumption orders ``Max(n, e)``; False for any other ``e``.
+
+    >>> from symroof.symbols import B, X
+    >>> _undecided(sp.Rational(1, 10**5), B / 10**9), _undecided(sp.Rational(1, 10**12), B / 10**9)
+    (True, False)
+    >>> _undecided(sp.Rational(1, 10), 3 / X), _undecided(4, 3 / X)
+    (True, False)
+    """
+    c, rest = sp.sympify(e).as_coeff_Mul()
+    if not (c.is_Rational and c.is_positive):
+        return False
+    lo, hi = c, c
+    for base, p in rest.as_powers_dict().items():
+        if not (base.is_Symbol and base.is_positive and p.is_Rational and p != 0):
+            return False
+        least = 1 if base.is_integer else 0  # a positive integer is at least 1
+        if p > 0:
+            lo, hi = lo * least, sp.oo
+        else:
+            lo, hi = 0, hi * (1 if least else sp.oo)
+    return bool(lo < n < hi)
 
 
 def _min(*xs: Any) -> sp.Expr:
