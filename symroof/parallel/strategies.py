@@ -58,6 +58,7 @@ from .layout import (
     role_links,
 )
 from .rows import condition_rows, pass_times, step_rows
+from .train_rows import train_rows
 
 __all__ = ["TrainPlan", "train_plan", "plan_memory", "STRATEGIES", "EP_STRATEGIES",
            "BatchSplitError"]
@@ -137,13 +138,20 @@ class TrainPlan:
     microbatches: Any
     remat: Any
     layer: dict[str, Cost]
-    step: dict[str, Cost]
     memory: dict[str, sp.Expr]
     dtype: str = "bf16"
     overlap_axes: bool = True
     widths: dict = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     conventions: Conventions = field(default_factory=as_conventions)
+    build_step: Any = field(default=None, repr=False, compare=False)  # () -> the step's rows
+
+    @functools.cached_property
+    def step(self) -> dict[str, Cost]:
+        """The whole step's rows per chip, built when first read (a plan asked only for its
+        conditions, which read ``layer``, never builds them)."""
+        with using(self.conventions):
+            return self.build_step()
 
     @property
     def degrees(self) -> dict[str, Any]:
@@ -339,13 +347,14 @@ def train_plan(model: Transformer | str, mesh: Mesh, strategy: str = "fsdp", *,
 
     widths = dict(widths or {})
     with using(conventions) as conv:
+        train_rows(model, seq, remat)  # a model train_ops refuses fails here, not at .step
         return TrainPlan(model=model, mesh=mesh, strategy=strategy, axes=axes, zero=zero,
                          batch_tokens=B, seq=seq, microbatches=m, remat=remat,
                          layer=condition_rows(model, B, seq, n, z, make),
-                         step=step_rows(model, B, seq, remat, n, m, z, make),
                          memory=plan_memory(model, B, seq, remat, n, z, widths), dtype=dtype,
                          overlap_axes=overlap_axes, widths=widths, notes=notes,
-                         conventions=conv)
+                         conventions=conv,
+                         build_step=lambda: step_rows(model, B, seq, remat, n, m, z, make))
 
 
 class BatchSplitError(ValueError):
