@@ -103,6 +103,11 @@ FIELDS: dict[str, tuple[tuple[Any, ...], str, str]] = {
                           "T_hop + log2 M T_tree) over M nodes, NCCL's tuner picking the faster "
                           "algorithm), or a flat ring's 2 (n - 1) steps; the bandwidth term "
                           "is the book's either way", "hardware.collectives._allreduce_latency"),
+    "base_latency": (("none", "nccl"), "the constant per call of a GPU AllGather, "
+                     "ReduceScatter or AllReduce: none (its latency floor is its steps', as "
+                     "the book's latency-bound rings), or NCCL's (tuning.cc baseLatencies: "
+                     "6.6 us a ring, 6.8 us a tree) added to it",
+                     "hardware.collectives._base"),
     "optimizer_bytes": ((12, 10, 16, 18), "bytes per parameter of the training state with "
                         "bf16 weights and fp32 Adam moments: 12 (bf16 gradients), 10 (the "
                         "book's: no gradients kept), 16 (+ an fp32 master copy), 18 (fp32 "
@@ -172,6 +177,7 @@ class Conventions:
     ring_factor: str = "exact"
     gpu_level: str = "all"
     allreduce_latency: str = "nccl"
+    base_latency: str = "none"
     optimizer_bytes: int = 12
     condition_layer: str = "model"
 

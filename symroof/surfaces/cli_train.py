@@ -15,6 +15,7 @@ from typing import Any
 
 from ..conventions import current, profile, using
 from ..models import REMAT_POLICIES
+from ..models.training_memory import TENSORS
 from ..parallel.layout import ROLES, assign_axes, parse_strategy
 from ..parallel.strategies import STRATEGIES, BatchSplitError, train_plan
 from ..render import fmt_si
@@ -229,6 +230,36 @@ def _split_error(err: BatchSplitError, args: argparse.Namespace, mesh: Any,
             f"the nearest that do: {near}")
 
 
+def remat_arg(text: str) -> Any:
+    """``--remat``: a policy name, N checkpoints per layer, or the tensors each layer keeps
+    joined by commas (a tuple, as ``sr.train_plan(remat=...)`` takes it).
+
+    >>> remat_arg("full"), remat_arg("3"), remat_arg("layer_input,mlp/gate,mlp/up")
+    ('full', 3, ('layer_input', 'mlp/gate', 'mlp/up'))
+    >>> remat_arg("layer_input,mlp/gates")
+    Traceback (most recent call last):
+    ...
+    ValueError: --remat layer_input,mlp/gates: unknown tensor mlp/gates; --remat takes a policy ...
+    """
+    text = text.strip()
+    if text.isdigit():
+        return int(text)
+    if text in REMAT_POLICIES:
+        return text
+    names = tuple(t.strip() for t in text.split(",") if t.strip())
+    unknown = [t for t in names if t not in TENSORS]
+    if unknown or not names:
+        what = f"tensor {', '.join(unknown)}" if unknown else "value"
+        raise ValueError(f"--remat {text}: unknown {what}"
+                         f"; --remat takes a policy ({', '.join(REMAT_POLICIES)}), a number of "
+                         f"checkpoints per layer, or kept tensors joined by commas, from: "
+                         f"{', '.join(TENSORS)}")
+    if "layer_input" not in names:
+        raise ValueError(f"--remat {text}: the kept tensors must include layer_input (every "
+                         "recomputation starts from it)")
+    return names
+
+
 def _sequences(n: int) -> str:
     return f"{n:,} sequence" + ("" if n == 1 else "s")
 
@@ -242,7 +273,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def _train(args: argparse.Namespace) -> int:
     args.dtype_ = (args.dtype or "bf16").strip().lower()
-    args.remat_value = int(args.remat) if args.remat.isdigit() else args.remat
+    args.remat_value = remat_arg(args.remat)
     model, mesh = load_model(args.model), mesh_of(args.mesh, args)
     if args.tokens is None:  # --batch counts sequences, as on every command
         args.tokens = args.sequences * args.seq
@@ -328,7 +359,8 @@ def add_train(command: Any) -> None:
                        "(e.g. XY), with --strategy; one role left out takes the rest")
     c.add_argument("--microbatches", type=SIZE, metavar="N", help="pipeline microbatches "
                    "(default: 4 x stages)")
-    c.add_argument("--remat", default="full", help=f"{', '.join(REMAT_POLICIES)}, or N "
-                   "checkpoints per layer (default: %(default)s)")
+    c.add_argument("--remat", default="full", help=f"{', '.join(REMAT_POLICIES)}, N "
+                   "checkpoints per layer, or the tensors each layer keeps joined by commas "
+                   "(layer_input,mlp/gate,mlp/up) (default: %(default)s)")
     c.add_argument("--dtype", help="whose peak FLOP/s: bf16 (default), fp8, int8, ...")
     add_chip_options(c, chip_flag=False)
