@@ -380,3 +380,22 @@ def test_head_dim_d_over_h_reaches_the_whole_model_cost_too():
     assert rows["attn/core"].kv_bytes == whole.kv_bytes
     symbolic = m.whole(sr.symbols.B, 1, 4095, last_only=True, conventions=cv)  # derived
     assert symbolic.subs(sr.symbols.B, 8) == whole
+
+
+@pytest.mark.parametrize("conventions", ["symroof", "book", "llm-viewer", "llm-analysis",
+                                         profile("symroof").replace(flops_per_mac=1)])
+def test_a_training_steps_gradient_matmuls_count_as_its_forward_does(conventions):
+    """dX = dY W^T and dW = X^T dY each take as many multiply-adds as Y = X W (and the
+    attention core's four gradient matmuls as many as QK^T or PV), so under every profile
+    each counts what its forward counts: the FLOPs-per-multiply-add conventions reach the
+    backward too (before, flops_per_mac=1 halved fwd/mlp/down and left its dX and dW)."""
+    from symroof.models.training import matmul_keys, train_ops
+
+    m = sr.model("llama-3.1-8b")
+    rows = train_ops(m, 2, 16, conventions=conventions)
+    for key in matmul_keys(m):
+        fwd = rows[f"fwd/{key}"].flops
+        assert rows[f"bwd/{key}/dx"].flops == fwd == rows[f"bwd/{key}/dw"].flops, key
+    for fwd, bwd in (("attn/scores", ("scores/dq", "scores/dk")), ("attn/av", ("av/dp", "av/dv"))):
+        for b in bwd:
+            assert rows[f"bwd/attn/{b}"].flops == rows[f"fwd/{fwd}"].flops, (fwd, b)
