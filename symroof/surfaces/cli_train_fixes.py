@@ -51,14 +51,29 @@ def _chip_text(args: argparse.Namespace) -> str:
     return args.mesh.rpartition(":")[0].strip()
 
 
-def optimizer_widths() -> list[int]:
-    """The ``optimizer_bytes`` values narrower than the one in force, the nearest first.
+def _state_per_param(model: Any) -> Any:
+    """Bytes of training state per parameter under the conventions in force, as
+    ``sr.train_memory`` counts them (params, gradients, master copy, moments)."""
+    from ..models.training_memory import train_memory
 
-    >>> optimizer_widths()                     # symroof's 12: only the book's 10 is narrower
+    mem = train_memory(model, 1, 1, "full")
+    return sum(mem[k] for k in ("params", "grads", "master", "moments")) / model.params
+
+
+def optimizer_widths(model: Any) -> list[int]:
+    """The ``optimizer_bytes`` values whose training state is narrower than the one in
+    force (as ``sr.train_memory`` counts it), the nearest first.
+
+    >>> import symroof as sr
+    >>> optimizer_widths(sr.model("tiny"))   # symroof's 12: only the book's 10 is narrower
     [10]
     """
-    have = current().optimizer_bytes
-    return sorted((v for v in FIELDS["optimizer_bytes"][0] if v < have), reverse=True)
+    have = _state_per_param(model)
+    widths = {}
+    for v in FIELDS["optimizer_bytes"][0]:
+        with _with_width(v):
+            widths[v] = _state_per_param(model)
+    return sorted((v for v, b in widths.items() if b < have), key=lambda v: -widths[v])
 
 
 def _with_width(width: int) -> Any:
@@ -73,7 +88,7 @@ def narrower_fit(args: argparse.Namespace, model: Any, mesh: Any) -> tuple[str, 
     """The nearest narrower optimizer state under which some strategy fits on ``mesh`` at
     the batch asked: (its flag, the search's choice), or None."""
     strategies = [args.strategy] if args.strategy else None
-    for width in optimizer_widths():
+    for width in optimizer_widths(model):
         with _with_width(width):
             from ..parallel.search import strategy_search
 
@@ -175,7 +190,7 @@ def _memory_fix(args: argparse.Namespace, model: Any, mesh: Any,
     if args.remat_value != "full":
         tries.append((lambda left: _ask(args, model, mesh, left, remat="full"),
                       lambda res, pairs: "fits with --remat full"))
-    for width in optimizer_widths():
+    for width in optimizer_widths(model):
         def search(left: list, width: int = width) -> Any:
             with _with_width(width):
                 return _ask(args, model, mesh, left)
@@ -190,7 +205,7 @@ def _memory_fix(args: argparse.Namespace, model: Any, mesh: Any,
     out = _first(tries, strategies)
     for s in strategies:
         if s not in out:
-            out[s] = _none_fits(args, mesh)
+            out[s] = _none_fits(args, model, mesh)
     return out
 
 
@@ -214,9 +229,9 @@ def _largest(args: argparse.Namespace, res: Any, pairs: list) -> str:
     return f"{_sequences(b, args.seq)} (--tokens {b})"
 
 
-def _none_fits(args: argparse.Namespace, mesh: Any) -> str:
+def _none_fits(args: argparse.Namespace, model: Any, mesh: Any) -> str:
     tried = ["--remat full"] if args.remat_value != "full" else []
-    tried += [_flag(w) for w in optimizer_widths()[-1:]]
+    tried += [_flag(w) for w in optimizer_widths(model)[-1:]]
     bigger = _slices_around(args, mesh, larger=True)[:NEARBY]
     tried += [f"a larger slice up to {_mesh_flag(args, bigger[-1])}"] if bigger else []
     tried += ["a smaller batch"] if args.tokens > args.seq else []
