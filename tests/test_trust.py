@@ -215,3 +215,14 @@ def test_a_role_wider_than_the_model_names_the_flags_and_a_split_that_works():
     given = split.split()
     assert given[0::2] == ["--fsdp", "--tp"]
     assert _train_json(*flags, *given)["chosen"]["strategy"] == "fsdp+tp"
+
+
+def test_a_batch_in_sequences_that_reads_as_tokens_says_so():
+    # --batch counts sequences: 64k = 65,536 sequences of 1,024 tokens = 67,108,864 tokens;
+    # the same number as --tokens is 65,536 / 1,024 = 64 sequences
+    out = _train_json("--model", "tiny", "--mesh", "tpu-v5e:2x2", "--batch", "64k", "--seq",
+                      "1024")
+    assert out["chosen"] is None
+    assert out["answer"].endswith(
+        "(--batch counts sequences: --batch 65,536 is 67,108,864 tokens of --seq 1024; "
+        "--tokens 65536 would be 64 sequences)")

@@ -201,7 +201,7 @@ def _answer(rows: list, why: str | None, args: argparse.Namespace, model: Any,
         what = f"with {args.strategy}" if args.strategy else "with any strategy"
         shape = "x".join(str(a.size) for a in mesh.axes)
         return (f"{model.name} does not fit on {mesh.chip.name} {shape} {what}: "
-                f"{_need(args, model, mesh)}")
+                f"{_need(args, model, mesh)}{_batch_hint(args)}")
     best = rows[0]
     text = (f"chosen: {best['strategy']} ({best['split']}): "
             + ("the only strategy asked for" if args.strategy else
@@ -258,6 +258,16 @@ def _degree_error(err: ValueError, args: argparse.Namespace, model: Any, mesh: A
     c = res.choice(0)["candidate"]
     return text + f"; a split of {args.strategy} that works here: " + " ".join(
         f"--{r} {''.join(a)}" for r, a in c.axes.items() if a)
+
+
+def _batch_hint(args: argparse.Namespace) -> str:
+    """Where --batch was given: that it counts sequences, and what --tokens of the same
+    number would be (the book's batches are in tokens: its 4M is --tokens 4M)."""
+    n = getattr(args, "sequences", None)
+    if n is None or n % args.seq or n <= args.seq:  # not a batch in tokens either
+        return ""
+    return (f" (--batch counts sequences: --batch {n:,} is {args.tokens:,} tokens of --seq "
+            f"{args.seq}; --tokens {n} would be {_sequences(n // args.seq)})")
 
 
 def _sequences(n: int) -> str:
