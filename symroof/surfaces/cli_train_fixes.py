@@ -3,7 +3,9 @@ smallest change that gives it a plan, and per optimizer-state width, the smalles
 
 Every answer here is the search asked again (``sr.strategy_search`` at another batch,
 remat, slice or ``optimizer_bytes``; ``sr.min_training_slice`` under each width), never a
-formula of its own. The changes are named as the flags that make them.
+formula of its own. The changes are named as the flags that make them. ``args`` is
+``train``'s parsed arguments (``tokens``, ``seq``, ``strategy``, ``remat_value``,
+``microbatches``, ``dtype_``, ``mesh``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from ..hardware.mesh import mesh as make_mesh
 
 __all__ = ["strategy_fixes", "optimizer_widths", "optimizer_slices", "narrower_fit",
            "smaller_batches", "SCAN"]
+
 
 def _ask(args: argparse.Namespace, model: Any, meshes: Any, strategies: Sequence[str], *,
          tokens: Any = None, remat: Any = None) -> Any:
@@ -86,7 +89,14 @@ def _flag(width: int) -> str:
 
 def narrower_fit(args: argparse.Namespace, model: Any, mesh: Any) -> tuple[str, dict] | None:
     """The nearest narrower optimizer state under which some strategy fits on ``mesh`` at
-    the batch asked: (its flag, the search's choice), or None."""
+    the batch asked: (its flag, the search's choice), or None.
+
+    >>> import argparse, symroof as sr
+    >>> args = argparse.Namespace(tokens=8 * 4096, seq=4096, strategy="dp", remat_value="full",
+    ...                           microbatches=None, dtype_="bf16", mesh="h100:8")
+    >>> narrower_fit(args, sr.model("mistral-7b"), sr.mesh("h100", "8"))[0]  # 12 B/param: no
+    '--convention optimizer_bytes=10'
+    """
     strategies = [args.strategy] if args.strategy else None
     for width in optimizer_widths(model):
         with _with_width(width):
@@ -103,7 +113,13 @@ def narrower_fit(args: argparse.Namespace, model: Any, mesh: Any) -> tuple[str, 
 def optimizer_slices(args: argparse.Namespace, model: Any, chip: Any) -> dict[int, str | None]:
     """The smallest slice of ``chip`` holding the run, per ``optimizer_bytes`` value (as
     ``serve`` lists one per weight dtype), widest first: ``sr.min_training_slice`` under
-    each width; None where no slice on record holds it."""
+    each width; None where no slice on record holds it.
+
+    >>> import argparse, symroof as sr
+    >>> args = argparse.Namespace(tokens=8 * 4096, seq=4096, remat_value="full")
+    >>> optimizer_slices(args, sr.model("llama-3.1-8b"), sr.chip("tpu-v5e"))
+    {18: '4x4', 16: '4x4', 12: '2x4', 10: '2x4'}
+    """
     from ..parallel.runs import min_training_slice
 
     out = {}
@@ -216,7 +232,12 @@ SCAN = 4096
 def smaller_batches(args: argparse.Namespace) -> tuple[np.ndarray, bool]:
     """The batches below ``--tokens`` a fix tries, in tokens: every whole number of
     sequences where there are at most :data:`SCAN` of them, else a log-spaced sample; and
-    whether that is every one."""
+    whether that is every one.
+
+    >>> import argparse
+    >>> smaller_batches(argparse.Namespace(tokens=3 * 1000, seq=1000))
+    (array([1000, 2000]), True)
+    """
     sequences = args.tokens // args.seq
     every = sequences <= SCAN
     tries = np.arange(1, sequences) if every else np.unique(np.geomspace(
@@ -256,12 +277,23 @@ def strategy_fixes(args: argparse.Namespace, model: Any, mesh: Any, res: Any,
                    excluded: dict[str, str]) -> dict[str, str]:
     """strategy -> the change that gives it a plan (or what was tried), for each rejected
     strategy; ``excluded``: strategy -> "memory", "divides" or "wide" (why it was
-    rejected), ``res``: the search that rejected them."""
+    rejected), ``res``: the search that rejected them.
+
+    >>> import argparse, symroof as sr
+    >>> args = argparse.Namespace(tokens=8 * 4096, seq=4096, strategy="dp", remat_value="full",
+    ...                           microbatches=None, dtype_="bf16", mesh="h100:8")
+    >>> m, h100 = sr.model("mistral-7b"), sr.mesh("h100", "8")
+    >>> res = sr.strategy_search(m, h100, batch_tokens=8 * 4096, strategies=["dp"])
+    >>> strategy_fixes(args, m, h100, res, {"dp": "memory"})
+    {'dp': 'fits with --convention optimizer_bytes=10'}
+    """
     kinds = {k: [s for s, why in excluded.items() if why == k]
              for k in ("memory", "divides", "wide")}
     out: dict[str, str] = {}
     if kinds["divides"]:
         out |= _batch_fix(args, model, mesh, res, kinds["divides"])
+        out |= {s: "no batch next to this one that its fitting splits divide gives it a plan"
+                for s in kinds["divides"] if s not in out}
     if kinds["memory"]:
         out |= _memory_fix(args, model, mesh, kinds["memory"])
     if kinds["wide"]:
