@@ -180,14 +180,14 @@ def test_each_rejected_strategy_names_a_change_that_gives_it_a_plan():
     fixes = {e["strategy"]: (e["why"], e["fix"]) for e in out["excluded"]}
     assert fixes["zero3"] == (
         "no split that fits divides the batch of 3,000 tokens over its data shards",
-        "a batch that divides: 4 sequences (--tokens 4000)")
+        "a batch that divides: 4 sequences (--batch 4)")
     assert fixes["tp"] == ("every split that fits has TP wider than the 16 query heads",
                            "works on a smaller slice: --mesh tpu-v5e:4x4")
     assert fixes["pp"][0] == "every split that fits has more pipeline stages than the 28 layers"
     assert out["chosen"] is not None and out["nearby"] == {}  # it divides: no uneven split
-    changed = {"zero3": ("--mesh", "tpu-v5e:4x8", "--tokens", "4000"),
+    changed = {"zero3": ("--mesh", "tpu-v5e:4x8", "--batch", "4"),
                "tp": ("--mesh", "tpu-v5e:4x4", "--batch", "3")}
-    assert fixes["zero1+pp"][1] == "a batch that divides: 16 sequences (--tokens 16000)"
+    assert fixes["zero1+pp"][1] == "a batch that divides: 16 sequences (--batch 16)"
     for strategy, flags in changed.items():  # each change, made, gives that strategy a plan
         argv = [a for a in base if a not in ("--batch", "3")] + list(flags)
         again = _train_json(*argv, "--strategy", strategy)
@@ -225,3 +225,14 @@ def test_a_batch_in_sequences_that_reads_as_tokens_says_so():
     assert out["answer"].endswith(
         "(--batch counts sequences: --batch 65,536 is 67,108,864 tokens of --seq 1024; "
         "--tokens 65536 would be 64 sequences)")
+
+
+def test_a_split_error_names_the_batch_flag_the_user_typed():
+    # --batch 1024 (sequences) is --tokens 4M: the same 560 shards, the same 1,015 and 1,050
+    status, out, err = cli("train", "--model", "llama-3.1-70b", "--mesh", "tpu-v5p:16x20x28",
+                           "--batch", "1024", "--strategy", "fsdp+tp", "--fsdp", "YZ",
+                           "--tp", "X")
+    assert status == 2 and out == ""
+    assert err == ("symroof: error: --batch 1,024 (4,194,304 tokens of --seq 4096) does not "
+                   "divide over 560 data shards (--fsdp YZ (20 x 28)); the nearest that do: "
+                   "--batch 1015 or --batch 1050\n")

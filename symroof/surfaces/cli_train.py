@@ -21,6 +21,7 @@ from ..render import fmt_si
 from .cli_args import SIZE, add_chip_options, add_mesh_options, dumps, load_model, mesh_of
 from .cli_format import num, table
 from .cli_train_fixes import (
+    batch_flag,
     narrower_fit,
     optimizer_slices,
     smaller_batches,
@@ -147,7 +148,7 @@ def _need(args: argparse.Namespace, model: Any, mesh: Any) -> str:
         text += (f"; on these {mesh.n_chips} chips, a batch of "
                  f"{_sequences(c['batch'] // args.seq)} fits"
                  + (" (the largest that does)" if every else "")
-                 + f" (--tokens {c['batch']}): " + _brief(c))
+                 + f" ({batch_flag(args, c['batch'])}): " + _brief(c))
     return text
 
 
@@ -170,7 +171,7 @@ def _nearby(args: argparse.Namespace, model: Any, mesh: Any) -> tuple[list[str],
     found = [(k, c) for k, c in (("below", near.below), ("above", near.above)) if c]
     if found:
         lines.append("nearest batches with a plan: " + "; ".join(
-            f"{_sequences(c['batch'] // args.seq)} (--tokens {c['batch']}): {_brief(c)}"
+            f"{_sequences(c['batch'] // args.seq)} ({batch_flag(args, c['batch'])}): {_brief(c)}"
             for _, c in found))
     u = near.uneven
     if u:
@@ -230,11 +231,13 @@ def _split_error(err: BatchSplitError, args: argparse.Namespace, mesh: Any,
     where = ", ".join(f"--{r} {''.join(a)} ({' x '.join(str(mesh[x].size) for x in a)})"
                       for r, a in data)
     times = f" x {err.microbatches} microbatches" if err.microbatches != 1 else ""
-    near = " or ".join(f"--tokens {b} ({_sequences(b // args.seq)})"
+    near = " or ".join(batch_flag(args, b) + ("" if args.sequences else
+                                              f" ({_sequences(b // args.seq)})")
                        for b in (err.below, err.above) if b)
-    return (f"--tokens {args.tokens:,} ({_sequences(args.tokens // args.seq)} of --seq "
-            f"{args.seq}) does not divide over {err.degree:,} data shards{times} ({where}); "
-            f"the nearest that do: {near}")
+    typed = (f"--batch {args.sequences:,} ({args.tokens:,} tokens" if args.sequences else
+             f"--tokens {args.tokens:,} ({_sequences(args.tokens // args.seq)}")
+    return (f"{typed} of --seq {args.seq}) does not divide over {err.degree:,} data "
+            f"shards{times} ({where}); the nearest that do: {near}")
 
 
 def _degree_error(err: ValueError, args: argparse.Namespace, model: Any, mesh: Any,

@@ -21,7 +21,7 @@ from ..conventions import FIELDS, current, using
 from ..hardware.mesh import mesh as make_mesh
 
 __all__ = ["strategy_fixes", "optimizer_widths", "optimizer_slices", "narrower_fit",
-           "smaller_batches", "SCAN"]
+           "smaller_batches", "SCAN", "batch_flag"]
 
 
 def _ask(args: argparse.Namespace, model: Any, meshes: Any, strategies: Sequence[str], *,
@@ -48,6 +48,21 @@ def _working(res: Any, strategies: Sequence[str]) -> dict[str, list[tuple[int, i
 def _sequences(tokens: int, seq: int) -> str:
     n = tokens // seq
     return f"{n:,} sequence" + ("" if n == 1 else "s")
+
+
+def batch_flag(args: argparse.Namespace, tokens: int) -> str:
+    """A batch of ``tokens`` as the flag the user gave the batch with: ``--batch`` (in
+    sequences of ``--seq``) or ``--tokens``.
+
+    >>> import argparse
+    >>> batch_flag(argparse.Namespace(sequences=3, seq=1000), 4000)
+    '--batch 4'
+    >>> batch_flag(argparse.Namespace(sequences=None, seq=1000), 4000)
+    '--tokens 4000'
+    """
+    if getattr(args, "sequences", None) is not None:
+        return f"--batch {tokens // args.seq}"
+    return f"--tokens {tokens}"
 
 
 def _chip_text(args: argparse.Namespace) -> str:
@@ -152,7 +167,7 @@ def _batch_fix(args: argparse.Namespace, model: Any, mesh: Any, res: Any,
         above = [b for b in had if b > B][:1]
         if below or above:
             out[s] = "a batch that divides: " + " or ".join(
-                f"{_sequences(b, seq)} (--tokens {b})" for b in below + above)
+                f"{_sequences(b, seq)} ({batch_flag(args, b)})" for b in below + above)
     return out
 
 
@@ -247,7 +262,7 @@ def smaller_batches(args: argparse.Namespace) -> tuple[np.ndarray, bool]:
 
 def _largest(args: argparse.Namespace, res: Any, pairs: list) -> str:
     b = int(res.batch[max(i for i, _ in pairs)])
-    return f"{_sequences(b, args.seq)} (--tokens {b})"
+    return f"{_sequences(b, args.seq)} ({batch_flag(args, b)})"
 
 
 def _none_fits(args: argparse.Namespace, model: Any, mesh: Any) -> str:
