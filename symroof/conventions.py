@@ -60,7 +60,7 @@ FIELDS: dict[str, tuple[tuple[Any, ...], str, str]] = {
                            "and KV cache", "models.transformer.Transformer.ops"),
     "kv_traffic": (("read", "read+write"), "KV cache bytes of the attention core: read "
                    "once, or the whole cache read and written back",
-                   "models.attention_rows.core"),
+                   "models.attention_rows.kv_passes"),
     "softmax_flops": (("exact", "int"), "softmax FLOPs: 'exact' (scale, max, subtract, "
                       "exp, sum, divide: 6n - 2 a row) or a count per element",
                       "models.attention_rows.softmax_flops"),
