@@ -38,7 +38,8 @@ __all__ = ["Conventions", "PROFILES", "FIELDS", "profile", "current", "using",
 #: count >= 0 (llm-analysis counts 0 softmax FLOPs), "rows" a tuple of row keys.
 FIELDS: dict[str, tuple[tuple[Any, ...], str, str]] = {
     "flops_per_mac": ((2, 1), "FLOPs per multiply-add of a contraction (linear layers, "
-                      "attention matmuls): 2, or 1 as MAC counters write it",
+                      "attention matmuls, and their gradient matmuls in training): 2, or 1 "
+                      "as MAC counters write it",
                       "models.rows.mac_flops"),
     "attention_pairs": (("causal", "all", "new"), "useful FLOPs of the attention core over "
                         "the causal (query, key) pairs, over all T x S of them, or over the "
@@ -49,8 +50,9 @@ FIELDS: dict[str, tuple[tuple[Any, ...], str, str]] = {
     "lm_head_positions": (("last", "all"), "positions a prefill report's lm_head runs on: "
                           "the last of each sequence, or every one",
                           "Conventions.last_only"),
-    "lm_head_flops_per_mac": (("same", 2, 1), "FLOPs per multiply-add of the lm_head: "
-                              "'same' as flops_per_mac, or its own", "models.rows.lm_head"),
+    "lm_head_flops_per_mac": (("same", 2, 1), "FLOPs per multiply-add of the lm_head "
+                              "(and of its gradients in training): 'same' as flops_per_mac, "
+                              "or its own", "models.rows.lm_head_flops"),
     "lm_head_act": (("positions", "one-row"), "activation bytes of the lm_head: its rows "
                     "in and logits out, or one row of D in and one of V out whatever the "
                     "batch", "models.rows.lm_head"),
@@ -58,7 +60,7 @@ FIELDS: dict[str, tuple[tuple[Any, ...], str, str]] = {
                            "and KV cache", "models.transformer.Transformer.ops"),
     "kv_traffic": (("read", "read+write"), "KV cache bytes of the attention core: read "
                    "once, or the whole cache read and written back",
-                   "models.attention_rows.core"),
+                   "models.attention_rows.kv_passes"),
     "softmax_flops": (("exact", "int"), "softmax FLOPs: 'exact' (scale, max, subtract, "
                       "exp, sum, divide: 6n - 2 a row) or a count per element",
                       "models.attention_rows.softmax_flops"),

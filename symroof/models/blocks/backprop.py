@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 from ...cost import Cost
 from .. import backward as bw
 from .. import backward_dense as bd
+from .. import rows as rw
 from .base import Stream
 
 __all__ = ["Widths", "Graph", "LayerGraph"]
@@ -43,15 +44,17 @@ class Widths(NamedTuple):
     s: Stream
     gb: Any
 
-    def dx(self, d_in: Any, d_out: Any) -> Cost:
+    def dx(self, d_in: Any, d_out: Any, count: Any = rw.mac_flops) -> Cost:
         """dX of a weight matmul [n, d_in] @ [d_in, d_out]
-        (:func:`~symroof.models.backward.linear_dx`)."""
-        return bw.linear_dx(self.n, d_in, d_out, x_bytes=self.s.ab, w_bytes=self.s.wb)
+        (:func:`~symroof.models.backward.linear_dx`; ``count``: FLOPs of its multiply-adds,
+        the lm_head's own under :func:`~symroof.models.rows.lm_head_flops`)."""
+        return bw.linear_dx(self.n, d_in, d_out, x_bytes=self.s.ab, w_bytes=self.s.wb,
+                            count=count)
 
-    def dw(self, d_in: Any, d_out: Any, bias: bool = False) -> Cost:
+    def dw(self, d_in: Any, d_out: Any, bias: bool = False, count: Any = rw.mac_flops) -> Cost:
         """dW (and db) of it (:func:`~symroof.models.backward.linear_dw`)."""
         return bw.linear_dw(self.n, d_in, d_out, x_bytes=self.s.ab, grad_bytes=self.gb,
-                            bias=bias)
+                            bias=bias, count=count)
 
     def norm(self, kind: str, rows: Any, d: Any) -> Cost:
         """The backward of a norm of ``kind`` over ``rows`` rows of width d."""

@@ -239,7 +239,8 @@ class Head:
         rows = {"loss": bw.cross_entropy_backward(w.n, V, x_bytes=w.s.ab)}
         if self.softcap is not None:
             rows["logit_softcap"] = bd.softcap_backward(w.n * V, x_bytes=w.s.ab)
-        return rows | {"lm_head/dx": w.dx(w.s.D, V), "lm_head/dw": w.dw(w.s.D, V),
+        per = rw.lm_head_flops  # the lm_head's own count of a multiply-add, as its forward's
+        return rows | {"lm_head/dx": w.dx(w.s.D, V, per), "lm_head/dw": w.dw(w.s.D, V, count=per),
                        "final_norm": self.norm.backward(w.n, w.s.D, w)}
 
     def tensors(self, n: Any, D: Any, V: Any) -> dict[str, Any]:
