@@ -9,7 +9,8 @@ fastest**, so on a GPU system it is the one packed inside an NVLink node.
   follows the generation's rule (``Torus.wraps``) unless ``wrap=`` says otherwise. Axes
   named in ``dcn=`` join slices over the data-center network instead (``dcn_bw`` per chip).
 - GPU (``chip.network`` a ``Switched``): an axis is placed on the switch levels its devices
-  span: NVSwitch inside a node, then leaf and spine (see ``Axis.levels``).
+  span: NVSwitch inside a node, then leaf and spine (see ``Axis.levels``). Its ``link_bw``
+  is the GPU's W_GPU, the node level's ``bw_per_gpu`` (the figure collectives read too).
 - A chip without a network record (``symbolic_chip()``, a user's chip) gets a torus whose
   axes wrap by default, with ``chip.link_bw`` per link and ``hop_latency`` as given (0 if
   not), so collective times stay formulas in its symbols.
@@ -441,10 +442,11 @@ def _gpu_axes(chip: Chip, net: Switched, shape: dict, dcn: tuple,
                          f"system on record ({net.max_gpus} GPUs: "
                          f"{' x '.join(str(lv.degree) for lv in net.levels)})")
     out, inner = [], 1
+    w_gpu = net.levels[0].bw_per_gpu  # W_GPU: the node level's, the one figure collectives read
     for name, size in reversed(shape.items()):
         kind = "nvlink" if inner * size <= net.node_size else "scale-out"
         lat = latency if latency is not None else \
             net.hop_latency if kind == "nvlink" else net.net_latency
-        out.append(Axis(name, size, kind, True, chip.link_bw * net.nvlink_ports, lat))
+        out.append(Axis(name, size, kind, True, w_gpu, lat))
         inner *= size
     return tuple(reversed(out))
