@@ -153,13 +153,6 @@ class TrainPlan:
             return pass_times(self.step, self.mesh.chip, self.dtype, bubble=stretch,
                               overlap_axes=self.overlap_axes)
 
-    @functools.cached_property
-    def layer_time(self) -> dict[str, TimeBound]:
-        """Per pass: the layer the conditions are solved from (no pipeline stretch)."""
-        with using(self.conventions):
-            return pass_times(self.layer, self.mesh.chip, self.dtype,
-                              overlap_axes=self.overlap_axes)
-
     @property
     def lower(self) -> sp.Expr:
         """Step time with perfect overlap inside each pass, seconds."""
