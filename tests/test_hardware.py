@@ -495,3 +495,19 @@ def test_a_preset_name_is_the_preset_even_beside_a_file_of_that_name(tmp_path, m
     monkeypatch.chdir(tmp_path)
     (tmp_path / "h100").write_text("notes, not a chip record")
     assert chip("h100") is CHIPS["h100"]
+
+
+def test_a_meshs_title_is_written_in_one_place():
+    """'chip AxB' is Mesh.title, the sizes alone Mesh.shape_text: no other module joins a
+    mesh's axis sizes itself, so every surface names a mesh alike, a hypothetical one as
+    '(custom)' (time() on one printed 'tpu-v5e 3x5' before)."""
+    import re
+    from pathlib import Path
+
+    package = Path(sr.__file__).parent
+    joins = sorted(p.relative_to(package).as_posix() for p in package.rglob("*.py")
+                   if re.search(r'"x"\.join\(str\(\w+\.size\)', p.read_text(encoding="utf-8")))
+    assert joins == ["hardware/mesh.py"]
+    custom = sr.mesh("tpu-v5e", "3x5", custom=True)
+    assert str(sr.time(sr.Cost(flops=10**12), custom, per_chip=True)).endswith(
+        "per chip of tpu-v5e 3x5 (custom)")

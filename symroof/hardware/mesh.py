@@ -133,8 +133,17 @@ class Mesh:
         >>> sr.mesh("tpu-v5e", "4x4").title, sr.mesh("tpu-v5e", "3x5", custom=True).title
         ('tpu-v5e 4x4', 'tpu-v5e 3x5 (custom)')
         """
-        shape = "x".join(str(a.size) for a in self.axes)
-        return f"{self.chip.name} {shape}" + (" (custom)" if self.custom else "")
+        return f"{self.chip.name} {self.shape_text}" + (" (custom)" if self.custom else "")
+
+    @property
+    def shape_text(self) -> str:
+        """The axis sizes as a title writes them, slowest axis first.
+
+        >>> import symroof as sr
+        >>> sr.mesh("tpu-v5p", "4x4x8").shape_text
+        '4x4x8'
+        """
+        return "x".join(str(a.size) for a in self.axes)
 
     def __str__(self) -> str:
         return self.title

@@ -53,7 +53,6 @@ from .layout import (
     assign_axes,
     check_degrees,
     check_experts,
-    mesh_text,
     parse_strategy,
     role_links,
 )
@@ -281,7 +280,7 @@ def train_plan(model: Transformer | str, mesh: Mesh, strategy: str = "fsdp", *,
     try:
         axes = assign_axes(mesh, roles, {"dp": dp, "fsdp": fsdp, "tp": tp, "pp": pp, "ep": ep})
     except ValueError as err:
-        raise ValueError(f"strategy {strategy!r} on {mesh_text(mesh)}: {err}") from None
+        raise ValueError(f"strategy {strategy!r} on {mesh.title}: {err}") from None
     n = {r: mesh.size(axes[r]) if axes[r] else 1 for r in ROLES}
     check_degrees(model, n)
     if step is not None:
