@@ -198,9 +198,9 @@ MUTANTS: list[tuple[str, str, str, str, list[str]]] = [
      ["tests/test_blocks.py"]),
     # -- CLI -------------------------------------------------------------------------------
     ("--tokens error names the Python argument", "symroof/surfaces/cli_train.py",
-     'return (f"--tokens {args.tokens:,} ({_sequences(args.tokens // args.seq)} of --seq "',
-     'return (f"batch_tokens = {args.tokens:,} ({_sequences(args.tokens // args.seq)} of '
-     '--seq "', ["tests/test_trust.py"]),
+     'f"--tokens {args.tokens:,} ({_sequences(args.tokens // args.seq)}")',
+     'f"batch_tokens = {args.tokens:,} ({_sequences(args.tokens // args.seq)}")',
+     ["tests/test_trust.py"]),
     ("critical-batch JSON: widths as exact objects", "symroof/surfaces/cli.py",
      '"x_bytes": num(xb),', '"x_bytes": xb,', ["tests/test_trust.py"]),
 ]

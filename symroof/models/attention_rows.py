@@ -29,7 +29,7 @@ from ..cost import Cost
 from . import rows as rw
 
 __all__ = ["Heads", "context", "pairs", "softmax_flops", "fused_bytes", "blocks", "core",
-           "core_rows", "kv_passes", "CORE_MODES"]
+           "core_rows", "CORE_MODES", "kv_passes"]
 
 #: forms of the attention core a forward step can take (training takes naive and fused)
 CORE_MODES = ("naive", "fused", "flash")
@@ -129,10 +129,15 @@ def blocks(T: Any, c: Any, window: Any, b: Any) -> sp.Expr:
     return J
 
 
+def _capped(cap: int, n: Any) -> Any:
+    """FLOPs of a softcap (divide, tanh, multiply) over n scores, if there is one."""
+    return cap * n - rw.transcendental(n) if cap else 0
+
+
 def kv_passes() -> int:
-    """Times the attention core moves the KV cache it reads (``kv_traffic``): 1 (read), or
-    2 (read+write: the cache written back out too); the core rows and the whole-model cost
-    both read it.
+    """Times the KV cache crosses memory in a step under the conventions in force
+    (``kv_traffic``): 1 read, or 2 (read, and written back at its final length); the core
+    rows and the whole-model cost both read it.
 
     >>> from symroof.conventions import using
     >>> with using("llm-analysis"):
@@ -140,11 +145,6 @@ def kv_passes() -> int:
     2
     """
     return 1 if current().kv_traffic == "read" else 2
-
-
-def _capped(cap: int, n: Any) -> Any:
-    """FLOPs of a softcap (divide, tanh, multiply) over n scores, if there is one."""
-    return cap * n - rw.transcendental(n) if cap else 0
 
 
 def core(mode: str, B: Any, T: Any, c: Any, h: Heads, *, window: Any, ab: Any, kvb: Any,

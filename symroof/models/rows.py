@@ -143,14 +143,13 @@ def lm_head(rows: Any, D: Any, V: Any, *, ab: Any, wb: Any) -> Cost:
 
 
 def lm_head_flops(macs: Any) -> Any:
-    """FLOPs of ``macs`` multiply-adds of the lm_head (``lm_head_flops_per_mac``: 'same' as
-    :func:`mac_flops`, or its own count); the row and the whole-model cost both read it.
+    """FLOPs of ``macs`` multiply-adds of the lm_head (its forward, its gradients, the
+    whole-model cost) under ``lm_head_flops_per_mac`` ("same": ``flops_per_mac``).
 
-    >>> from symroof.conventions import using
-    >>> from symroof.symbols import D, V
+    >>> from symroof.conventions import profile, using
     >>> with using("llm-viewer"):
-    ...     lm_head_flops(D * V)
-    D*V
+    ...     lm_head_flops(10)
+    10
     """
     per = current().lm_head_flops_per_mac
     return mac_flops(macs) if per == "same" else per * macs
