@@ -270,7 +270,7 @@ _ZERO = sp.Integer(0)
 def _on_mesh(cost: Cost, mesh: Mesh, per_chip: bool | None) -> tuple[Cost, str]:
     """The per-chip cost on ``mesh`` and the words that say what it is."""
     n = mesh.n_chips
-    label = f"{mesh.chip.name} {'x'.join(str(a.size) for a in mesh.axes)}"
+    label = mesh.title
     if per_chip is None and isinstance(cost, Collective):
         per_chip = True
     if per_chip is None:

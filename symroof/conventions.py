@@ -51,15 +51,17 @@ FIELDS: dict[str, tuple[tuple[Any, ...], str, str]] = {
                           "the last of each sequence, or every one",
                           "Conventions.last_only"),
     "lm_head_flops_per_mac": (("same", 2, 1), "FLOPs per multiply-add of the lm_head "
-                              "(and of its gradients in training): 'same' as flops_per_mac, "
-                              "or its own", "models.rows.lm_head_flops"),
+                              "(its row, its gradients in training, the whole-model cost): "
+                              "'same' as flops_per_mac, or its own",
+                              "models.rows.lm_head_flops"),
     "lm_head_act": (("positions", "one-row"), "activation bytes of the lm_head: its rows "
                     "in and logits out, or one row of D in and one of V out whatever the "
                     "batch", "models.rows.lm_head"),
     "activation_traffic": (("counted", "none"), "activation bytes counted, or only weights "
                            "and KV cache", "models.transformer.Transformer.ops"),
-    "kv_traffic": (("read", "read+write"), "KV cache bytes of the attention core: read "
-                   "once, or the whole cache read and written back",
+    "kv_traffic": (("read", "read+write"), "KV cache bytes of the attention core (its rows "
+                   "and the whole-model cost): read once, or the whole cache read and "
+                   "written back",
                    "models.attention_rows.kv_passes"),
     "softmax_flops": (("exact", "int"), "softmax FLOPs: 'exact' (scale, max, subtract, "
                       "exp, sum, divide: 6n - 2 a row) or a count per element",

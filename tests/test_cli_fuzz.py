@@ -43,7 +43,7 @@ POOLS: dict[str, tuple[list[str], list[str]]] = {
     "--dtype": (["bf16", "fp8", "int8", "fp16", "fp32"], ["fp4", "int4", "BF16", "fp3", ""]),
     "--weights": (["bf16", "int8", "fp8", "int4", "fp4"], ["fp3", ""]),
     "--kv": (["bf16", "int8", "fp8", "int4"], ["x"]),
-    "--x-bytes": (["1", "2", "0.5", "int4"], ["0", "-2", "x"]),
+    "--x-bytes": (["1", "2", "0.5", "int4"], ["0", "-2", "x", "1/0"]),
     "--strategy": (["fsdp", "dp", "zero1", "fsdp+tp", "tp", "pp", "zero1+pp", "ep",
                     "fsdp+ep"], ["dp+dp", "sp", "", "+"]),
     "--dp": (["X", "Y", "XY", "Z"], ["Q", ""]),

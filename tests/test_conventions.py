@@ -424,6 +424,55 @@ def test_head_dim_d_over_h_reaches_the_whole_model_cost_too():
     assert symbolic.subs(sr.symbols.B, 8) == whole
 
 
+#: the rows that multiply a weight or the cache (docs/accounting.md, "Whole-model roofline":
+#: the whole counts "useful FLOPs of the matmuls and the attention core")
+_CONTRACTIONS = ("_proj", "/scores", "/av", "/gate", "/up", "/down", "/router", "lm_head")
+
+
+@pytest.mark.parametrize("name", ["qwen3-0.6b", "mixtral-8x7b", "gemma-2-9b"])
+def test_the_whole_model_cost_is_the_rows_contractions_under_every_profile(name):
+    """The whole-model cost is, by its definition, the contractions of the per-op rows: its
+    FLOPs their useful FLOPs, its weight bytes theirs, its KV bytes the (naive) core's reads;
+    the other rows only add to the per-op sum. That holds under symroof; every profile keeps
+    it (llm-viewer's lm_head at 1 FLOP a MAC, llm-analysis' cache read and written back)."""
+    m = sr.model(name)
+    for cv in PROFILES.values():
+        for step in ((4, 1, 1023), (2, 512, 0)):  # decode, prefill
+            rows = m.ops(*step, last_only=cv.last_only, conventions=cv)
+            whole = m.whole(*step, last_only=cv.last_only, conventions=cv)
+            mm = [c for k, c in rows.items() if k.endswith(_CONTRACTIONS)]
+            core = [c for k, c in rows.items() if k.endswith(("/scores", "/av"))]
+            said = f"{name} {step} under {cv.name}"
+            assert whole.flops == sum(c.useful_flops for c in mm), said
+            assert whole.weight_bytes == sum(c.weight_bytes for c in mm), said
+            assert whole.kv_bytes == sum(c.kv_bytes for c in core), said
+            total = sum(rows.values(), sr.Cost())
+            assert total.useful_flops >= whole.flops and total.bytes >= whole.bytes, said
+
+
+def test_the_whole_model_cost_reads_the_lm_head_and_kv_traffic_fields():
+    """Llama-3.1-8B (meta-llama/Llama-3.1-8B config.json: D 4096, V 128256, L 32, 8 KV heads
+    of 128), a decode step of 4 sequences at context 1024."""
+    m = sr.model("llama-3.1-8b")
+    plain = m.whole(4, 1, 1023, last_only=True)
+    viewer = m.whole(4, 1, 1023, last_only=True, conventions="llm-viewer")
+    # LLM-Viewer's lm_head: 1 OP a multiply-add, 4 x 4096 x 128256, not 2 (configs/Llama.py)
+    assert plain.flops - viewer.flops == 4 * 4096 * 128256
+    analysis = m.whole(4, 1, 1023, last_only=True, conventions="llm-analysis")
+    # llm-analysis: the cache read and written back, 2 x 4 x 1024 x 32 x 2 x 8 x 128 x 2 B
+    assert analysis.kv_bytes == 2 * plain.kv_bytes == 2 * 4 * 1024 * 32 * 2 * 8 * 128 * 2
+
+
+def test_the_kv_crossover_weighs_the_weights_at_the_counted_head_width():
+    """Qwen3-0.6B (Qwen/Qwen3-0.6B config.json: D 1024, F 3072, L 28, H 16, G 8, V 151936)
+    under head_dim="D/H" (64): matmul weights 28 (3 x 1024 x 1024 + 3 x 1024 x 3072) +
+    1024 x 151936 = 507,904,000 at 2 B against 28 x 2 x 8 x 64 x 2 = 57,344 B of cache a
+    token; before, the weights kept d_h 128 while the cache read 64 (145504/7)."""
+    m = sr.model("qwen3-0.6b")
+    with using(profile("symroof").replace(head_dim="D/H")):
+        assert sr.kv_crossover(m, 1) == Fraction(2 * 507_904_000, 57_344)  # 124000/7
+
+
 @pytest.mark.parametrize("conventions", ["symroof", "book", "llm-viewer", "llm-analysis",
                                          profile("symroof").replace(flops_per_mac=1)])
 def test_a_training_steps_gradient_matmuls_count_as_its_forward_does(conventions):

@@ -3,6 +3,7 @@ import, and the identities their rows must keep (a window that is never reached 
 nothing, MoE rows follow the routing, MLA's absorbed form caches the latent)."""
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -214,3 +215,22 @@ def test_training_rows_cover_every_family_and_name_what_they_do_not():
     with pytest.raises(ValueError, match="deepseek-v3's latent attention trains with "
                                          "attention='naive', not 'fused'"):
         sr.train_ops(sr.model("deepseek-v3"), 1, 8, attention="fused")
+
+
+def test_gemma2_softcaps_are_exact_in_the_preset_and_from_its_config():
+    # google/gemma-2-9b config.json: attn_logit_softcapping 50.0, final_logit_softcapping 30.0
+    for m in (sr.model("gemma-2-9b"), from_hf_config(_cfg("gemma-2-9b"))):
+        assert (m.attn_softcap, m.final_softcap) == (50, 30)
+        assert all(isinstance(c, sp.Integer) for c in (m.attn_softcap, m.final_softcap))
+    assert sr.Transformer(attn_softcap=12.5).attn_softcap == sp.Rational(25, 2)
+
+
+@pytest.mark.parametrize("field", ["n_shared_experts", "first_k_dense_replace"])
+def test_deepseek_counts_are_checked_naming_the_field(field):
+    config = _cfg("deepseek-v3")
+    for bad in ("1", -1, 1.5, True):
+        with pytest.raises(ValueError, match=f"^config: config field '{field}' must be an "
+                           f"integer >= 0, got {re.escape(repr(bad))}$"):
+            from_hf_config({**config, field: bad})
+    none = from_hf_config({**config, field: 0}).moe  # 0 is a count: no shared expert, no
+    assert (none.shared_F, none.dense_layers)[field == "first_k_dense_replace"] == 0  # dense

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
+import symroof as sr
 from symroof.hardware import CHIPS, Chip, chip, symbolic_chip
 
 PRESETS = sorted(n for n in CHIPS if "/" not in n)  # the datasheets' records
@@ -306,7 +307,7 @@ GPU_BOOK = [
     ("a100", 12, 300 * G, 8, 8 * 200 * G // 8),  # 8 x 200 Gb/s HDR
     ("h100", 18, 450 * G, 8, 400 * G),  # 8 x 400 Gb/s ConnectX-7
     ("h200", 18, 450 * G, 8, 400 * G),
-    ("h800", 8, 300 * G, 8, 400 * G),  # the book's 300 GB/s, see below
+    ("h800", 8, 200 * G, 8, 400 * G),  # the sheet's 400 GB/s bidirectional, see below
     ("b200", 18, 900 * G, 8, 400 * G),
     ("gb200", 18, 900 * G, 72, 4 * 18 * 400 * G // 8),  # 3.6e12 = 9x H100
 ]
@@ -325,8 +326,7 @@ def test_gpu_network_is_the_books(name, ports, w_gpu, node, egress):
     else:
         assert net.node_egress == egress
         assert all(lv.bw_per_gpu == sp.Rational(egress, node) for lv in net.levels[1:])
-    if name != "h800":  # W_GPU is the sum of the ports, one way
-        assert ports * c.link_bw == w_gpu
+    assert ports * c.link_bw == w_gpu  # W_GPU is the sum of the ports, one way
 
 
 def test_gpu_network_literals():
@@ -355,12 +355,26 @@ def test_h100_superpod_is_8_x_32_x_4_under_a_core():
     assert [chip("a100").network.sharp_at(i) for i in range(2)] == [False, False]
 
 
-def test_h800_records_the_books_nvlink_and_the_sheets_links():
+def test_h800_has_one_nvlink_bandwidth_the_sheets():
+    """The H800 sheet and DeepSeek (ISCA 2025) give 'NVLink 400GB/s' bidirectional: 200e9
+    one way, 8 links of 25e9; the book's '300 GB/s' (ch. 12) is recorded as not used. The
+    collectives' node level and the mesh axis (p2p sends, pipeline hops) read one figure."""
     h800, h100 = chip("h800"), chip("h100")
     assert h800.peaks == h100.peaks and h800.hbm_bw == h100.hbm_bw  # H100 SXM compute
-    assert h800.network.levels[0].bw_per_gpu == 300 * G  # the book's W_GPU
+    assert h800.network.levels[0].bw_per_gpu == 200 * G
     assert 2 * h800.network.nvlink_ports * h800.link_bw == 400 * G  # sheet: 400 GB/s bidi
-    assert "400 GB/s" in h800.sources["network.levels"]
+    assert "300 GB/s" in h800.sources["network.levels"]  # the book's, and why not
+
+
+@pytest.mark.parametrize("name", ["v100", "a100", "h100", "h200", "h800", "b200", "gb200"])
+def test_a_gpus_mesh_axis_and_node_level_read_one_w_gpu(name):
+    c = chip(name)
+    w_gpu = c.network.levels[0].bw_per_gpu
+    m = sr.mesh(c, {"X": c.network.node_size})
+    assert m["X"].link_bw == w_gpu == c.network.nvlink_ports * c.link_bw
+    faster = c.replace(link_bw=2 * c.link_bw)  # an override moves both alike
+    assert sr.mesh(faster, {"X": 2})["X"].link_bw == faster.network.levels[0].bw_per_gpu \
+        == 2 * w_gpu
 
 
 def test_sharp_only_from_hopper_on():
@@ -482,3 +496,19 @@ def test_a_preset_name_is_the_preset_even_beside_a_file_of_that_name(tmp_path, m
     monkeypatch.chdir(tmp_path)
     (tmp_path / "h100").write_text("notes, not a chip record")
     assert chip("h100") is CHIPS["h100"]
+
+
+def test_a_meshs_title_is_written_in_one_place():
+    """'chip AxB' is Mesh.title, the sizes alone Mesh.shape_text: no other module joins a
+    mesh's axis sizes itself, so every surface names a mesh alike, a hypothetical one as
+    '(custom)' (time() on one printed 'tpu-v5e 3x5' before)."""
+    import re
+    from pathlib import Path
+
+    package = Path(sr.__file__).parent
+    joins = sorted(p.relative_to(package).as_posix() for p in package.rglob("*.py")
+                   if re.search(r'"x"\.join\(str\(\w+\.size\)', p.read_text(encoding="utf-8")))
+    assert joins == ["hardware/mesh.py"]
+    custom = sr.mesh("tpu-v5e", "3x5", custom=True)
+    assert str(sr.time(sr.Cost(flops=10**12), custom, per_chip=True)).endswith(
+        "per chip of tpu-v5e 3x5 (custom)")

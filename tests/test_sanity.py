@@ -2,6 +2,7 @@
 ``max_position`` of every preset and config, and what reading a config assumed."""
 
 import json
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -122,7 +123,8 @@ def test_a_crossover_that_never_comes_is_said():
 
 def test_the_kv_crossover_warning_is_kept_per_conventions():
     # head_dim="D/H" halves Qwen3-0.6B's KV cache (d_h 128, D/H = 1024/16 = 64, Qwen/Qwen3-0.6B
-    # config.json), so its KV crossover doubles; the kept root must not be the other record's
+    # config.json) and shrinks its attention weights with it, so its KV crossover moves; the
+    # kept root must not be the other record's
     from symroof.conventions import profile, using
     from symroof.models import sanity
 
@@ -133,4 +135,9 @@ def test_the_kv_crossover_warning_is_kept_per_conventions():
         with using(cv) as record:
             roots[record.label] = sanity._root("kv", m, 64)
             assert roots[record.label] == sr.kv_crossover(m, 64)
-    assert roots["symroof, head_dim=D/H"] == 2 * roots["symroof"]
+    # matmul weights 28 (D H d_h + 2 D G d_h + H d_h D + 3 D F) + D V at 2 B over a batch of
+    # 64 sequences' cache, 28 x 2 x G d_h x 2 B a token (D 1024, F 3072, G 8, V 151936)
+    weights = {d_h: 28 * (2 * 1024 * 16 * d_h + 2 * 1024 * 8 * d_h + 3 * 1024 * 3072)
+               + 1024 * 151936 for d_h in (128, 64)}
+    for label, d_h in (("symroof", 128), ("symroof, head_dim=D/H", 64)):
+        assert roots[label] == Fraction(2 * weights[d_h], 64 * 28 * 2 * 8 * d_h * 2)

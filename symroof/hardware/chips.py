@@ -311,16 +311,18 @@ RECORDS: list[dict] = [
                  "links at 25e9 B/s each way (" + _BOOK_GPU + ")"),
         network=_switched(
             (8, _DSV3 + ": 'NVLink 400GB/s' bidirectional = 8 NVLink-4 links of 50 GB/s "
-             "(25e9 each way); 8 x 25e9 = 200e9 B/s one way is less than the book's W_GPU of "
-             "300e9, see levels"),
-            # node: the book's W_GPU. leaf/spine: DeepSeek's multi-plane fat tree, one
-            # 400 Gb/s NIC per GPU (one plane each), two layers of 64-port switches: a leaf
-            # has 32 nodes below it, a spine 64 leaves: 8 x 32 x 64 = 16,384 GPUs.
-            (("node", 8, 1, 300 * G), ("leaf", 32, 8, 400 * G // 8),
+             "(25e9 each way), 8 x 25e9 = 200e9 B/s one way"),
+            # node: W_GPU = 8 links x 25e9 one way. leaf/spine: DeepSeek's multi-plane fat
+            # tree, one 400 Gb/s NIC per GPU (one plane each), two layers of 64-port switches:
+            # a leaf has 32 nodes below it, a spine 64 leaves: 8 x 32 x 64 = 16,384 GPUs.
+            (("node", 8, 1, 8 * 25 * G), ("leaf", 32, 8, 400 * G // 8),
              ("spine", 64, 256, 400 * G // 8)),
-            _BOOK_GPU + " 'Data Parallelism': H800 NVLink cut to 300 GB/s per GPU, used as "
-            "W_GPU (the H800 sheet and " + _DSV3 + " say 400 GB/s bidirectional, 200 GB/s "
-            "one way); leaf and spine: " + _DSV3 + ", 8 x 400G InfiniBand CX7 NICs per node "
+            "node: W_GPU = 8 NVLink-4 links x 25e9 = 200e9 B/s one way: the H800 sheet's and "
+            + _DSV3 + "'s 'NVLink 400GB/s' is bidirectional, read one way as the H100 sheet's "
+            "900 GB/s is read as the book's 450e9 (18 x 25e9). " + _BOOK_GPU + " 'Data "
+            "Parallelism' writes 'NVLink cut to 300 GB/s per GPU', which neither the H800 sheet "
+            "nor DeepSeek gives (300 GB/s is the A100's 12 links one way), so it is not used; "
+            "leaf and spine: " + _DSV3 + ", 8 x 400G InfiniBand CX7 NICs per node "
             "(50 GB/s per GPU), a two-layer multi-plane fat tree of 64-port 400G switches for "
             "up to 16,384 GPUs",
             True, _NVLS + " (the H800 is a Hopper GPU)",

@@ -504,9 +504,9 @@ def _coordinates(mesh: Mesh, where: Any, what: str) -> tuple[int, ...]:
     coords = tuple(where) if isinstance(where, (tuple, list)) else None
     if coords is None or len(coords) != len(mesh.axes) or not all(
             isinstance(c, int) and 0 <= c < ax.size for c, ax in zip(coords, mesh.axes)):
-        shape = "x".join(str(ax.size) for ax in mesh.axes)
         raise ValueError(f"send(): {what} must be one coordinate per axis "
-                         f"({', '.join(mesh.names)}) inside the {shape} mesh, got {where!r}")
+                         f"({', '.join(mesh.names)}) inside the {mesh.shape_text} mesh, got "
+                         f"{where!r}")
     return coords
 
 

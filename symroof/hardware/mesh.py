@@ -9,7 +9,8 @@ fastest**, so on a GPU system it is the one packed inside an NVLink node.
   follows the generation's rule (``Torus.wraps``) unless ``wrap=`` says otherwise. Axes
   named in ``dcn=`` join slices over the data-center network instead (``dcn_bw`` per chip).
 - GPU (``chip.network`` a ``Switched``): an axis is placed on the switch levels its devices
-  span: NVSwitch inside a node, then leaf and spine (see ``Axis.levels``).
+  span: NVSwitch inside a node, then leaf and spine (see ``Axis.levels``). Its ``link_bw``
+  is the GPU's W_GPU, the node level's ``bw_per_gpu`` (the figure collectives read too).
 - A chip without a network record (``symbolic_chip()``, a user's chip) gets a torus whose
   axes wrap by default, with ``chip.link_bw`` per link and ``hop_latency`` as given (0 if
   not), so collective times stay formulas in its symbols.
@@ -132,8 +133,17 @@ class Mesh:
         >>> sr.mesh("tpu-v5e", "4x4").title, sr.mesh("tpu-v5e", "3x5", custom=True).title
         ('tpu-v5e 4x4', 'tpu-v5e 3x5 (custom)')
         """
-        shape = "x".join(str(a.size) for a in self.axes)
-        return f"{self.chip.name} {shape}" + (" (custom)" if self.custom else "")
+        return f"{self.chip.name} {self.shape_text}" + (" (custom)" if self.custom else "")
+
+    @property
+    def shape_text(self) -> str:
+        """The axis sizes as a title writes them, slowest axis first.
+
+        >>> import symroof as sr
+        >>> sr.mesh("tpu-v5p", "4x4x8").shape_text
+        '4x4x8'
+        """
+        return "x".join(str(a.size) for a in self.axes)
 
     def __str__(self) -> str:
         return self.title
@@ -441,10 +451,11 @@ def _gpu_axes(chip: Chip, net: Switched, shape: dict, dcn: tuple,
                          f"system on record ({net.max_gpus} GPUs: "
                          f"{' x '.join(str(lv.degree) for lv in net.levels)})")
     out, inner = [], 1
+    w_gpu = net.levels[0].bw_per_gpu  # W_GPU: the node level's, the one figure collectives read
     for name, size in reversed(shape.items()):
         kind = "nvlink" if inner * size <= net.node_size else "scale-out"
         lat = latency if latency is not None else \
             net.hop_latency if kind == "nvlink" else net.net_latency
-        out.append(Axis(name, size, kind, True, chip.link_bw * net.nvlink_ports, lat))
+        out.append(Axis(name, size, kind, True, w_gpu, lat))
         inner *= size
     return tuple(reversed(out))

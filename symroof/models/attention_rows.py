@@ -136,7 +136,8 @@ def _capped(cap: int, n: Any) -> Any:
 
 def kv_passes() -> int:
     """Times the KV cache crosses memory in a step under the conventions in force
-    (``kv_traffic``): 1 read, or 2 (read, and written back at its final length).
+    (``kv_traffic``): 1 read, or 2 (read, and written back at its final length); the core
+    rows and the whole-model cost both read it.
 
     >>> from symroof.conventions import using
     >>> with using("llm-analysis"):

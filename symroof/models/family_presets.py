@@ -89,7 +89,7 @@ FAMILY_PRESETS: tuple[Transformer, ...] = (
             D=3072, F=24576, L=28, H=16, G=16, d_h=256, V=256000, max_position=8192),
     _preset("gemma-2-9b", "google/gemma-2-9b", "gemma-2",
             D=3584, F=14336, L=42, H=16, G=8, d_h=256, V=256000, max_position=8192,
-            attn_softcap=50.0, final_softcap=30.0, window=4096),
+            attn_softcap=50, final_softcap=30, window=4096),
     _preset("gpt2", "openai-community/gpt2", "gpt2",
             D=768, F=3072, L=12, H=12, G=12, d_h=64, V=50257, max_position=1024),
     _preset("pythia-160m", "EleutherAI/pythia-160m", "gpt-neox",

@@ -184,7 +184,7 @@ def _deepseek_v3(config: Mapping[str, Any], source: str) -> Transformer:
     scoring = config.get("scoring_func", "sigmoid")
     if scoring not in ("sigmoid", "softmax"):
         raise ValueError(f"config field 'scoring_func' = {scoring!r}: known sigmoid, softmax")
-    shared = config.get("n_shared_experts") or 0
+    shared = _positive_int(config, "n_shared_experts", default=0, minimum=0)
     scale = config.get("routed_scaling_factor", 1.0)
     moe = MoE(E=n["n_routed_experts"], k=n["num_experts_per_tok"],
               F=n["moe_intermediate_size"], shared_F=shared * n["moe_intermediate_size"],
@@ -192,7 +192,8 @@ def _deepseek_v3(config: Mapping[str, Any], source: str) -> Transformer:
               norm_topk=_flag(config, "norm_topk_prob", True), scale=scale,
               groups=_positive_int(config, "n_group", default=1),
               topk_groups=_positive_int(config, "topk_group", default=1),
-              dense_layers=config.get("first_k_dense_replace", 0))
+              dense_layers=_positive_int(config, "first_k_dense_replace", default=0,
+                                         minimum=0))
     mla = MLA(kv_rank=n["kv_lora_rank"], d_nope=n["qk_nope_head_dim"],
               d_rope=n["qk_rope_head_dim"], d_v=n["v_head_dim"],
               q_rank=_positive_int(config, "q_lora_rank", default=None))
@@ -281,13 +282,16 @@ def _quant_bits(quant: Any) -> tuple[int | None, str]:
     return (8, method) if "fp8" in method.lower() else (None, method)
 
 
-def _positive_int(config: Mapping[str, Any], field: str, default: Any = ...) -> Any:
-    """``config[field]`` as a positive int; absent or null gives ``default`` (if any)."""
+def _positive_int(config: Mapping[str, Any], field: str, default: Any = ...,
+                  minimum: int = 1) -> Any:
+    """``config[field]`` as an int >= ``minimum`` (a positive one by default); absent or
+    null gives ``default`` (if any)."""
     value = config.get(field)
     if value is None and default is not ...:
         return default
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"config field {field!r} must be a positive integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        what = "a positive integer" if minimum == 1 else f"an integer >= {minimum}"
+        raise ValueError(f"config field {field!r} must be {what}, got {value!r}")
     return value
 
 

@@ -52,8 +52,9 @@ def kv_crossover(model: Transformer, batch: Any = _B) -> sp.Expr:
     >>> round(float(kv_crossover(sr.model("llama-3.1-8b"), batch=1)))
     114512
     """
+    counted = model._counted()  # both sides at the head width the conventions count
     return crossover(model.whole(batch, 1, _S - 1).kv_bytes,
-                     model.matmul_params * model.w_bytes, _S)
+                     counted.matmul_params * model.w_bytes, _S)
 
 
 def op_times(rows: dict[str, Cost], chip: Any, dtype: str = "bf16",

@@ -143,8 +143,8 @@ def lm_head(rows: Any, D: Any, V: Any, *, ab: Any, wb: Any) -> Cost:
 
 
 def lm_head_flops(macs: Any) -> Any:
-    """FLOPs of ``macs`` multiply-adds of the lm_head (its forward or its gradients) under
-    ``lm_head_flops_per_mac`` ("same": ``flops_per_mac``).
+    """FLOPs of ``macs`` multiply-adds of the lm_head (its forward, its gradients, the
+    whole-model cost) under ``lm_head_flops_per_mac`` ("same": ``flops_per_mac``).
 
     >>> from symroof.conventions import profile, using
     >>> with using("llm-viewer"):

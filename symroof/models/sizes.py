@@ -168,8 +168,13 @@ class Sizes:
         >>> Transformer().whole(B, 1, S - 1).kv_bytes
         4*B*G*L*S*d_h
 
-        ``conventions`` (default: those in force) set the attention pairs counted and the
-        FLOPs per multiply-add:
+        ``conventions`` (default: those in force) count it as they count the rows'
+        contractions: FLOPs per multiply-add (``flops_per_mac``, the lm_head's
+        ``lm_head_flops_per_mac``), the attention pairs, ``kv_traffic`` (the cache read, or
+        read and written back) and ``head_dim``; so its FLOPs are the useful FLOPs of the
+        matmul and attention-core rows, its bytes their weights and the naive core's KV
+        reads, and the other fields (elementwise FLOPs, activations, the fused core's
+        re-reads) add to the per-op sum only:
 
         >>> m = Transformer()
         >>> (m.whole(B, S, 0, conventions="book").flops - m.whole(B, S, 0).flops).factor()
@@ -188,18 +193,18 @@ class Sizes:
     def _whole_of(self, batch: Any, new_tokens: Any, cached: Any, last_only: bool) -> Cost:
         B, T, c = as_step(batch, new_tokens, cached)  # batch may be a Step
         elems, per_pair, _ = self._cached()
-        flops, kv = B * T * 2 * self.matmul_params, 0
-        if last_only:  # logits of the last position only: B (T - 1) fewer lm_head rows
-            flops -= B * (T - 1) * 2 * self.V * self.D
+        head = self.V * self.D  # the lm_head's matrix, on B T rows or (last_only) on B
+        macs, kv = B * T * (self.matmul_params - head), 0
         local = self.local_layers
         for layers, window in ((self.L - local, None), (local, self.window)):
             if layers != 0:
                 K, P = ar.pairs(T, c, window)  # causal, or all (attention_pairs)
-                flops += layers * B * per_pair * P
-                kv += layers * B * K * elems * self.kv_bytes
+                macs += layers * B * per_pair * P / 2
+                kv += layers * B * K * elems * self.kv_bytes * ar.kv_passes()  # kv_traffic
         weights = self.matmul_params
         if self.moe is not None:  # a balanced step reads min(E, n k) experts, not k
             reached = sp.Min(self.moe.E, B * T * self.moe.k) - self.moe.k
             weights += self.moe_layers * reached * self.moe.expert_params(self.D)
-        flops = rw.mac_flops(flops / 2)  # every FLOP here is a multiply-add's (flops_per_mac)
+        # FLOPs per multiply-add as the rows count them (flops_per_mac, lm_head_flops_per_mac)
+        flops = rw.mac_flops(macs) + rw.lm_head_flops((B if last_only else B * T) * head)
         return Cost(flops=flops, weight_bytes=weights * self.w_bytes, kv_bytes=kv)

@@ -180,6 +180,9 @@ class Transformer(Sizes):
                                  f"{getattr(self, width)!r}")
             object.__setattr__(self, width, value)
         self._check_shapes()
+        for name in ("attn_softcap", "final_softcap"):  # exact, as every figure: 50.0 -> 50
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, as_exact(getattr(self, name), name))
 
     def _check_shapes(self) -> None:
         from_fields(Attention, self)  # heads, MLA and its conflicts: the block's own checks

@@ -105,11 +105,6 @@ def _names(axes: Any) -> str:
     return ", ".join(axes) if isinstance(axes, (tuple, list)) else str(axes)
 
 
-def mesh_text(mesh: Mesh) -> str:
-    """A mesh in words, as titles print it: ``tpu-v5p 4x4x4``."""
-    return f"{mesh.chip.name} {'x'.join(str(a.size) for a in mesh.axes)}"
-
-
 def assign_axes(mesh: Mesh, roles: tuple[str, ...],
                 given: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
     """Mesh axes per role. ``given`` maps roles to axes ("X", ("X", "Y") or "XY"); a single

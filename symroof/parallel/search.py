@@ -49,7 +49,6 @@ from .layout import (
     a2a_link,
     allreduce_latency,
     check_experts,
-    mesh_text,
     parse_strategy,
     role_axes,
     role_links,
@@ -94,7 +93,7 @@ class Candidate:
         return out
 
     def __str__(self) -> str:
-        shape = "x".join(str(a.size) for a in self.mesh.axes)
+        shape = self.mesh.shape_text
         axes = "; ".join(f"{r}: {','.join(self.axes[r])}" for r in ROLES if self.axes[r])
         return f"{self.strategy} on {shape} ({axes})"
 
@@ -185,7 +184,7 @@ class SearchResult:
                 "bound": BOUNDS[self.bound[i, j]], "memory": float(self.memory[i, j])}
 
     def __str__(self) -> str:
-        meshes = {"x".join(str(a.size) for a in c.mesh.axes) for c in self.candidates}
+        meshes = {c.mesh.shape_text for c in self.candidates}
         chip = self.candidates[0].mesh.chip.name
         lines = [f"{self.model.name} on {chip} {', '.join(sorted(meshes))}, "
                  f"{len(self.candidates)} splits x {len(self.batch)} batches:"]
@@ -337,7 +336,7 @@ def _table(meshes: tuple, strategies: tuple, microbatches: Any) -> tuple[tuple, 
     """The candidates of ``meshes`` and their template arguments, one array per symbol."""
     cands = tuple(c for m in meshes for c in candidates(m, strategies, microbatches))
     if not cands:
-        shapes = ", ".join(mesh_text(m) for m in meshes)
+        shapes = ", ".join(m.title for m in meshes)
         raise ValueError(f"no split of {shapes} serves {', '.join(strategies)}: each role "
                          "needs an axis of its own, and none may mix DCN and ICI axes")
     rows = [c.args() for c in cands]

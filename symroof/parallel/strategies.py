@@ -53,7 +53,6 @@ from .layout import (
     assign_axes,
     check_degrees,
     check_experts,
-    mesh_text,
     parse_strategy,
     role_axes,
     role_links,
@@ -174,13 +173,6 @@ class TrainPlan:
         stretch = 1 / (1 - self.bubble)
         with using(self.conventions):
             return pass_times(self.step, self.mesh.chip, self.dtype, bubble=stretch,
-                              overlap_axes=self.overlap_axes)
-
-    @functools.cached_property
-    def layer_time(self) -> dict[str, TimeBound]:
-        """Per pass: the layer the conditions are solved from (no pipeline stretch)."""
-        with using(self.conventions):
-            return pass_times(self.layer, self.mesh.chip, self.dtype,
                               overlap_axes=self.overlap_axes)
 
     @property
@@ -313,7 +305,7 @@ def train_plan(model: Transformer | str, mesh: Mesh, strategy: str = "fsdp", *,
     try:
         axes = assign_axes(mesh, roles, {"dp": dp, "fsdp": fsdp, "tp": tp, "pp": pp, "ep": ep})
     except ValueError as err:
-        raise ValueError(f"strategy {strategy!r} on {mesh_text(mesh)}: {err}") from None
+        raise ValueError(f"strategy {strategy!r} on {mesh.title}: {err}") from None
     n = {r: mesh.size(axes[r]) if axes[r] else 1 for r in ROLES}
     check_degrees(model, n)
     if step is not None:

@@ -68,7 +68,7 @@ def width(text: str) -> Any:
         return sp.sympify(WIDTHS[key])
     try:
         value = sp.Rational(key)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, ZeroDivisionError):  # "1/0"
         value = None
     if value is None or not value.is_positive:
         raise ValueError(f"must be a positive number of bytes or a dtype "

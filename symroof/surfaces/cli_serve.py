@@ -41,10 +41,6 @@ __all__ = ["cmd_serve", "add_serve", "report_mesh"]
 _BY_DTYPE = ("bf16", "int8", "int4")
 
 
-def _shape(mesh: Any) -> str:
-    return "x".join(str(a.size) for a in mesh.axes)
-
-
 def _needs(plan: Any) -> tuple[Any, int]:
     """Bytes of the weights and the batch's KV cache, unsharded, and the chips they need."""
     m = plan.model
@@ -122,7 +118,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     plan = serve(model, mesh, batch=args.batch, context=args.context, weights=args.weights,
                  kv=args.kv, compute_dtype=dtype, conventions=args.conventions)
     slices = _slices(plan, args.kv)
-    head = (f"{plan.model.name} decode on {mesh.chip.name} {_shape(mesh)} ({plan.n} chips): "
+    head = (f"{plan.model.name} decode on {mesh.title} ({plan.n} chips): "
             f"batch {args.batch}, context {args.context:,}, weights {plan.weights}, KV "
             f"{plan.kv}, {dtype} peak" + conventions_named(plan.conventions))
     lines = [_fit_line(plan)]
@@ -158,7 +154,7 @@ def _serve_data(args: argparse.Namespace, plan: Any, dtype: str, slices: dict,
                 lines: list[str]) -> dict[str, Any]:
     t, total = plan.time, _needs(plan)
     out = {"query": {"model": args.model, "model_name": plan.model.name,
-                     "chip": plan.mesh.chip.name, "mesh": _shape(plan.mesh), "chips": plan.n,
+                     "chip": plan.mesh.chip.name, "mesh": plan.mesh.shape_text, "chips": plan.n,
                      "batch": args.batch, "context": args.context, "weights": plan.weights,
                      "kv": plan.kv, "dtype": dtype},
            "conventions": plan.conventions.as_dict(),
@@ -280,10 +276,10 @@ def report_mesh(args: argparse.Namespace, model: Any, dtype: str, widths: dict,
     if not plan.fits:
         warnings.insert(0, _fit_line(plan) + "; " + _need_line(plan, slices))
     notes = (_fit_line(plan) if plan.fits else "", *_collectives(plan), _layout(plan))
-    t = _MeshTable(rows, mesh.chip, dtype, title(f"decode, per chip of {mesh.chip.name} "
-                   f"{_shape(mesh)} ({plan.n} chips)"), tuple(n for n in notes if n),
+    t = _MeshTable(rows, mesh.chip, dtype, title(f"decode, per chip of {mesh.title} "
+                   f"({plan.n} chips)"), tuple(n for n in notes if n),
                    tuple(warnings), plan.conventions)
-    query = {**query, "chip": mesh.chip.name, "mesh": _shape(mesh), "chips": plan.n}
+    query = {**query, "chip": mesh.chip.name, "mesh": mesh.shape_text, "chips": plan.n}
     print({"text": t.to_text, "markdown": t.to_markdown, "latex": t.to_latex,
            "json": lambda: dumps({"query": query, **t.as_dict(), "fits": plan.fits,
                                   "max_batch": num(plan.max_batch),

@@ -201,8 +201,7 @@ def _answer(rows: list, why: str | None, args: argparse.Namespace, model: Any,
         if why and not why.startswith("does not fit"):
             return f"no strategy chosen: {why}"
         what = f"with {args.strategy}" if args.strategy else "with any strategy"
-        shape = "x".join(str(a.size) for a in mesh.axes)
-        return (f"{model.name} does not fit on {mesh.chip.name} {shape} {what}: "
+        return (f"{model.name} does not fit on {mesh.title} {what}: "
                 f"{_need(args, model, mesh)}{_batch_hint(args)}")
     best = rows[0]
     text = (f"chosen: {best['strategy']} ({best['split']}): "
@@ -341,8 +340,7 @@ def _train(args: argparse.Namespace) -> int:
         rows, excluded, why = [_row(plan)], [], None
     else:
         rows, excluded, why = _search(args, model, mesh)
-    shape = "x".join(str(a.size) for a in mesh.axes)
-    head = (f"{model.name} on {mesh.chip.name} {shape} ({mesh.n_chips} chips): batch "
+    head = (f"{model.name} on {mesh.title} ({mesh.n_chips} chips): batch "
             f"{args.tokens:,} tokens ({_sequences(args.tokens // args.seq)} of {args.seq}), "
             f"remat {args.remat}, {args.dtype_} peak")
     if current() != profile("symroof"):
@@ -361,7 +359,8 @@ def _train(args: argparse.Namespace) -> int:
                                             "none on record") for w, s in by_width.items()))
     if args.format == "json":
         print(dumps({"query": {"model": args.model, "model_name": model.name,
-                               "chip": mesh.chip.name, "mesh": shape, "chips": mesh.n_chips,
+                               "chip": mesh.chip.name, "mesh": mesh.shape_text,
+                               "chips": mesh.n_chips,
                                "batch_tokens": args.tokens, "seq": args.seq,
                                "remat": args.remat_value, "dtype": args.dtype_,
                                "strategy": args.strategy,

@@ -55,7 +55,7 @@ def _as_dtype(value: Any) -> str:
 
 
 def _mesh_label(m: Mesh) -> str:
-    return f"{m.chip.name}:{'x'.join(str(a.size) for a in m.axes)}"
+    return f"{m.chip.name}:{m.shape_text}"
 
 
 @dataclass(frozen=True)
