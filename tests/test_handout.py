@@ -143,3 +143,37 @@ def test_chapters_select_scripts(cli, tmp_path, derivations, cached_run_script, 
     assert bad.returncode == 2 and "--chapters 99: no chapter 99; the chapters are 1 (rooflines)" \
         in bad.stderr
     assert "--chapters 'one'" in cli(["notes", "--chapters", "one"]).stderr
+
+
+def _training_report(derivations):
+    return derivations["runs"]["05_training.py"].ok()["checks"]["none"]
+
+
+def test_the_training_table_is_summed_by_pass_and_block(derivations):
+    """The students' training table sums the same rows the teacher's lists: every group,
+    each pass and the whole step add up exactly to the rows (the prefixes read here with
+    the test's own rule), and no op's row is printed."""
+    from symroof.models.check import QUANTITIES
+    from symroof.surfaces.handout import grouped_rows
+    from symroof.surfaces.notes import latex_item
+
+    report = _training_report(derivations)
+    rows, groups = report.counted, grouped_rows(report)
+    assert len(rows) > 60 and sum(g["ops"] for g in groups.values()) == len(rows)
+    for q in QUANTITIES:
+        assert sum(g[q] for g in groups.values()) == sum(r[q] for r in rows.values())
+        for prefix, name in (("fwd/", "forward"), ("bwd/", "backward"), ("saved/", "kept"),
+                             ("optimizer/", "optimizer")):
+            assert sum(g[q] for k, g in groups.items() if k.startswith(name + "/")) == \
+                sum(r[q] for k, r in rows.items() if k.startswith(prefix)), (q, name)
+    mlp = [k for k in rows if re.match(r"bwd/mlp[/_]", k)]  # the MLP's backward, norm too
+    assert groups["backward/MLP"]["flops"] == sum(rows[k]["flops"] for k in mlp)
+    assert groups["backward/MLP"]["ops"] == len(mlp) == 10
+    students, teacher = latex_item(report, audience="students"), latex_item(report)
+    assert "bwd/" not in students and "teacher's edition lists all" in students
+    assert all(op.replace("_", r"\_") in teacher for op in rows)  # the teacher keeps them
+    # the step's total row shows the sum of every pass's FLOPs, kept tensors aside
+    step_flops = sum(r["flops"] for k, r in rows.items() if not k.startswith("saved/"))
+    total = next(line for line in students.splitlines() if line.startswith("step & total"))
+    mantissa = float(re.search(r"\$([\d.]+)\\,\\mathrm\{MFLOP\}\$", total).group(1))
+    assert abs(mantissa * 1e6 - step_flops) <= 0.005 * step_flops, (total, step_flops)

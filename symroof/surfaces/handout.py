@@ -20,11 +20,13 @@ from typing import Any
 import sympy as sp
 
 from ..derivation import Derivation, DerivationStep
+from ..models.check import QUANTITIES, CheckReport
 from ..prose import tex_text
-from ..render import latex
+from ..render import latex, number
 
 __all__ = ["INTERNAL", "for_students", "short_claim", "unit_of", "stated_unit",
-           "derivation_latex"]
+           "derivation_latex", "PASSES", "BLOCKS", "pass_and_block", "grouped_rows",
+           "grouped_latex"]
 
 #: what a handout never shows: internal references, errata and the book's slips, code
 INTERNAL = re.compile(
@@ -182,3 +184,87 @@ def derivation_latex(d: Derivation) -> str:
         lines += [rf"\item {tex_text(t)}" for t in claims if t]
         lines.append(r"\end{itemize}")
     return "\n".join(lines)
+
+
+#: a row key's pass, by its first part (``bwd/mlp/down/dx``: backward); a key with none of
+#: these (an inference step's ``attn/q_proj``) is a forward row. "kept" rows are the
+#: activations a training step keeps for its backward: bytes held, not bytes moved.
+PASSES = {"fwd": "forward", "bwd": "backward", "recompute": "recompute",
+          "optimizer": "optimizer", "saved": "kept"}
+#: a row's block, by the first word of its key past the pass (``attn_norm``, ``attn/av``:
+#: attention); a word not listed here is its own block
+BLOCKS = {"embed": "embedding", "pos": "embedding", "layer": "attention", "attn": "attention",
+          "mlp": "MLP", "moe": "MLP", "final": "head", "lm": "head", "logit": "head",
+          "loss": "head", "adam": "Adam"}
+
+
+def pass_and_block(key: str) -> tuple[str, str]:
+    """The pass and the block of a row key (:data:`PASSES`, :data:`BLOCKS`).
+
+    >>> pass_and_block("bwd/mlp/down/dx"), pass_and_block("saved/layer_input")
+    (('backward', 'MLP'), ('kept', 'attention'))
+    >>> pass_and_block("attn/q_proj"), pass_and_block("optimizer/adam")
+    (('forward', 'attention'), ('optimizer', 'Adam'))
+    """
+    first, _, rest = key.partition("/")
+    step, rest = (PASSES[first], rest) if first in PASSES and rest else ("forward", key)
+    word = re.split(r"[/_]", rest)[0]
+    return step, BLOCKS.get(word, word)
+
+
+def grouped_rows(report: CheckReport) -> dict[str, dict[str, int]]:
+    """The counted rows of ``report`` summed by pass and block, ``"pass/block"`` keys in the
+    order the rows run, each with the five quantities and ``"ops"`` (how many rows).
+
+    >>> import symroof as sr
+    >>> g = grouped_rows(sr.check_training(sr.model("tiny"), batch=2, seq=8, remat="full"))
+    >>> list(g)[:3], g["optimizer/Adam"]["ops"]
+    (['forward/embedding', 'forward/attention', 'forward/MLP'], 1)
+    """
+    groups: dict[str, dict[str, int]] = {}
+    for op in report.rows:
+        group = groups.setdefault("/".join(pass_and_block(op)),
+                                  {"ops": 0, **{q: 0 for q in QUANTITIES}})
+        group["ops"] += 1
+        for q in QUANTITIES:
+            group[q] += report.counted.get(op, {}).get(q, 0)
+    return groups
+
+
+#: the grouped table's columns: heading, unit, the quantities summed into the cell
+_COLUMNS = [("FLOPs", "FLOP", ("flops",)), ("weights", "B", ("weight_bytes",)),
+            ("KV cache", "B", ("kv_bytes",)), ("activations", "B", ("act_bytes",))]
+
+
+def grouped_latex(report: CheckReport, caption: str) -> str:
+    """The students' form of a long check report: one row per pass and block
+    (:func:`grouped_rows`) with the step's total (the kept activations apart: bytes held,
+    not moved), readable numbers, the verdict, and where the op-by-op table is."""
+    groups = grouped_rows(report)
+    columns = [c for c in _COLUMNS if any(g[q] for g in groups.values() for q in c[2])]
+
+    def cells(name: str, block: str, g: dict[str, int]) -> str:
+        values = [f"${number(sum(g[q] for q in qs), unit)}$" if name != "kept"
+                  or qs == ("act_bytes",) else "--" for _, unit, qs in columns]
+        return " & ".join([name, block, str(g["ops"]), *values]) + r" \\"
+    step = {k: g for k, g in groups.items() if not k.startswith("kept/")}
+    kept = {k: g for k, g in groups.items() if k.startswith("kept/")}
+    body = [cells(*k.split("/", 1), g) for k, g in step.items()]
+    total = {q: sum(g[q] for g in step.values()) for q in ["ops", *QUANTITIES]}
+    body += [r"\midrule", cells("step", "total", total)]
+    if kept:
+        body += [r"\midrule", *[cells(*k.split("/", 1), g) for k, g in kept.items()],
+                 cells("kept", "total", {q: sum(g[q] for g in kept.values())
+                                         for q in ["ops", *QUANTITIES]})]
+    head = " & ".join(["pass", "block", "ops", *[h for h, _, _ in columns]]) + r" \\"
+    verdict = ("counted and symbolic are equal for every op and quantity" if report.ok
+               else f"{len(report.mismatches)} figures differ between counted and symbolic")
+    where = (f"Each line sums the ops of one pass through one block; the teacher's edition "
+             f"lists all {len(report.rows)} ops one by one.")
+    note = " Kept: the activations held for the backward (bytes held, not moved)." \
+        if kept else ""
+    return "\n".join([r"\begin{table}[htbp]", r"\centering", r"\small",
+                      r"\begin{tabular}{ll" + "r" * (1 + len(columns)) + "}", r"\toprule",
+                      head, r"\midrule", *body, r"\bottomrule", r"\end{tabular}",
+                      rf"\caption{{{caption}}}", r"\end{table}",
+                      rf"\noindent {tex_text(verdict.capitalize() + '. ' + where + note)}\par"])
