@@ -177,3 +177,33 @@ def test_the_training_table_is_summed_by_pass_and_block(derivations):
     total = next(line for line in students.splitlines() if line.startswith("step & total"))
     mantissa = float(re.search(r"\$([\d.]+)\\,\\mathrm\{MFLOP\}\$", total).group(1))
     assert abs(mantissa * 1e6 - step_flops) <= 0.005 * step_flops, (total, step_flops)
+
+
+#: a code-style name as LaTeX prints it in text: words joined by escaped underscores
+SNAKE = re.compile(r"[A-Za-z]+(?:\\_[A-Za-z0-9]+)+")
+
+
+def _conventions_section(tex: str) -> str:
+    start = tex.index(r"\section{Conventions")
+    end = tex.find(r"\section{", start + 1)
+    return tex[start:end if end > 0 else None]
+
+
+def test_the_conventions_section_says_its_fields_in_words(handout, derivations,
+                                                          cached_run_script):
+    """No code-style name (``attention\\_pairs``, ``lm\\_head``) in the students' conventions
+    section: each field is its label; the teacher's edition keeps the code names."""
+    from symroof.conventions import FIELDS, LABELS
+    from symroof.surfaces.notes import notes_latex
+
+    assert set(LABELS) == set(FIELDS)  # every field has its words, and no other name does
+    assert not [label for label in LABELS.values() if "_" in label]
+    students = _conventions_section(handout[1])
+    assert not SNAKE.findall(students), SNAKE.findall(students)
+    # the labels the section's statements name (LLM-Viewer's and llm-analysis's fields)
+    assert all(LABELS[f] in students for f in ("lm_head_flops_per_mac", "attention_pairs",
+                                               "softmax_flops", "fused_core"))
+    teacher, _ = notes_latex([cached_run_script(p, derivations["figures"])
+                              for p in find_scripts() if p.name.startswith("07_")])
+    assert {"attention\\_pairs", "lm\\_head\\_flops\\_per\\_mac"} <= \
+        set(SNAKE.findall(_conventions_section(teacher)))

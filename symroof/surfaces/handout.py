@@ -19,13 +19,14 @@ from typing import Any
 
 import sympy as sp
 
+from ..conventions import LABELS
 from ..derivation import Derivation, DerivationStep
 from ..models.check import QUANTITIES, CheckReport
 from ..prose import tex_text
 from ..render import latex, number
 
 __all__ = ["INTERNAL", "for_students", "short_claim", "unit_of", "stated_unit",
-           "derivation_latex", "PASSES", "BLOCKS", "pass_and_block", "grouped_rows",
+           "derivation_latex", "WORDS", "in_words", "PASSES", "BLOCKS", "pass_and_block", "grouped_rows",
            "grouped_latex"]
 
 #: what a handout never shows: internal references, errata and the book's slips, code
@@ -75,10 +76,32 @@ def _internal(text: str, maths: list[str]) -> bool:
     return INTERNAL.search(_unmasked(text, maths)) is not None
 
 
+#: code names a handout says in words: the conventions' fields (their labels,
+#: :data:`symroof.conventions.LABELS`) and the lm_head row
+WORDS = {**{f: label for f, label in LABELS.items() if "_" in f}, "lm_head": "LM head"}
+_WORD = re.compile(r"\b(?:fields? (?=(?:" + "|".join(WORDS) + r")\b))?("
+                   + "|".join(sorted(WORDS, key=len, reverse=True)) + r")\b")
+
+
+def in_words(text: str) -> str:
+    """``text`` with the code names of :data:`WORDS` in words (a field's label stands for
+    "field NAME"); LaTeX's escaped ``lm\\_head`` too.
+
+    >>> in_words("one FLOP a multiply-add (field lm_head_flops_per_mac) in the lm_head")
+    'one FLOP a multiply-add (LM head FLOPs per multiply-add) in the LM head'
+    >>> in_words(r"\\text{FLOPs}_\\text{lm\\_head}")
+    '\\\\text{FLOPs}_\\\\text{LM head}'
+    """
+    text = _WORD.sub(lambda m: WORDS[m.group(1)], text)
+    return re.sub("|".join(re.escape(w.replace("_", r"\_")) for w in WORDS),
+                  lambda m: WORDS[m.group().replace(r"\_", "_")], text)
+
+
 def for_students(text: str, *, asides: bool = True) -> str:
     """``text`` without its internal references: an erratum to the end of its paragraph,
     asides in parentheses and then whole sentences that cite the seeds, commits, revisions,
-    the book's slips or code; ``asides=False`` drops every parenthetical aside too."""
+    the book's slips or code; ``asides=False`` drops every parenthetical aside too. Code
+    names are said in words (:func:`in_words`)."""
     masked, maths = _masked(text)
     masked = re.split(r"\s*\bErrat(?:um|a)\b", masked)[0]
     masked = _drop(masked, [(a, b) for a, b in _parentheticals(masked)
@@ -86,7 +109,7 @@ def for_students(text: str, *, asides: bool = True) -> str:
     kept = [s for s in _SENTENCE.split(masked) if s.strip() and not _internal(s, maths)]
     out = re.sub(r"\s+([,.;:])", r"\1", " ".join(kept)).strip()
     out = re.sub(r"[,;:]\s*$", "", out)
-    return _unmasked(out, maths)
+    return _unmasked(in_words(out), maths)
 
 
 def short_claim(text: str) -> str:
@@ -114,8 +137,8 @@ def unit_of(lhs: Any) -> str:
 
 
 def _tex(x: Any, unit: str = "") -> str:
-    if isinstance(x, str):  # a left side: microseconds as such, not "us"
-        return x.replace(r"\text{us}", r"\mu\text{s}")
+    if isinstance(x, str):  # a left side: microseconds as such, not "us"; code in words
+        return in_words(x.replace(r"\text{us}", r"\mu\text{s}"))
     return latex(x, unit=unit)
 
 
