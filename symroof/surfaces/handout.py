@@ -26,8 +26,8 @@ from ..prose import tex_text
 from ..render import latex, number
 
 __all__ = ["INTERNAL", "for_students", "short_claim", "unit_of", "stated_unit",
-           "derivation_latex", "WORDS", "in_words", "PASSES", "BLOCKS", "pass_and_block", "grouped_rows",
-           "grouped_latex"]
+           "derivation_latex", "WORDS", "in_words", "PASSES", "BLOCKS", "pass_and_block",
+           "grouped_rows", "grouped_latex"]
 
 #: what a handout never shows: internal references, errata and the book's slips, code
 INTERNAL = re.compile(
