@@ -203,6 +203,8 @@ def test_the_conventions_section_says_its_fields_in_words(handout, derivations,
     # the labels the section's statements name (LLM-Viewer's and llm-analysis's fields)
     assert all(LABELS[f] in students for f in ("lm_head_flops_per_mac", "attention_pairs",
                                                "softmax_flops", "fused_core"))
+    # nor in any caption of the handout (a check table's "lm_head on the last position")
+    assert not [c for c in re.findall(r"\\caption\{.*\}", handout[1]) if SNAKE.search(c)]
     teacher, _ = notes_latex([cached_run_script(p, derivations["figures"])
                               for p in find_scripts() if p.name.startswith("07_")])
     assert {"attention\\_pairs", "lm\\_head\\_flops\\_per\\_mac"} <= \

@@ -36,7 +36,7 @@ from ..derivation import Derivation
 from ..models.check import QUANTITIES, CheckReport
 from ..models.table import RooflineTable
 from ..prose import tex_escape, tex_text
-from .handout import derivation_latex, for_students, grouped_latex
+from .handout import derivation_latex, for_students, grouped_latex, in_words
 
 __all__ = ["Notes", "LatexError", "AUDIENCES", "find_scripts", "run_script", "load_script",
            "section", "latex_item", "notes_latex", "select_chapters", "build_notes",
@@ -164,7 +164,9 @@ def _check_caption(label: str) -> str:
     return tex_text(label)
 
 
-def _check_latex(report: CheckReport) -> str:
+def _check_latex(report: CheckReport, words: Any = None) -> str:
+    """The op-by-op table of a check report; ``words`` rewrites its caption (the
+    handout's :func:`~symroof.surfaces.handout.in_words`)."""
     bad = {(m.op, m.quantity): m for m in report.mismatches}
     head = ["op", "FLOPs", "useful FLOPs", "weight B", "KV B", "act B", "verdict"]
     body = []
@@ -178,7 +180,8 @@ def _check_latex(report: CheckReport) -> str:
         body.append(" & ".join(cells) + r" \\")
     verdict = ("all equal: counted == symbolic for every op and quantity" if report.ok
                else f"{len(report.mismatches)} mismatch(es)")
-    caption = r"\caption{Counted (NumPy) against symbolic: " + _check_caption(report.label) + "}"
+    label = _check_caption(report.label)
+    caption = r"\caption{Counted (NumPy) against symbolic: " + (words or str)(label) + "}"
     head = [" & ".join(head) + r" \\"]
     if len(body) > LONG_TABLE:  # a long table breaks across pages, its head repeated
         return "\n".join([r"\begingroup\scriptsize", r"\begin{longtable}{lrrrrrl}",
@@ -219,9 +222,12 @@ def latex_item(obj: Any, base: str | os.PathLike | None = None,
         return obj.to_latex().replace(r"\begin{tabular}", fit + r"\begin{tabular}", 1).replace(
             r"\end{tabular}", r"\end{tabular}}", 1)
     if isinstance(obj, CheckReport):  # a handout sums a long report by pass and block
+        if not students:
+            return _check_latex(obj)
+        if len(obj.rows) <= LONG_TABLE:
+            return _check_latex(obj, in_words)
         return grouped_latex(obj, "Counted (NumPy) against symbolic, summed by pass and "
-                             "block: " + _check_caption(obj.label)) \
-            if students and len(obj.rows) > LONG_TABLE else _check_latex(obj)
+                             "block: " + in_words(_check_caption(obj.label)))
     if isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[0], Path):
         return _figure(obj[0], for_students(str(obj[1])) if students else str(obj[1]), base)
     if isinstance(obj, Path):  # caption from the name: 01_rooflines_problem3 -> rooflines problem3
