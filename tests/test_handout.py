@@ -203,6 +203,9 @@ def test_the_conventions_section_says_its_fields_in_words(handout, derivations,
     # the labels the section's statements name (LLM-Viewer's and llm-analysis's fields)
     assert all(LABELS[f] in students for f in ("lm_head_flops_per_mac", "attention_pairs",
                                                "softmax_flops", "fused_core"))
+    # the per-op sums its statements give "in milliseconds" carry the unit
+    sums = re.findall(r"t_\\text\{(?:decode|prefill)\} &= (.*?) \\\\\n", students)
+    assert len(sums) == 2 and all(v.endswith(r"\end{matrix}\right]\,\mathrm{ms}") for v in sums)
     # nor in any caption of the handout (a check table's "lm_head on the last position")
     assert not [c for c in re.findall(r"\\caption\{.*\}", handout[1]) if SNAKE.search(c)]
     teacher, _ = notes_latex([cached_run_script(p, derivations["figures"])

@@ -144,6 +144,9 @@ def _tex(x: Any, unit: str = "") -> str:
 
 #: a statement that names its value's unit last, in brackets: "attention core (ms)"
 _STATED = re.compile(r"\((ms|us|ns|s|kB|MB|GB|TB|GB/s|TB/s|%|days|years)\)\s*$")
+#: or in words, last: "the per-op sums, in milliseconds"
+_IN_WORDS = {"milliseconds": "ms", "microseconds": "us", "seconds": "s"}
+_STATED_WORDS = re.compile(r",? in (" + "|".join(_IN_WORDS) + r")\s*$")
 
 
 def stated_unit(statement: str) -> str | None:
@@ -151,15 +154,21 @@ def stated_unit(statement: str) -> str | None:
 
     >>> stated_unit("decode: attention core (ms)"), stated_unit("the ridge")
     ('ms', None)
+    >>> stated_unit("the per-op sums under four profiles, in milliseconds")
+    'ms'
     """
     m = _STATED.search(statement)
-    return None if m is None else m.group(1)
+    if m is None:
+        words = _STATED_WORDS.search(statement)
+        return None if words is None else _IN_WORDS[words.group(1)]
+    return m.group(1)
 
 
 def _in_unit(x: Any, unit: str) -> str:
     """A pure number in a stated unit: ``3.69\\,\\mathrm{ms}``."""
     shown = latex(x)
-    if not (isinstance(x, sp.Basic) and x.is_number):
+    numbers = isinstance(x, sp.MatrixBase) and all(v.is_number for v in x)  # a row of them
+    if not (isinstance(x, sp.Basic) and x.is_number or numbers):
         return shown
     tex = {"us": r"\mu\mathrm{s}", "%": r"\%"}.get(unit, rf"\mathrm{{{unit}}}")
     return rf"{shown}\,{tex}"
