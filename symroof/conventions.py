@@ -86,7 +86,7 @@ FIELDS: dict[str, tuple[tuple[Any, ...], str, str]] = {
                    "for each block of d_h query rows and O written twice at T x S",
                    "models.attention_rows.fused_bytes"),
     "head_dim": (("config", "D/H"), "the head width: the config's d_h, or D/H",
-                 "models.transformer.Transformer.ops"),
+                 "models.transformer.Transformer._counted"),
     "omit": (("rows",), "row keys a step leaves out (e.g. embed, attn/rope, final_norm)",
              "models.transformer.Transformer.ops"),
     "ring_factor": (("exact", "book"), "the time of a ring collective (AllGather, "
@@ -144,7 +144,7 @@ def _check(name: str, value: Any) -> Any:
                          f"{value!r}")
     if isinstance(value, str) and value.strip().lstrip("-").isdigit():
         value = int(value)
-    if value in allowed and type(value) is not bool:
+    if any(type(value) is type(a) and value == a for a in allowed):  # 2.0 is no count
         return value
     if "int" in allowed and type(value) is int and value >= 0:
         return value

@@ -5,16 +5,16 @@ the module that defines a name is imported the first time the name is read.
 command line's ``report`` never loads matplotlib, the NumPy twin, the training plans or the
 strategy search. A name moved to a subpackage fails with where it lives now.
 
->>> import types
->>> pkg = types.ModuleType("pkg")
->>> pkg.__getattr__, pkg.__dir__ = attach("symroof", {"dot": ".ops"},
+>>> import sys, types
+>>> pkg = sys.modules["pkg"] = types.ModuleType("pkg")     # a package of its own
+>>> pkg.__getattr__, pkg.__dir__ = attach("pkg", {"dot": "symroof.ops"},
 ...                                        moved={"rmsnorm": "symroof.ops"})
->>> pkg.__getattr__("dot").__name__
+>>> pkg.dot.__name__
 'dot'
->>> pkg.__getattr__("rmsnorm")
+>>> pkg.rmsnorm
 Traceback (most recent call last):
 ...
-AttributeError: symroof.rmsnorm is not a top-level name: it lives in symroof.ops (from ...)
+AttributeError: pkg.rmsnorm is not a top-level name: it lives in symroof.ops (from ...)
 """
 
 from __future__ import annotations
@@ -49,7 +49,9 @@ def attach(package: str, names: Mapping[str, str], moved: Mapping[str, str] | No
     longer public at this level. A name read once is cached in the package, so the second
     read is a plain attribute lookup.
 
-    >>> get, _ = attach("symroof", {"Cost": ".cost"})
+    >>> import sys, types
+    >>> sys.modules["tiny_pkg"] = types.ModuleType("tiny_pkg")
+    >>> get, _ = attach("tiny_pkg", {"Cost": "symroof.cost"})
     >>> get("Cost").__name__
     'Cost'
     """

@@ -46,6 +46,7 @@ d_h
 
 from __future__ import annotations
 
+import math
 import numbers
 from typing import Any
 
@@ -179,11 +180,13 @@ def as_exact(value: Any, name: str = "value") -> sp.Expr:
     if isinstance(value, numbers.Integral):
         return sp.Integer(int(value))
     if isinstance(value, numbers.Real):
+        if not math.isfinite(value):
+            raise ValueError(f"{name} must be a finite number, got {value!r}")
         return sp.Rational(repr(float(value)))
     if isinstance(value, str):
         try:
             return sp.Rational(value)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, ZeroDivisionError):  # "1/0" is no number either
             pass
         try:
             return lookup(value)

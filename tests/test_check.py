@@ -94,3 +94,14 @@ def test_too_big_runs_are_refused_before_they_start():
         sr.check(sr.model("llama-3.1-8b"), 1, 1, 0)
     with pytest.raises(ValueError, match="GiB"):
         sr.check(TINY, 64, 2048, 0)
+
+
+def test_the_check_compares_with_the_accounting_the_twin_runs():
+    # the twin executes symroof's own conventions; a profile in force (LLM-Viewer's norms at
+    # 7 FLOPs an element, the book's optimizer bytes) is no reason for a mismatch
+    from symroof.conventions import using
+
+    for name in ("llm-viewer", "book", "llm-analysis"):
+        with using(name):
+            assert sr.check(sr.model("tiny"), batch=2, new_tokens=3, cached=4).ok, name
+            assert sr.check_training(sr.model("tiny"), batch=1, seq=4, remat="full").ok, name

@@ -198,8 +198,9 @@ def test_bad_values_are_one_line_naming_field_value_and_allowed():
     with pytest.raises(ValueError, match=r"unknown convention field\(s\) softmax; fields are "
                        r"flops_per_mac, attention_pairs"):
         profile("book").replace(softmax=5)
-    with pytest.raises(ValueError, match="convention omit names unknown row"):
-        sr.model("tiny").ops(1, 1, 0, conventions=profile("symroof").replace(omit="attn/x"))
+    with pytest.raises(ValueError, match=r"convention omit names unknown row\(s\) attn/x, y; "
+                                         "rows are attn/av"):  # as typed: no list repr
+        sr.model("tiny").ops(1, 1, 0, conventions=profile("symroof").replace(omit="attn/x,y"))
 
 
 def test_every_command_takes_conventions():
@@ -351,3 +352,31 @@ def test_optimizer_bytes_sets_the_training_state_per_parameter():
         assert sum(mem[k] for k in ("params", "grads", "master", "moments")) == per_param * m.params
     mixed = profile("symroof").replace(optimizer_bytes=16)
     assert sr.train_memory(m, B, S, conventions=mixed)["master"] == 4 * m.params
+
+
+def test_a_float_or_a_bool_is_not_a_count():
+    # 2.0 == 2 and True == 1 in Python: a field must hold the int itself, or a float would
+    # enter every formula that multiplies by it (FLOPs per multiply-add, bytes per parameter)
+    from symroof.conventions import Conventions
+
+    for field, value in (("flops_per_mac", 2.0), ("flops_per_mac", True),
+                         ("optimizer_bytes", 12.0), ("residual_reads", 1.0)):
+        with pytest.raises(ValueError, match=f"convention {field} must be one of"):
+            Conventions(**{field: value})
+    assert type(Conventions(flops_per_mac=1).flops_per_mac) is int
+
+
+def test_head_dim_d_over_h_reaches_the_whole_model_cost_too():
+    """head_dim="D/H" (LLM-Viewer's, llm-analysis') sets the head width of every count: the
+    whole-model cost reads the same KV cache as the per-op rows. Qwen3-0.6B has d_h = 128
+    but D/H = 1024/16 = 64 (Qwen/Qwen3-0.6B config.json), so its KV cache halves."""
+    m = sr.model("qwen3-0.6b")
+    cv = profile("symroof").replace(head_dim="D/H")
+    rows = m.ops(8, 1, 4095, last_only=True, attention="fused", conventions=cv)
+    whole = m.whole(8, 1, 4095, last_only=True, conventions=cv)
+    # 8 sequences x 4096 positions x 28 layers x K and V x 8 KV heads x 64 dims x 2 bytes
+    assert whole.kv_bytes == 8 * 4096 * 28 * 2 * 8 * 64 * 2
+    assert whole.kv_bytes == m.replace(d_h=64).whole(8, 1, 4095, last_only=True).kv_bytes
+    assert rows["attn/core"].kv_bytes == whole.kv_bytes
+    symbolic = m.whole(sr.symbols.B, 1, 4095, last_only=True, conventions=cv)  # derived
+    assert symbolic.subs(sr.symbols.B, 8) == whole

@@ -441,3 +441,36 @@ def test_blackwell_fp4_and_gb200():
     assert gb200.peak() == 360_000 * T // 72 // 2 and gb200.peak("fp4") == 10_000 * T
     assert (gb200.hbm_bw, gb200.hbm_bytes) == (8000 * G, 186 * G)
     assert gb200.network.levels[0].bw_per_gpu == 18 * gb200.link_bw == 900 * G
+
+
+def test_a_gpus_link_bw_reaches_its_collectives():
+    # An H100 node's AllGather moves V (N - 1)/N through W_GPU = 18 NVLink-4 links x 25e9 B/s
+    # (NVIDIA H100 sheet: 900 GB/s bidirectional over 18 links); a link of 1e9 B/s makes W_GPU
+    # 18e9, and the same AllGather 25 times slower, as a point-to-point send already was
+    import symroof as sr
+
+    V = 10**9
+    slow = chip("h100").replace(link_bw=10**9, note="what if")
+    for c, w_gpu in ((chip("h100"), 18 * 25 * 10**9), (slow, 18 * 10**9)):
+        node = sr.mesh(c, {"X": 8})
+        assert sr.all_gather(node, V, "X").t_bw == sp.Rational(V * 7, 8 * w_gpu)
+    assert "node level scaled with link_bw (what if)" in slow.sources["network.levels"]
+
+
+def test_errors_list_names_as_written_not_python_reprs():
+    import symroof as sr
+
+    mesh = sr.mesh("tpu-v5e", "4x4")
+    cases = (
+        (lambda: sr.all_gather(mesh, 10**6, ("X", "X")), "mesh axes X, X name an axis twice"),
+        (lambda: chip("h100").replace(hbm=1), "unknown field(s) hbm; fields are name, peaks"),
+        (lambda: Chip("toy", peaks={"bf16": 1e15}, hbm_bw=1e12, hbm_bytes=1e10, link_bw=1e10,
+                      sources={"hbm": "x"}), "sources name no figure: hbm; figures are peaks"),
+        (lambda: sr.shard_matmul(mesh, "X[B, D_X] @ W[D_X, F] -> [B, F]", Q=4),
+         "sizes given for Q, which"),
+    )
+    for make, words in cases:
+        with pytest.raises(ValueError) as err:
+            make()
+        assert words in str(err.value) and "['" not in str(err.value) \
+            and "('" not in str(err.value), str(err.value)

@@ -130,3 +130,6 @@ def test_shard_array_in_the_books_notation():
         sr.shard_array("fp32[100, 4096]", "I_XY, J", b.mesh)
     with pytest.raises(ValueError, match="unknown dtype 'fp33'"):
         sr.shard_array("fp33[8, 8]", "I, J", b.mesh)
+    for bad in ("fp32[1024,,4096]", "fp32[1024, ]", "fp32[0, 4096]"):  # no int() traceback
+        with pytest.raises(ValueError, match=r"each size must be a positive integer"):
+            sr.shard_array(bad, "I, J", b.mesh)

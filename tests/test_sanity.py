@@ -118,3 +118,19 @@ def test_a_crossover_that_never_comes_is_said():
     assert kv.startswith("the KV crossover at batch 1 (KV-cache bytes = weight bytes) is "
                          "reached at no context")
     assert step_warnings(sr.model("mistral-7b"), H100, 64, 4096)[1:] == []  # 6781/4 < 4096
+
+
+def test_the_kv_crossover_warning_is_kept_per_conventions():
+    # head_dim="D/H" halves Qwen3-0.6B's KV cache (d_h 128, D/H = 1024/16 = 64, Qwen/Qwen3-0.6B
+    # config.json), so its KV crossover doubles; the kept root must not be the other record's
+    from symroof.conventions import profile, using
+    from symroof.models import sanity
+
+    m = sr.model("qwen3-0.6b")
+    half = profile("symroof").replace(head_dim="D/H")
+    roots = {}
+    for cv in ("symroof", half, "symroof"):
+        with using(cv) as record:
+            roots[record.label] = sanity._root("kv", m, 64)
+            assert roots[record.label] == sr.kv_crossover(m, 64)
+    assert roots["symroof, head_dim=D/H"] == 2 * roots["symroof"]

@@ -52,3 +52,17 @@ def test_one_rule_for_each_kind():
     assert symbols.dimension("D") is symbols.D and symbols.quantity("C") is symbols.C
     assert symbols.dimension("I") == symroof.shard_matmul(
         symroof.mesh("tpu-v5e", "2x2"), "A[I_X, J] @ B[J, K] -> [I_X, K]").sizes["I"]
+
+
+def test_as_exact_refuses_what_is_no_number_naming_it():
+    # a division by zero or a non-finite float is a user's bad number: one ValueError that
+    # names the argument, not Fraction's ZeroDivisionError or SymPy's "invalid input: nan"
+    import pytest
+    import sympy as sp
+
+    from symroof.symbols import as_exact
+
+    for value in ("1/0", float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="w_bytes must be a"):
+            as_exact(value, "w_bytes")
+    assert as_exact("3/4", "w_bytes") == sp.Rational(3, 4)

@@ -193,3 +193,12 @@ def test_sliding_window_is_read_and_modelled():
 def test_flags_must_be_booleans(flag):
     with pytest.raises(ValueError, match=f"{flag} must be True or False, got 'yes'"):
         sr.Transformer(**{flag: "yes"})
+
+
+def test_bad_positions_name_the_allowed_ones_as_words():
+    import pytest
+
+    from symroof.models import Transformer
+
+    with pytest.raises(ValueError, match=r"^positions must be one of rope, learned, got 'alibi'$"):
+        Transformer(positions="alibi")

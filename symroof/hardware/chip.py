@@ -109,7 +109,8 @@ class Chip:
             raise ValueError(f"{tag}: sources must be a mapping, got {self.sources!r}")
         stray = sorted(set(self.sources) - set(keys))
         if stray:
-            raise ValueError(f"{tag}: sources name no figure: {stray}; figures are {keys}")
+            raise ValueError(f"{tag}: sources name no figure: {', '.join(stray)}; figures "
+                             f"are {', '.join(keys)}")
         sources = {key: str(self.sources.get(key, _UNSOURCED)) for key in keys}
         object.__setattr__(self, "sources", MappingProxyType(sources))
 
@@ -164,7 +165,8 @@ class Chip:
         allowed = ("name", "peaks", "pcie_bw") + _FIGURES
         unknown = sorted(set(changes) - set(allowed))
         if unknown:
-            raise ValueError(f"replace() got unknown field(s) {unknown}; fields are {allowed}")
+            raise ValueError(f"replace() got unknown field(s) {', '.join(unknown)}; fields "
+                             f"are {', '.join(allowed)}")
         source = _UNSOURCED if note is None else note
         sources = dict(self.sources)
         peaks = dict(self.peaks)
@@ -187,8 +189,18 @@ class Chip:
                                  "record to carry a host link")
             network = dataclasses.replace(network, pcie_bw=changes["pcie_bw"])
             sources["network.pcie_bw"] = source
-        return Chip(changes.get("name", self.name), peaks, sources=sources,
-                    network=network, internals=self.internals, **figures)
+        out = Chip(changes.get("name", self.name), peaks, sources=sources,
+                   network=network, internals=self.internals, **figures)
+        if "link_bw" in changes and isinstance(network, Switched):
+            # a GPU's collectives read its node level (W_GPU, every NVLink port): it scales
+            # with the one link, or a new link_bw would change p2p sends and not them
+            node = network.levels[0]
+            node = dataclasses.replace(node, bw_per_gpu=node.bw_per_gpu * out.link_bw
+                                       / self.link_bw)
+            sources["network.levels"] += f"; node level scaled with link_bw ({source})"
+            out = dataclasses.replace(out, sources=sources, network=dataclasses.replace(
+                network, levels=(node,) + network.levels[1:]))
+        return out
 
 
 def _network_keys(c: Chip) -> list[str]:

@@ -220,7 +220,7 @@ class Mesh:
         for name in names:
             self[name]  # noqa: B018  (raises naming the unknown axis)
         if len(set(names)) != len(names):
-            raise ValueError(f"mesh axes {names} name an axis twice")
+            raise ValueError(f"mesh axes {', '.join(names)} name an axis twice")
         return names
 
     def levels(self, axes: Any) -> tuple[LevelUse, ...]:

@@ -188,7 +188,8 @@ def check(model: Transformer, batch: int, new_tokens: int, cached: int = 0, *,
     ``new_tokens`` counted) and compare each op's five counted figures with
     ``model.ops(batch, new_tokens, cached, last_only, attention, tokens_per_expert)``,
     exactly; an MoE model's rows are evaluated at the twin's own routing (the tokens each
-    expert got in each MoE layer).
+    expert got in each MoE layer), and under symroof's own conventions (the accounting the
+    twin executes), whatever record is in force.
 
     ``attention``: "naive" (the twin's naive core), "flash" (its blockwise online-softmax
     kernel) or "fused": the fused row against the twin's counts, its FLOPs those the naive
@@ -225,7 +226,7 @@ def check(model: Transformer, batch: int, new_tokens: int, cached: int = 0, *,
         counted["attn/core"] |= {"flops": useful, "useful_flops": useful}
     routing = trace if model.moe is not None else None
     rows = model.ops(B, T, int(cached), last_only=last_only, attention=attention,
-                     tokens_per_expert=routing)
+                     tokens_per_expert=routing, conventions="symroof")  # what the twin runs
     symbolic = {op: {q: _int(getattr(cost, q), f"{op}.{q}") for q in QUANTITIES}
                 for op, cost in rows.items()}
     mismatches = mismatches_of(counted, symbolic)

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..conventions import using
 from ..cost import as_dimension
 from .check import QUANTITIES, CheckReport, _int, _numeric_config, _widths, mismatches_of
 from .training import train_ops
@@ -54,7 +55,8 @@ def check_training(model: Transformer, batch: int, seq: int,
     """Run one NumPy training step (``batch`` random sequences of ``seq`` tokens, random
     targets, naive attention, Adam) and compare every row's five figures with
     ``train_ops(model, batch, seq, remat, ...)``, and every kept activation with
-    ``saved_activations(model, batch, seq, remat)``, by exact integer equality.
+    ``saved_activations(model, batch, seq, remat)``, by exact integer equality (under
+    symroof's own conventions, the accounting the twin executes).
 
     ``remat``: a policy name or a tuple of kept tensors (both sides derive what to rerun
     on their own). ``grad_bytes`` defaults to the model's ``w_bytes``; ``master_bytes`` = 0
@@ -92,15 +94,17 @@ def check_training(model: Transformer, batch: int, seq: int,
     trace = [] if model.moe is not None else None  # the twin's routing, per MoE layer
     train_step(params, cfg, tokens, targets, opt, remat=remat, counter=counter, trace=trace)
 
-    rows = train_ops(model, B, S, remat, grad_bytes=gb, moment_bytes=mb,
-                     master_bytes=master_bytes,
-                     tokens_per_expert=None if trace is None else [[int(t) for t in layer]
-                                                                   for layer in trace])
+    with using("symroof"):  # the accounting the twin executes, whatever is in force
+        rows = train_ops(model, B, S, remat, grad_bytes=gb, moment_bytes=mb,
+                         master_bytes=master_bytes,
+                         tokens_per_expert=None if trace is None else [
+                             [int(t) for t in layer] for layer in trace])
+        saved = saved_activations(model, B, S, remat)
     symbolic = {op: {q: _int(getattr(cost, q), f"{op}.{q}") for q in QUANTITIES}
                 for op, cost in rows.items()}
     counted = {op: {q: int(r[q]) for q in QUANTITIES} for op, r in counter.rows.items()}
     zero = dict.fromkeys(QUANTITIES, 0)
-    for key, value in saved_activations(model, B, S, remat).items():
+    for key, value in saved.items():
         symbolic[f"saved/{key}"] = zero | {"act_bytes": _int(value, f"saved/{key}")}
     for key, value in counter.saved.items():
         counted[f"saved/{key}"] = zero | {"act_bytes": int(value)}

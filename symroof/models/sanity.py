@@ -27,6 +27,7 @@ from typing import Any
 import sympy as sp
 
 from ..cache import kept
+from ..conventions import Conventions, current, using
 from ..hardware import Chip
 from ..render import fmt_si
 from .inference import ctx_star, kv_crossover
@@ -36,37 +37,41 @@ __all__ = ["step_warnings"]
 
 
 @functools.lru_cache(maxsize=256)
-def _solved(what: str, model: Transformer, batch: int = 1) -> sp.Expr | None:
-    """ctx* of the model, or its KV crossover at ``batch``; None where there is no root.
-    Kept on disk (:func:`symroof.cache.kept`): solving is most of a warm ``report``'s work."""
+def _solved(what: str, model: Transformer, batch: int, conventions: Conventions
+            ) -> sp.Expr | None:
+    """ctx* of the model, or its KV crossover at ``batch`` under ``conventions`` (the KV
+    cache's head width is theirs); None where there is no root. Kept on disk
+    (:func:`symroof.cache.kept`): solving is most of a warm ``report``'s work."""
     def solve() -> list:
         try:
-            root = ctx_star(model) if what == "ctx*" else kv_crossover(model, batch)
+            with using(conventions):
+                root = ctx_star(model) if what == "ctx*" else kv_crossover(model, batch)
         except ValueError:  # e.g. a sliding window caps attention below the matmuls
             return []
         return [int(root.p), int(root.q)] if root.is_Rational else [sp.srepr(root)]
 
-    root = kept("root", (what, model, batch), solve)
+    root = kept("root", (what, model, batch, conventions), solve)
     return None if not root else sp.Rational(*root) if len(root) == 2 else sp.sympify(root[0])
 
 
-_BY_ID: dict[tuple, tuple] = {}  # (id(model), what, batch) -> (model, root)
+_BY_ID: dict[tuple, tuple] = {}  # (id(model), what, batch, id(conventions)) -> (model, cv, root)
 
 
 def _root(what: str, model: Transformer, batch: int = 1) -> sp.Expr | None:
     """:func:`_solved` (or, for "weights", the weight bytes), found by the model's identity
     first (hashing a model costs more than a table's numbers)."""
-    key = (id(model), what, batch)
+    cv = current()
+    key = (id(model), what, batch, id(cv))
     hit = _BY_ID.get(key)
-    if hit is None or hit[0] is not model:
+    if hit is None or hit[0] is not model or hit[1] is not cv:
         if len(_BY_ID) >= 4096:
             _BY_ID.clear()
         value = model.params * model.w_bytes if what == "weights" else \
-            _solved(what, model, batch)
+            _solved(what, model, batch, cv)
         if value is not None and value.is_Rational:  # compared at Python's speed
             value = int(value) if value.is_Integer else Fraction(int(value.p), int(value.q))
-        hit = _BY_ID[key] = (model, value)
-    return hit[1]
+        hit = _BY_ID[key] = (model, cv, value)
+    return hit[2]
 
 
 def step_warnings(model: Transformer, chip: Chip, batch: int, context: int,

@@ -182,6 +182,10 @@ class Sizes:
             return self._whole(batch, new_tokens, cached, last_only)
 
     def _whole(self, batch: Any, new_tokens: Any, cached: Any, last_only: bool) -> Cost:
+        # the head width the conventions in force count (head_dim), as the per-op rows do
+        return self._counted()._whole_of(batch, new_tokens, cached, last_only)
+
+    def _whole_of(self, batch: Any, new_tokens: Any, cached: Any, last_only: bool) -> Cost:
         B, T, c = as_step(batch, new_tokens, cached)  # batch may be a Step
         elems, per_pair, _ = self._cached()
         flops, kv = B * T * 2 * self.matmul_params, 0

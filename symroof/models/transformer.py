@@ -23,7 +23,7 @@ from typing import Any
 
 import sympy as sp
 
-from ..conventions import using
+from ..conventions import current, using
 from ..cost import Cost, as_dimension, as_exact
 from ..symbols import D, F, G, H, L, V, d_h
 from ..workload import as_step
@@ -160,7 +160,8 @@ class Transformer(Sizes):
         Norm(self.norm)  # the blocks refuse their own bad switches, in their own words
         DenseMLP(act=self.act)
         if self.positions not in POSITIONS:
-            raise ValueError(f"positions must be one of {POSITIONS}, got {self.positions!r}")
+            raise ValueError(f"positions must be one of {', '.join(POSITIONS)}, got "
+                             f"{self.positions!r}")
         for length in ("window", "max_position", "rotary_dim"):
             if getattr(self, length) is not None:
                 object.__setattr__(self, length, as_dimension(getattr(self, length), length))
@@ -268,19 +269,25 @@ class Transformer(Sizes):
         True
         """
         with using(conventions) as cv:
-            m = self if cv.head_dim == "config" else self._head_dim_from_width()
+            m = self._counted()
             rows = m._ops(batch, new_tokens, cached, last_only, attention, tokens_per_expert)
             omit = cv.omit
             unknown = [k for k in omit if k not in _ROW_KEYS]
             if unknown:
-                raise ValueError(f"convention omit names unknown row(s) {unknown}; rows are "
-                                 f"{', '.join(sorted(_ROW_KEYS))}")
+                raise ValueError(f"convention omit names unknown row(s) {', '.join(unknown)}; "
+                                 f"rows are {', '.join(sorted(_ROW_KEYS))}")
             rows = {k: c_ for k, c_ in rows.items() if k not in omit}
             if cv.activation_traffic == "none":
                 rows = {k: Cost(flops=c_.flops, useful_flops=c_.useful_flops,
                                 weight_bytes=c_.weight_bytes, kv_bytes=c_.kv_bytes)
                         for k, c_ in rows.items()}
             return rows
+
+    def _counted(self) -> Transformer:
+        """The model the conventions in force count: this one, or with ``head_dim="D/H"``
+        its d_h replaced by D/H (the one place that field is read: the per-op rows and the
+        whole-model cost both count this model)."""
+        return self if current().head_dim == "config" else self._head_dim_from_width()
 
     def _head_dim_from_width(self) -> Transformer:
         """This model with d_h = D/H (convention ``head_dim="D/H"``)."""

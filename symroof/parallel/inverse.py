@@ -165,7 +165,7 @@ def max_params(chip_or_mesh: Any, widths: Mapping[str, Any] | str | None = None,
         known = ("param_bytes", "grad_bytes", "master_bytes", "moment_bytes", "n_moments")
         unknown = sorted(set(widths or {}) - set(known))
         if unknown:
-            raise ValueError(f"max_params(): unknown width(s) {unknown}; known: "
+            raise ValueError(f"max_params(): unknown width(s) {', '.join(unknown)}; known: "
                              f"{', '.join(known)}")
         per = sum(state_bytes(**dict(widths or {})).values())
     if per == 0:

@@ -201,7 +201,8 @@ def shard_matmul(mesh: Mesh, text: str, *, strategy: str = "auto", x_bytes: Any 
     dims = {d: _dimension(d, sizes) for d in (a.dims[0], a.dims[1], b.dims[1])}
     unknown = sorted(set(sizes) - set(dims))
     if unknown:
-        raise ValueError(f"sizes given for {unknown}, which {text!r} does not have")
+        raise ValueError(f"sizes given for {', '.join(unknown)}, which {text!r} does not "
+                         "have")
     for spec in (a, b, out):
         for d, axes in zip(spec.dims, spec.axes):
             n = mesh.size(axes) if axes else 1

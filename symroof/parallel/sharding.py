@@ -258,7 +258,11 @@ def shard_array(array: str, spec: str, mesh: Any) -> ShardedArray:
     if dtype not in STORAGE_BYTES:
         raise ValueError(f"array {array!r}: unknown dtype {m.group(1)!r}; known: "
                          f"{', '.join(STORAGE_BYTES)}")
-    shape = tuple(int(n) for n in m.group(2).split(","))
+    sizes = [n.strip() for n in m.group(2).split(",")]
+    if not all(n.isdigit() and int(n) > 0 for n in sizes):
+        raise ValueError(f"cannot read array {array!r}: each size must be a positive "
+                         "integer, e.g. 'fp32[1024, 4096]'")
+    shape = tuple(int(n) for n in sizes)
     if not isinstance(mesh, Mesh):
         raise TypeError(f"shard_array() takes a Mesh (sr.mesh(chip, '4x4')), got {mesh!r}")
     text = spec if isinstance(spec, str) and "[" in spec else f"A[{spec}]"
