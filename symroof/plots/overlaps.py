@@ -34,9 +34,9 @@ def text_overlaps(fig: Any, margin: float = 1.0,
     text)`` where a plotted line (a Line2D, its label named unless private) or an
     annotation's arrow runs through a text's rectangle shrunk by ``line_margin`` pixels (an
     arrow is not checked against its own text); a tick label outside the view (never drawn)
-    is not counted. A slanted text is its own rotated rectangle, not the upright box around it (30
-    degree tick labels' boxes overlap where their letters do not). The figure is laid out
-    without rendering (Agg, the figure's own dpi).
+    is not counted. A slanted text is its own rotated rectangle, not the upright box around
+    it (30 degree tick labels' boxes overlap where their letters do not). The figure is laid
+    out without rendering (Agg, the figure's own dpi).
 
     >>> from matplotlib.figure import Figure
     >>> fig = Figure()
@@ -55,7 +55,7 @@ def text_overlaps(fig: Any, margin: float = 1.0,
 
     if fig.canvas is None or not hasattr(fig.canvas, "get_renderer"):
         FigureCanvasAgg(fig)
-    drawn: list[tuple[str, Any, np.ndarray, np.ndarray]] = []
+    drawn: list[tuple[str, Any, np.ndarray, np.ndarray, Text]] = []
     plain_draw = Text.draw
 
     def draw(self: Text, renderer: Any) -> None:
@@ -63,13 +63,13 @@ def text_overlaps(fig: Any, margin: float = 1.0,
         if self.get_visible() and self.get_text().strip():
             box = Text.get_window_extent(self, renderer)  # an annotation's text, not its arrow
             drawn.append((self.get_text(), box, _outline(self, box, renderer, margin),
-                          _outline(self, box, renderer, line_margin)))
+                          _outline(self, box, renderer, line_margin), self))
 
     with mock.patch.object(Text, "draw", draw):
         fig.draw_without_rendering()
     out = []
-    for i, (a, box_a, poly_a, _) in enumerate(drawn):
-        for b, box_b, poly_b, _ in drawn[i + 1:]:
+    for i, (a, box_a, poly_a, *_) in enumerate(drawn):
+        for b, box_b, poly_b, *_ in drawn[i + 1:]:
             if box_a.padded(-margin).overlaps(box_b.padded(-margin)) and \
                     _convex_overlap(poly_a, poly_b):
                 out.append((a, b))
@@ -80,18 +80,18 @@ def text_overlaps(fig: Any, margin: float = 1.0,
             continue
         frame = legend.get_window_extent(renderer).padded(-margin)
         own = {t.get_text() for t in legend.get_texts()} | {legend.get_title().get_text()}
-        out += [("legend", a) for a, box, poly, _ in drawn if a not in own
+        out += [("legend", a) for a, box, poly, *_ in drawn if a not in own
                 and frame.overlaps(box) and _convex_overlap(_corners(frame), poly)]
         out += [("legend", "a bar") for bar in ax.patches if bar.get_height() != 0
                 and frame.overlaps(bar.get_window_extent(renderer))]
     for name, own, segments, clip in _strokes(fig):
-        out += [(name, a) for a, _, _, poly in drawn if a != own
+        out += [(name, a) for a, _, _, poly, text in drawn if text is not own
                 and _crosses(segments, poly if clip is None else _clipped(poly, clip))]
     return out
 
 
-def _strokes(fig: Any) -> list[tuple[str, str | None, np.ndarray, np.ndarray | None]]:
-    """(name, the text it belongs to, segments ``(n, 2, 2)`` on the canvas, clip rectangle's
+def _strokes(fig: Any) -> list[tuple[str, Any, np.ndarray, np.ndarray | None]]:
+    """(name, the Text it belongs to or None, segments ``(n, 2, 2)`` on the canvas, clip rectangle's
     corners or None) of every drawn line of the axes and every annotation's arrow."""
     from matplotlib.path import Path
 
@@ -108,7 +108,7 @@ def _strokes(fig: Any) -> list[tuple[str, str | None, np.ndarray, np.ndarray | N
     for text in [t for ax in fig.axes for t in ax.texts] + list(fig.texts):
         arrow = getattr(text, "arrow_patch", None)
         if arrow is not None and arrow.get_visible() and text.get_visible():
-            out.append((f"arrow of {text.get_text()!r}", text.get_text(),
+            out.append((f"arrow of {text.get_text()!r}", text,
                         arrow.get_transform().transform_path(arrow.get_path()), arrow))
     strokes = []
     for name, own, path, artist in out:
