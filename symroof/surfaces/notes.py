@@ -28,6 +28,7 @@ import runpy
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -164,7 +165,7 @@ def _check_caption(label: str) -> str:
     return tex_text(label)
 
 
-def _check_latex(report: CheckReport, words: Any = None) -> str:
+def _check_latex(report: CheckReport, words: Callable[[str], str] | None = None) -> str:
     """The op-by-op table of a check report; ``words`` rewrites its caption (the
     handout's :func:`~symroof.surfaces.handout.in_words`)."""
     bad = {(m.op, m.quantity): m for m in report.mismatches}
@@ -213,7 +214,9 @@ def latex_item(obj: Any, base: str | os.PathLike | None = None,
     """LaTeX for one published object: a Derivation, RooflineTable, CheckReport, a Path to a
     figure (or a ``(Path, caption)`` pair) or a str paragraph; figure paths are written
     relative to ``base``. For ``audience="students"`` derivations, paragraphs and captions
-    are the handout's (:mod:`symroof.surfaces.handout`)."""
+    are the handout's (:mod:`symroof.surfaces.handout`), and a check report longer than
+    ``LONG_TABLE`` rows is summed by pass and block
+    (:func:`~symroof.surfaces.handout.grouped_latex`)."""
     students = _audience(audience) == "students"
     if isinstance(obj, Derivation):
         return derivation_latex(obj) if students else obj.to_latex()
