@@ -34,8 +34,8 @@ from typing import Any
 __all__ = ["Conventions", "PROFILES", "FIELDS", "LABELS", "profile", "current", "using",
            "as_conventions", "parse_assignment"]
 
-#: field -> (allowed values, what it decides, where it is read); "int" allows a positive
-#: integer count, "rows" a tuple of row keys.
+#: field -> (allowed values, what it decides, where it is read); "int" allows an integer
+#: count >= 0 (llm-analysis counts 0 softmax FLOPs), "rows" a tuple of row keys.
 FIELDS: dict[str, tuple[tuple[Any, ...], str, str]] = {
     "flops_per_mac": ((2, 1), "FLOPs per multiply-add of a contraction (linear layers, "
                       "attention matmuls): 2, or 1 as MAC counters write it",

@@ -146,11 +146,15 @@ def _zero(x: Any) -> bool:
 
 def terms(flops: Any, nbytes: Any, net_time: Any, net_bytes: Any, host_bytes: Any,
           rates: tuple[Any, Any, Any, Any]) -> dict[str, Any]:
-    """The four terms, exact: quantities over ``rates`` = (C, W, W_net, W_pcie); a
+    """The four terms: quantities over ``rates`` = (C, W, W_net, W_pcie), divided as the
+    inputs divide (exact for SymPy numbers and Fractions; Python ints give floats); a
     collective's own seconds (``net_time``) stand for its bytes over the link.
 
-    >>> terms(10, 4, 0, 6, 0, (5, 2, 3, None))
-    {'compute': 2.0, 'memory': 2.0, 'network': 2.0, 'host': 0}
+    >>> from fractions import Fraction
+    >>> terms(Fraction(10), Fraction(3), 0, 6, 0, (5, 2, 3, None))
+    {'compute': Fraction(2, 1), 'memory': Fraction(3, 2), 'network': 2.0, 'host': 0}
+    >>> terms(10, 4, 0, 6, 0, (5, 2, 3, None))["compute"]     # ints: a float
+    2.0
     """
     C, W, link, pcie = rates
     if net_time != 0:

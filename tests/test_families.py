@@ -95,6 +95,9 @@ def test_unknown_model_type_lists_the_known_and_missing_fields_are_named():
                                          r"deepseek_v3, gemma, gemma2, gpt2, gpt_neox, llama, "
                                          r"mistral, mixtral, phi3, qwen2, qwen2_moe, qwen3\)"):
         from_hf_config({"model_type": "mamba"})
+    with pytest.raises(ValueError, match=r"^config: config field 'model_type' must be a string, "
+                                         r"got \["):  # not "unhashable type: 'list'"
+        from_hf_config({"model_type": ["llama"]})
     for config, field in [("mixtral-8x7b", "num_local_experts"), ("gpt2", "n_positions"),
                           ("deepseek-v3", "kv_lora_rank"), ("qwen1.5-moe-a2.7b", "num_experts"),
                           ("gemma-2-9b", "head_dim"), ("pythia-160m", "intermediate_size"),

@@ -474,3 +474,10 @@ def test_errors_list_names_as_written_not_python_reprs():
             make()
         assert words in str(err.value) and "['" not in str(err.value) \
             and "('" not in str(err.value), str(err.value)
+
+
+def test_a_preset_name_is_the_preset_even_beside_a_file_of_that_name(tmp_path, monkeypatch):
+    # a file called "h100" in the working folder (any text) must not shadow the preset
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "h100").write_text("notes, not a chip record")
+    assert chip("h100") is CHIPS["h100"]

@@ -202,3 +202,24 @@ def test_bad_positions_name_the_allowed_ones_as_words():
 
     with pytest.raises(ValueError, match=r"^positions must be one of rope, learned, got 'alibi'$"):
         Transformer(positions="alibi")
+
+
+def test_bad_choices_list_the_allowed_ones_as_words():
+    # "one of naive, fused, flash", never a tuple repr "('naive', 'fused', 'flash')"
+    import pytest
+
+    import symroof as sr
+    from symroof.models import MoE
+
+    cases = ((lambda: sr.model("tiny").ops(1, 1, 0, attention="slow"),
+              "attention must be one of naive, fused, flash, got 'slow'"),
+             (lambda: sr.check(sr.model("tiny"), 1, 1, attention="slow"),
+              "attention must be one of naive, fused, flash, got 'slow'"),
+             (lambda: MoE(E=8, k=2, F=16, router="topk"),
+              "MoE router must be one of softmax, sigmoid, got 'topk'"),
+             (lambda: sr.model("mixtral-8x7b").ops(1, 1, 0, tokens_per_expert="even"),
+              "tokens_per_expert must be one of balanced, worst, None, or counts per expert"))
+    for make, words in cases:
+        with pytest.raises(ValueError) as err:
+            make()
+        assert words in str(err.value), str(err.value)

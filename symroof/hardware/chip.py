@@ -265,12 +265,14 @@ def chip(name: str | os.PathLike | Chip) -> Chip:
     """
     if isinstance(name, Chip):
         return name
+    key = name.strip().lower().replace("_", "-") if isinstance(name, str) else name
+    if isinstance(key, str) and key in CHIPS:  # a preset's name, whatever files are about
+        return CHIPS[key]
     if isinstance(name, (str, os.PathLike)) and (str(name).endswith(".json")
                                                  or os.path.isfile(name)):
         from .chip_file import read_chip_file
 
         return read_chip_file(name, Chip, chip)
-    key = name.strip().lower().replace("_", "-") if isinstance(name, str) else name
     if not isinstance(key, str) or key not in CHIPS:
         raise ValueError(f"unknown chip {name!r}; known chips: {', '.join(CHIPS)}")
     return CHIPS[key]

@@ -209,7 +209,8 @@ def check(model: Transformer, batch: int, new_tokens: int, cached: int = 0, *,
     if isinstance(cached, bool) or not isinstance(cached, numbers.Integral) or cached < 0:
         raise ValueError(f"cached must be a non-negative integer, got {cached!r}")
     if attention not in CORE_MODES:
-        raise ValueError(f"attention must be one of {CORE_MODES}, got {attention!r}")
+        raise ValueError(f"attention must be one of {', '.join(CORE_MODES)}, got "
+                         f"{attention!r}")
     cfg = _numeric_config(model)
     need = _float64_bytes(model, B, T, int(cached) + T)
     if need > max_bytes:

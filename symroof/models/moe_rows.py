@@ -60,8 +60,8 @@ def loads(n: Any, E: Any, k: Any, layers: int, tokens_per_expert: Any) -> list[t
     if tokens_per_expert == "worst":
         return [(n * k, k, n)] * layers
     if isinstance(tokens_per_expert, str) or not isinstance(tokens_per_expert, Sequence):
-        raise ValueError(f"tokens_per_expert must be one of {ROUTINGS}, None, or counts per "
-                         f"expert, got {tokens_per_expert!r}")
+        raise ValueError(f"tokens_per_expert must be one of {', '.join(ROUTINGS)}, None, or "
+                         f"counts per expert, got {tokens_per_expert!r}")
     nested = len(tokens_per_expert) > 0 and not isinstance(tokens_per_expert[0], (int, float)) \
         and isinstance(tokens_per_expert[0], Sequence)
     per_layer = list(tokens_per_expert) if nested else [tokens_per_expert] * layers

@@ -133,6 +133,8 @@ def from_hf_config(config: str | os.PathLike | Mapping[str, Any]) -> Transformer
 
 def _transformer(config: Mapping[str, Any], source: str) -> Transformer:
     kind = config.get("model_type", "llama")
+    if not isinstance(kind, str):  # a list or a number is no model type (and not hashable)
+        raise ValueError(f"config field 'model_type' must be a string, got {json.dumps(kind)}")
     notes = [] if "model_type" in config else ["config has no model_type: read as a "
                                                  "Llama-style decoder (llama)"]
     if kind not in _supported():

@@ -27,7 +27,7 @@ from typing import Any
 import sympy as sp
 
 from ..cache import kept
-from ..conventions import Conventions, current, using
+from ..conventions import SYMROOF, Conventions, current, using
 from ..hardware import Chip
 from ..render import fmt_si
 from .inference import ctx_star, kv_crossover
@@ -37,8 +37,8 @@ __all__ = ["step_warnings"]
 
 
 @functools.lru_cache(maxsize=256)
-def _solved(what: str, model: Transformer, batch: int, conventions: Conventions
-            ) -> sp.Expr | None:
+def _solved(what: str, model: Transformer, batch: int = 1,
+            conventions: Conventions = SYMROOF) -> sp.Expr | None:
     """ctx* of the model, or its KV crossover at ``batch`` under ``conventions`` (the KV
     cache's head width is theirs); None where there is no root. Kept on disk
     (:func:`symroof.cache.kept`): solving is most of a warm ``report``'s work."""

@@ -78,7 +78,8 @@ class MoE:
         for name in ("shared_gate", "router_bias", "norm_topk"):
             _flag(self, name)
         if self.router not in ROUTERS:
-            raise ValueError(f"MoE router must be one of {ROUTERS}, got {self.router!r}")
+            raise ValueError(f"MoE router must be one of {', '.join(ROUTERS)}, got "
+                             f"{self.router!r}")
         scale = as_exact(self.scale, "MoE scale")
         if scale.is_positive is False:
             raise ValueError(f"MoE scale must be positive, got {self.scale!r}")

@@ -300,6 +300,7 @@ class Transformer(Sizes):
     def _ops(self, batch: Any, new_tokens: Any, cached: Any, last_only: bool, attention: str,
              tokens_per_expert: Any) -> dict[str, Cost]:
         if attention not in CORE_MODES:
-            raise ValueError(f"attention must be one of {CORE_MODES}, got {attention!r}")
+            raise ValueError(f"attention must be one of {', '.join(CORE_MODES)}, got "
+                             f"{attention!r}")
         B, T, c = as_step(batch, new_tokens, cached)
         return self.blocks.rows(B, T, c, last_only, attention, tokens_per_expert)
