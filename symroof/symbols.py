@@ -152,13 +152,15 @@ def quantity(name: str) -> sp.Symbol:
 #: lat_<role> their latency floor (lar_<role>: an AllReduce's, which NCCL's tree may
 #: lower); a_ep seconds per byte of an AllToAll over the ep axes;
 #: n_mb microbatches; z1, z2, z3 are 1 where ZeRO shards the optimizer state, the gradients,
-#: the weights (0 elsewhere).
+#: the weights (0 elsewhere); ``dp+ep``: the dp and ep axes together (the gradient AllReduce
+#: of a weight EP replicates), its k, lat, lar named k_dp_ep, lat_dp_ep, lar_dp_ep.
 PLAN_ROLES = ("dp", "fsdp", "tp", "pp", "ep")
 PLAN: dict[str, sp.Symbol] = {
     **{f"n_{r}": _dim(f"n_{r}") for r in PLAN_ROLES},
     **{f"k_{r}": sp.Symbol(f"k_{r}", nonnegative=True) for r in PLAN_ROLES},
     **{f"lat_{r}": sp.Symbol(f"lat_{r}", nonnegative=True) for r in PLAN_ROLES},
     **{f"lar_{r}": sp.Symbol(f"lar_{r}", nonnegative=True) for r in PLAN_ROLES},
+    **{f"{t}_dp+ep": sp.Symbol(f"{t}_dp_ep", nonnegative=True) for t in ("k", "lat", "lar")},
     "a_ep": sp.Symbol("a_ep", nonnegative=True),
     "n_mb": _dim("n_mb"),
     **{f"z{i}": sp.Symbol(f"z{i}", nonnegative=True) for i in (1, 2, 3)},

@@ -145,28 +145,65 @@ def _serve(model, shape, batch, layout="1d"):
                     layout=layout)
 
 
-def test_every_presets_rows_have_a_serving_rule_of_their_own():
-    """No row of a shipped family falls through to the catch-all "*" rule (which splits a
-    row's work over every axis and tracks none of its arrays)."""
+def test_every_presets_rows_name_their_arrays_and_both_layouts_partition_them():
+    """Each row of a decode step (and of a prefill) is declared by its block, every array
+    it names is one the blocks declare, and both serving layouts partition each of them
+    (a missing one is refused when the layout is built or the row looked up)."""
     from symroof.models import MODELS
     from symroof.parallel.serving_layouts import serving_layout
 
     mesh = sr.mesh("tpu-v5e", "4x4")
     for name in MODELS:
         m = sr.model(name)
+        uses, arrays = m.blocks.uses(), m.blocks.arrays()
+        keys = [*m.ops(16, 1, 1023, last_only=True, attention="fused"), *m.ops(2, 64, 0)]
+        assert [k for k in keys if k not in uses] == [], name
+        named = {p for k in keys for p in (*uses[k].reads, uses[k].writes, uses[k].weight,
+                                           uses[k].kv) if p is not None}
+        assert sorted(named - set(arrays)) == [], name
         for layout in ("1d",) if m.mla is not None else ("1d", "2d"):
             lay, _ = serving_layout(m, mesh, 16, 1024, layout, ("X",))
-            keys = m.ops(16, 1, 1023, last_only=True, attention="fused")
-            assert [k for k in keys if lay.pattern(k) == "*"] == [], (name, layout)
+            for k in keys:
+                lay.rule(k)
+
+
+def test_a_row_no_block_declares_is_refused_by_name():
+    from symroof.parallel.serving_layouts import serving_layout
+
+    lay, _ = serving_layout(sr.model("llama-3.1-8b"), sr.mesh("tpu-v5e", "2x2"), 8, 128)
+    with pytest.raises(ValueError, match="no rule for row 'attn/extra'"):
+        lay.rule("attn/extra")
+
+
+def test_a_layout_reads_the_partition_of_the_array_a_row_names():
+    # the same array (the norm's output h) read by q_proj and by the MLP's up: one partition
+    # under 1-D (replicated), and under 2-D read as [B, D_X] by both, while the norms write it
+    # [B, D_XY] (their own partition of it); o_proj and W_down write the block's output y as
+    # partial sums (1-D over every axis, 2-D over the F axes)
+    from symroof.parallel.serving_layouts import serving_layout
+
+    m, mesh = sr.model("llama-3.1-8b"), sr.mesh("tpu-v5e", "4x4")
+    one, _ = serving_layout(m, mesh, 16, 1024, "1d")
+    two, _ = serving_layout(m, mesh, 16, 1024, "2d", ("X",))
+    assert str(one.rule("attn/o_proj").writes) == "y[B, D]{U_XY}"
+    assert one.rule("attn/q_proj").reads == one.rule("mlp/up").reads
+    assert str(two.rule("mlp/up").reads[0]) == str(two.rule("attn/q_proj").reads[0]) == \
+        "h[B, D_X]"
+    assert str(two.rule("mlp_norm").writes) == "h[B, D_XY]"
+    assert str(two.rule("mlp/down").writes) == "y[B, D_X]{U_Y}"
 
 
 def test_latent_attention_moves_its_queries_to_the_batch_over_every_axis():
-    # DeepSeek-V3 (MLA): one latent cache shared by all 128 heads splits over the batch
-    # only; the queries [B, H_XY] go to [B_XY, H] and the output back: two AllToAlls a
-    # layer, V = the group's whole bf16 array B H d_h (d_h = 128 + 64: its config.json)
+    # DeepSeek-V3 (MLA, absorbed): one latent cache shared by all 128 heads splits over the
+    # batch only; the core's queries, in the latent ([q_nope W_UK, q_rope]: kv_lora_rank 512
+    # + qk_rope_head_dim 64 per head, its config.json), go from [B, H_XY] to [B_XY, H] and
+    # its output, in the latent (512 per head, before W_UV), back: two AllToAlls a layer,
+    # each V = the group's whole bf16 array
     plan = _serve("deepseek-v3", "4x4", 16)
-    (times, a2a), = [v for k, v in plan.layer_comm.items() if k == "comm/attn_alltoall"]
-    assert (times, a2a.axes, a2a.V) == (2, ("X", "Y"), 16 * 128 * 192 * 2)
+    comm = plan.layer_comm
+    q, o = comm["comm/attn_alltoall"], comm["comm/attn_alltoall_o"]
+    assert (q[0], q[1].axes, q[1].V) == (1, ("X", "Y"), 16 * 128 * (512 + 64) * 2)
+    assert (o[0], o[1].axes, o[1].V) == (1, ("X", "Y"), 16 * 128 * 512 * 2)
 
 
 def test_2d_post_norms_and_a_rope_less_attention():
@@ -182,3 +219,13 @@ def test_2d_post_norms_and_a_rope_less_attention():
     gpt2 = _serve("gpt2", "4x4", 16, "2d")
     times, c = gpt2.layer_comm["comm/attn_reducescatter"]
     assert (c.kind, c.axes, c.V) == ("reduce-scatter", ("X",), 16 * 3 * 768 * 2 // 4)
+
+
+def test_2d_reduces_a_shared_experts_gate_and_up_with_the_routed_ones_once():
+    # Qwen1.5-MoE-A2.7B (its config.json: 4 of 60 experts of 1408, a shared expert of 5632
+    # with a sigmoid gate): under 2-D the D-contracting outputs of an MoE layer, k 2F + 2F_s
+    # + 1 = 22529 per token, are all-reduced over X once a layer (bf16, split 4 ways over Y)
+    plan = _serve("qwen1.5-moe-a2.7b", "4x4", 16, "2d")
+    (times, ar), = [v for k, v in plan.layer_comm.items() if k == "comm/mlp_allreduce"]
+    assert (times, ar.axes, ar.V) == (1, ("X",), 16 * (4 * 2 * 1408 + 2 * 5632 + 1) * 2 // 4)
+    assert plan.rows["comm/mlp_allreduce"] == 24 * ar

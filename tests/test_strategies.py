@@ -365,14 +365,19 @@ def test_ep_shards_the_experts_and_the_batch():
         c.flops for k, c in forward.items() if k.startswith("fwd/"))
     a2a = sr.all_to_all(mesh, 2 * 2**22 // 16 * 4096 * 2, "Z")  # [B/X, D, min(k, Z_e)]
     assert ep.step["forward/ep/all-to-all tokens"].net_time == 2 * 32 * a2a.net_time
-    # the weights EP replicates, their gradients all-reduced like DP's: per layer W_q, W_o
-    # [4096, 32 x 128], W_k, W_v [4096, 8 x 128], the router [4096, 8] and two norm gains;
-    # once the embedding and lm_head [32000, 4096] and the final norm (Mixtral's config)
-    # (the embedding and head spread over the 32 layers)
+    # the weights EP replicates see the batch split over dp and ep: their gradients are
+    # all-reduced over both in ONE collective, at the bandwidth of all three axes (the
+    # book's DP over several axes, ch. 5): per layer W_q, W_o [4096, 32 x 128], W_k, W_v
+    # [4096, 8 x 128], the router [4096, 8] and two norm gains; once the embedding and
+    # lm_head [32000, 4096] and the final norm (Mixtral's config) (the embedding and head
+    # spread over the 32 layers); the experts' (1/8 of them on a chip) over dp alone
     layer = 2 * 4096 * 32 * 128 + 2 * 4096 * 8 * 128 + 4096 * 8 + 2 * 4096
     rest = 2 * 32000 * 4096 + 4096
-    assert ep.step["backward/ep/all-reduce grads"].net_time == \
-        32 * sr.all_reduce(mesh, 2 * (layer + sp.Rational(rest, 32)), "Z").net_time
+    assert ep.step["backward/dp+ep/all-reduce grads"].net_time == \
+        32 * sr.all_reduce(mesh, 2 * (layer + sp.Rational(rest, 32)), "XYZ").net_time
+    assert ep.step["backward/dp/all-reduce grads"].net_time == \
+        32 * sr.all_reduce(mesh, 2 * experts // (32 * 8), "XY").net_time
+    assert "backward/ep/all-reduce grads" not in ep.step
     assert 32 * layer + rest == mix.params - experts
     assert set(ep.conditions) == {"dp", "ep"}
 

@@ -69,3 +69,66 @@ def test_ep_all_to_all_moves_the_token_copies_split_from_batch_to_experts():
     for row in ("forward/ep/all-to-all moe in", "backward/ep/all-to-all moe din"):
         mine = plan.layer[row]
         assert (mine.kind, mine.axes, mine.V, mine.net_time) == (c.kind, c.axes, c.V, c.net_time)
+
+
+def test_mixed_dp_fsdp_gradients_reduce_in_the_slice_then_over_dcn():
+    """The book's pricing of DP over DCN with FSDP inside each slice (ch. 5, "Scaling
+    Between Pods"; its summary: T_comms = 8DF/(M W_dcn), each chip's DCN share carrying 1/M
+    of the gradient): redistribute's rule for dW[D, F]{U_dp, U_fsdp} -> dW[D_fsdp, F]
+    (replicated over dp) is a ReduceScatter over the slice's fsdp axes and one AllReduce of
+    the 1/M shard over the slices, not one collective over both. Here with the book's MLP
+    block (W_in, W_out), S slices of M = 64 chips, the ring's (S - 1)/S kept."""
+    import sympy as sp
+
+    from symroof.hardware.chip import Chip
+    from symroof.hardware.topology import Torus
+
+    W_dcn, W_ici, C = (sp.Symbol(n, positive=True) for n in ("W_dcn", "W_ici", "C"))
+    torus = Torus(rank=3, pod=(16, 20, 28), host=(2, 2, 1), wrap_rule="cube",
+                  hop_latency=sp.Rational(1, 10**6), pcie_bw=16 * 10**9, dcn_bw=W_dcn)
+    chip = Chip("sym-tpu", peaks={"bf16": C}, hbm_bw=sp.Symbol("W", positive=True),
+                hbm_bytes=96 * 10**9, link_bw=W_ici / 2, network=torus)
+    block = sr.profile("symroof").replace(condition_layer="mlp_block")
+    D, F, S, M = 128, 512, 4, 64
+    model = sr.Transformer(D=D, F=F, L=2, H=8, G=8, d_h=16, V=256, name="toy")
+    mesh = sr.mesh(chip, {"S": S, "X": 4, "Y": 4, "Z": 4}, dcn="S")
+    layer = sr.train_plan(model, mesh, "dp+fsdp", dp="S", step=sr.TrainStep(4 * 64, 8),
+                          conventions=block).layer
+    dcn = layer["backward/dp/all-reduce dW_in"].t_bw + \
+        layer["backward/dp/all-reduce dW_out"].t_bw      # bandwidth terms (the book's)
+    assert dcn == 8 * D * F / (M * W_dcn) * sp.Rational(S - 1, S)
+    scatter = layer["backward/fsdp/reduce-scatter dW_in"]
+    assert (scatter.axes, scatter.V) == (("X", "Y", "Z"), 2 * D * F)   # the whole bf16 dW
+    assert all(set(c.axes) in ({"S"}, {"X", "Y", "Z"}) for k, c in layer.items()
+               if k != "forward/compute" and k != "backward/compute")
+
+
+def test_a_weight_ep_replicates_reduces_its_gradient_over_dp_and_ep_in_one_collective():
+    """Attention's weights in a mixture of experts see the batch split over dp and ep:
+    dW[D, F]{U_dp, U_fsdp, U_ep} -> dW[D_fsdp, F] is a ReduceScatter over fsdp and ONE
+    AllReduce over dp and ep together (redistribute's rule; the book's DP over several
+    axes, ch. 5: one AllReduce at the bandwidth of all of them); the experts' (split by
+    EP) over dp alone. Mixtral on a v5p 4x4x8: dp over X, ep over Z, fsdp over Y."""
+    mix = sr.model("mixtral-8x7b")
+    mesh = sr.mesh("tpu-v5p", "4x4x8")
+    plan = sr.train_plan(mix, mesh, "dp+fsdp+ep", dp="X", fsdp="Y", ep="Z",
+                         batch_tokens=2**22, seq=4096)
+    q = plan.layer["backward/dp+ep/all-reduce attn/q_proj grad"]
+    # W_q [4096, 32 x 128] bf16, its fsdp shard (4 ways over Y) all-reduced over X and Z
+    assert (q.kind, q.axes, q.V) == ("all-reduce", ("X", "Z"), 2 * 4096 * 4096 // 4)
+    assert q.net_time == sr.all_reduce(mesh, 2 * 4096 * 4096 // 4, "XZ").net_time
+    up = plan.layer["backward/dp/all-reduce moe/up grad"]          # 8 experts, 1 a chip
+    assert (up.axes, up.V) == (("X",), 2 * 4096 * 14336 // 4)
+    assert not [k for k in plan.step if k.startswith("backward/ep/all-reduce")]
+
+
+def test_a_pipeline_hop_sends_each_chips_shard_of_the_stage_output():
+    """Book ch. 5, "Pipelining" (the summary's T_PP = 2BD (N_mb + N_stages - 2)/(W N_mb)):
+    each of N_mb + Z - 2 hops a pass moves a microbatch's [B/N_mb, D] activations, each chip
+    its shard of the stage's output as the stage holds it, x[B_dp, D] (dp over X = 4 here;
+    TOY's activations are fp32, 4 bytes)."""
+    mesh = sr.mesh("tpu-v5e", {"X": 4, "Y": 2}, custom=True)
+    plan = sr.train_plan(TOY, mesh, "dp+pp", dp=("X",), pp=("Y",), step=sr.TrainStep(16, 8))
+    m, Z, X = plan.microbatches, 2, 4
+    for row in ("forward/pp/send activations", "backward/pp/send gradients"):
+        assert plan.step[row].net_bytes == (m + Z - 2) * 4 * TOKENS * 128 // (m * X)

@@ -154,16 +154,17 @@ def _times(plan: Any, subs: dict, model: Any = None) -> dict[str, dict[str, sp.E
     n = {r: SYM[f"n_{r}"] for r in ROLES}
     z = tuple(int(plan.zero >= level) for level in (1, 2, 3))
     rows = condition_rows(model or plan.model, _B, plan.seq, n, z, template_make)
-    links = role_links(plan.mesh, plan.axes)
-    values = {SYM[f"k_{r}"]: links[r][0] for r in ROLES}
+    links = role_links(plan.mesh, plan.axes)  # the roles' and JOINT's (dp and ep together)
+    values = {SYM[f"k_{r}"]: links[r][0] for r in links}
     values[SYM["a_ep"]] = a2a_link(plan.mesh, plan.axes["ep"])
-    values.update({SYM[f"lat_{r}"]: 0 for r in ROLES})
-    values.update({SYM[f"lar_{r}"]: 0 for r in ROLES})
+    values.update({SYM[f"lat_{r}"]: 0 for r in links})
+    values.update({SYM[f"lar_{r}"]: 0 for r in links})
     values.update(subs)
     C = plan.mesh.chip.peak(plan.dtype)
     out: dict[str, dict[str, sp.Expr]] = {}
     for key, cost in rows.items():
         p, role = key.split("/")[:2]
+        role = role.split("+")[0]  # dp+ep's gradient AllReduce: a data-parallel reduction
         term = cost.flops / C if role == "compute" else cost.net_time
         out.setdefault(p, {})
         out[p][role] = out[p].get(role, 0) + sp.sympify(term).subs(values)

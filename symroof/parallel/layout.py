@@ -42,12 +42,15 @@ from ..hardware.collectives import all_gather, all_to_all, collective
 from ..hardware.mesh import Mesh
 from ..symbols import PLAN, PLAN_ROLES
 
-__all__ = ["ROLES", "PARTS", "parse_strategy", "assign_axes", "role_links", "a2a_link",
-           "allreduce_latency", "SYM",
+__all__ = ["ROLES", "JOINT", "PARTS", "parse_strategy", "assign_axes", "role_links",
+           "a2a_link", "allreduce_latency", "SYM", "role_axes",
            "check_experts", "check_degrees"]
 
 #: the roles, in the order a plan prints them (the template's symbols are named after them)
 ROLES = PLAN_ROLES
+#: the dp and ep axes as one group: a weight EP replicates has its gradient's partial sums
+#: over both (the batch is split over both), reduced in one AllReduce over all of them
+JOINT = "dp+ep"
 #: strategy parts -> (role, ZeRO level); ``fsdp`` is ZeRO-3
 PARTS = {"dp": ("dp", 0), "zero1": ("fsdp", 1), "zero2": ("fsdp", 2), "zero3": ("fsdp", 3),
          "fsdp": ("fsdp", 3), "tp": ("tp", 0), "pp": ("pp", 0), "ep": ("ep", 0)}
@@ -165,12 +168,24 @@ def _link(mesh: Mesh, axes: tuple[str, ...], role: str,
     return sp.Max(*ks), sp.Max(*lats)
 
 
+def role_axes(axes: Mapping[str, tuple[str, ...]], role: str) -> tuple[str, ...]:
+    """The mesh axes of ``role``, a role or roles joined by '+' (``JOINT``: dp's and ep's).
+
+    >>> role_axes({"dp": ("X",), "ep": ("Z",)}, "dp+ep")
+    ('X', 'Z')
+    """
+    return tuple(a for r in role.split("+") for a in axes.get(r, ()))
+
+
 def role_links(mesh: Mesh, axes: Mapping[str, tuple[str, ...]]) -> dict[str, tuple]:
     """Per role, (k, lat) on ``mesh``: k = AllGather seconds per byte (an AllGather of V
     bytes takes max(lat, V k)); for ``pp`` one hop's seconds per byte. A role without
-    axes gets (0, 0)."""
-    return {r: _link(mesh, tuple(axes.get(r, ())), r, current()) if axes.get(r) else
-            (sp.Integer(0), sp.Integer(0)) for r in ROLES}
+    axes gets (0, 0); ``JOINT`` ("dp+ep"): the dp and ep axes together."""
+    out = {r: _link(mesh, tuple(axes.get(r, ())), r, current()) if axes.get(r) else
+           (sp.Integer(0), sp.Integer(0)) for r in ROLES}
+    both = role_axes(axes, JOINT)  # one collective over the dp and ep axes
+    out[JOINT] = _link(mesh, both, JOINT, current()) if both else (sp.Integer(0),) * 2
+    return out
 
 
 def a2a_link(mesh: Mesh, axes: tuple[str, ...]) -> sp.Expr:

@@ -24,7 +24,11 @@ shards is not priced), so a layout names its axes in the order its steps make th
 
 A :class:`Layout` maps a row key (an ``fnmatch`` pattern; the first that matches wins) to its
 :class:`Operands`: the partitions of the activations it reads and writes, its weight and its
-KV cache. :func:`shard` divides each row by what its operands split and inserts, before a row,
+KV cache. A model's layout is written per *array* (:func:`array_layout`): the blocks say
+which of their arrays each row reads and writes (:meth:`~symroof.models.blocks.Blocks.uses`),
+the layout how each array is partitioned (and where one row holds an array otherwise, as
+the partial sums a matmul over a split dimension writes), and each row's operands follow.
+:func:`shard` divides each row by what its operands split and inserts, before a row,
 the collectives that bring the arrays it reads from the partition they were written in to
 the one it reads them in.
 
@@ -55,7 +59,8 @@ from ..hardware.mesh import Mesh
 from .sharding import ArraySpec, parse_array, subscript
 
 __all__ = ["redistribute", "moves", "Move", "Operands", "operands", "Layout", "shard",
-           "layer_collectives", "shard_layers", "local_elements", "as_partition"]
+           "layer_collectives", "shard_layers", "local_elements", "as_partition",
+           "array_layout"]
 
 _BOOK = {"all-gather": "AllGather", "reduce-scatter": "ReduceScatter",
          "all-reduce": "AllReduce", "all-to-all": "AllToAll"}
@@ -256,12 +261,67 @@ class Layout:
         return self._match(key)[0]
 
     def _match(self, key: str) -> tuple[str, Operands]:
+        exact = self.__dict__.get("_exact")
+        if exact is None:  # plain keys only (an array layout's): a dict, built once
+            plain = not any(c in p for p, _ in self.rules for c in "*?[")
+            exact = {p: (p, ops) for p, ops in reversed(self.rules)} if plain else {}
+            object.__setattr__(self, "_exact", exact)
+        if key in exact:
+            return exact[key]
         for pattern, ops in self.rules:
             if pattern == key or (any(c in pattern for c in "*?[")
                                   and fnmatch.fnmatchcase(key, pattern)):
                 return pattern, ops
         raise ValueError(f"layout {self.name!r} has no rule for row {key!r}; its patterns: "
                          f"{', '.join(p for p, _ in self.rules)}")
+
+
+def array_layout(name: str, uses: Mapping[str, Any], partitions: Mapping[str, ArraySpec],
+                 at: Mapping[tuple[str, str], ArraySpec] | None = None,
+                 blocks: Mapping[str, str] | None = None) -> Layout:
+    """A layout written per array: ``uses`` (row key -> the arrays it reads, writes,
+    multiplies by and caches, by path: :meth:`~symroof.models.blocks.Blocks.uses`),
+    ``partitions`` (array path -> its partition), ``at`` ((row, array path) -> the partition
+    that row holds the array in, where it is not the array's own: a matmul's partial sums,
+    queries moved to the cache's split) and ``blocks`` (row -> the block its collectives are
+    named after; default ``attn`` for ``attn/`` rows, ``mlp`` for ``mlp/`` and ``moe/``
+    rows, else none: named after the row). Arrays given one name in ``partitions`` are one
+    array to :func:`shard` (q, k and v reduced together).
+
+    >>> from symroof.models.blocks.base import Uses
+    >>> lay = array_layout("toy", {"up": Uses(("h",), "u", "W_up")},
+    ...                    {"h": parse_array("h[B, D]"), "u": parse_array("u[B, F_X]"),
+    ...                     "W_up": parse_array("W[D, F_X]")})
+    >>> print(lay.rule("up").writes, lay.rule("up").work_axes)
+    u[B, F_X] ('X',)
+    >>> array_layout("toy", {"up": Uses(("h",), "u")}, {"u": parse_array("u[B, F]")})
+    Traceback (most recent call last):
+    ...
+    ValueError: layout 'toy' partitions no array 'h' (read by row 'up'); it partitions u
+    """
+    at, blocks = at or {}, blocks or {}
+
+    def part(key: str, path: str | None, role: str) -> ArraySpec | None:
+        if path is None:
+            return None
+        if (key, path) in at:
+            return at[key, path]
+        if path not in partitions:
+            raise ValueError(f"layout {name!r} partitions no array {path!r} ({role} row "
+                             f"{key!r}); it partitions {', '.join(partitions)}")
+        return partitions[path]
+
+    def block(key: str) -> str:
+        head = key.split("/")[0] if "/" in key else ""
+        return blocks.get(key, {"attn": "attn", "mlp": "mlp", "moe": "mlp"}.get(head, ""))
+
+    rules = tuple((key, Operands(tuple(part(key, r, "read by") for r in u.reads),
+                                 part(key, u.writes, "written by"),
+                                 part(key, u.weight, "the weight of"),
+                                 part(key, u.kv, "the cache of"), u.sums, u.repeats,
+                                 block(key), u.once))
+                  for key, u in uses.items())
+    return Layout(name, rules)
 
 
 def _ways(spec: ArraySpec | None, mesh: Mesh) -> Any:
@@ -291,7 +351,8 @@ def _walk(keys: Iterable[str], layout: Layout, mesh: Mesh, sizes: Mapping[str, A
                           for m in moves(src, r, mesh, sizes, act_bytes, cache)]
             copies[(r.name, rule.repeats)] = r
             written.setdefault(r.name, r)
-        if rule.sums and rule.reads and (axes := rule.reads[0].axes_of(rule.sums)):
+        if rule.sums and rule.reads and rule.sums in rule.reads[0].dims and \
+                (axes := rule.reads[0].axes_of(rule.sums)):
             x = rule.reads[0]
             keep = [i for i, d in enumerate(x.dims) if d != rule.sums]
             part = ArraySpec(x.name, tuple(x.dims[i] for i in keep),

@@ -32,7 +32,9 @@ Counting conventions of training plans (stated once, here):
   ReduceScatters its output (attention and MLP blocks; dOut and dIn backward) and, D
   being split between blocks, AllReduces each D-wide norm's sums of squares (one per
   token); a rerun forward (remat "full") repeats TP's collectives; EP sends two AllToAlls
-  per MoE layer and AllReduces the gradients of the weights it replicates; a pipeline
+  per MoE layer, and the gradients of the weights it replicates are reduced over dp and
+  ep in one AllReduce (row role ``dp+ep``; ``dp`` or ``ep`` where the other's degree is 1,
+  and counted in each of its roles' traffic where the axes overlap); a pipeline
   sends each microbatch's activations N_mb + Z - 2 hops per pass (book ch. 12).
 - **The layer the conditions are solved from** is the conventions' ``condition_layer``
   (:func:`condition_rows`): ``"model"``, one whole layer of these rows (attention and MLP,
@@ -61,7 +63,7 @@ from ..conventions import current
 from ..cost import Cost
 from .book_block import Make, mlp_block_rows, routed_params
 from .layout import SYM
-from .train_layout import ROLE_AXES, activation_moves, at_degrees, weight_moves
+from .train_layout import ROLE_AXES, activation_moves, at_degrees, label, weight_moves
 from .train_rows import _at, _b, _d_norm, ep_splits, forward_key, tp_splits, train_rows
 
 __all__ = ["step_rows", "layer_rows", "condition_rows", "pass_times", "template_make"]
@@ -102,11 +104,12 @@ def _weight_moves(model: Any, rows: dict, n: dict, change: str, keys: Any = None
     the parameters spread over the L layers, split by TP), each weight its own partitions
     (:func:`~symroof.parallel.train_layout.weight_moves`); ``keys``: only those weights."""
     at = {SYM[f"n_{r}"]: n[r] for r in ROLE_AXES}
+    experts = model.moe is not None
     terms: dict[tuple[str, str], list[tuple[Any, Any]]] = {}
     for k, (w, tp, ep) in _whole_weights(model, rows).items():
         if keys is None or k in keys:
-            for kind, role, share in weight_moves(change, tp, ep):
-                terms.setdefault((kind, role), []).append((share.xreplace(at), w))
+            for kind, role, share in weight_moves(change, tp, ep, experts):
+                terms.setdefault((kind, label(role, n)), []).append((share.xreplace(at), w))
     out = {}
     for key, pairs in terms.items():  # the share all weights have in common taken out
         common = functools.reduce(sp.gcd, [s for s, _ in pairs])  # (fewer terms to compile)
@@ -151,18 +154,19 @@ def step_rows(model: Any, B: Any, seq: Any, remat: Any, n: dict, m: Any, z: tupl
     """The whole step, per chip, forward and backward (module docstring)."""
     rows = train_rows(model, seq, remat)
     n, m = {r: sp.sympify(v) for r, v in n.items()}, sp.sympify(m)
-    X, Y, Z, Ze = n["dp"] * n["fsdp"], n["tp"], n["pp"], n["ep"]
+    X, Z, Ze = n["dp"] * n["fsdp"], n["pp"], n["ep"]
     z1, _, z3 = z
     out = _compute(rows, n, B / (seq * X * Ze * m), m, z1, _own(model, Ze))
     lz = model.L / Z  # layers per stage
     mb = model.act_bytes * B / m  # bytes of one value per token of a (global) microbatch
-    act = mb * model.D / (X * Ze)  # one microbatch's [B/(X Z_e), D] on a chip
+    # a pipeline hop: the stage's output x[B_data, D_tp], one chip's shard of the microbatch
+    ((_, _, hop),) = at_degrees(activation_moves("hop"), n, mb * model.D)
     keys = _layer_keys(rows)
     blocks, norms = _blocks(keys), sum(map(_d_norm, keys))
     rerun = 2 if remat == "full" or isinstance(remat, int) else 1  # remat reruns TP, EP comms
     # the changes of partition (train_layout), each as often as the schedule makes it
     gather = _weight_moves(model, rows, n, "gather")  # ZeRO-3 each pass; ZeRO-1/2 updated
-    grads = _weight_moves(model, rows, n, "grad")  # ReduceScatter (ZeRO), AllReduce (dp)
+    grads = _weight_moves(model, rows, n, "grad")  # ReduceScatter (ZeRO), AllReduce (dp, ep)
     x_in = at_degrees(activation_moves("in"), n, mb * model.D)  # TP: a block's input
     y_out = at_degrees(activation_moves("out"), n, mb * model.D)  # TP: its output
     stats = at_degrees(activation_moves("stats"), n, mb)  # TP: a D-wide norm's sums of squares
@@ -173,7 +177,7 @@ def step_rows(model: Any, B: Any, seq: Any, remat: Any, n: dict, m: Any, z: tupl
         _put(step, f"forward/{role}/{kind} activations", make(kind, role, V, blocks * lz * m))
     for kind, role, V in stats:
         _put(step, f"forward/{role}/{kind} norm statistics", make(kind, role, V, norms * lz * m))
-    _put(step, "forward/pp/send activations", make("send", "pp", act / Y, m + Z - 2))
+    _put(step, "forward/pp/send activations", make("send", "pp", hop, m + Z - 2))
     step["backward/compute"] = out["backward"]
     for (kind, role), V in gather.items():
         _put(step, f"backward/{role}/{kind} weights",
@@ -187,28 +191,22 @@ def step_rows(model: Any, B: Any, seq: Any, remat: Any, n: dict, m: Any, z: tupl
     for kind, role, V in stats:
         _put(step, f"backward/{role}/{kind} norm statistics",
              make(kind, role, V, norms * lz * m * rerun))
-    _put(step, "backward/pp/send gradients", make("send", "pp", act / Y, m + Z - 2))
+    _put(step, "backward/pp/send gradients", make("send", "pp", hop, m + Z - 2))
     if model.moe is not None:
-        replicated = {k for k in _whole_weights(model, rows) if not ep_splits(k)}
         ((_, _, tokens),) = at_degrees(activation_moves("dispatch"), n,
                                    mb * model.D * sp.Min(model.moe.k, Ze))
-        ep_grads = _weight_moves(model, rows, n, "ep_grad", replicated)
-        _ep_rows(step, tokens, model.moe_layers / Z * m, ep_grads[("all-reduce", "ep")], lz,
-                 rerun, make)
+        _ep_rows(step, tokens, model.moe_layers / Z * m, rerun, make)
     return step
 
 
-def _ep_rows(rows: dict, tokens: Any, blocks: Any, rest: Any, lz: Any, rerun: int,
-             make: Make) -> None:
-    """EP's rows of the step: two AllToAlls of an EP group's token copies (``tokens`` bytes)
-    per MoE layer of the stage and microbatch (``blocks``), forward and backward (rerun
-    under remat); and the AllReduce of the gradients of the weights EP replicates (``rest``
-    bytes of one layer's shard, the embedding and head spread over the layers), once per
-    layer of the stage."""
+def _ep_rows(rows: dict, tokens: Any, blocks: Any, rerun: int, make: Make) -> None:
+    """EP's AllToAlls of the step: two of an EP group's token copies (``tokens`` bytes) per
+    MoE layer of the stage and microbatch (``blocks``), forward and backward (rerun under
+    remat). (The gradients of the weights EP replicates are the grads' rows: one AllReduce
+    over dp and ep.)"""
     _put(rows, "forward/ep/all-to-all tokens", make("all-to-all", "ep", tokens, 2 * blocks))
     _put(rows, "backward/ep/all-to-all tokens",
          make("all-to-all", "ep", tokens, 2 * blocks * rerun))
-    _put(rows, "backward/ep/all-reduce grads", make("all-reduce", "ep", rest, lz))
 
 
 def layer_rows(model: Any, B: Any, seq: Any, n: dict, z: tuple,
@@ -231,8 +229,9 @@ def layer_rows(model: Any, B: Any, seq: Any, n: dict, z: tuple,
     out = _compute(per_layer, n1, B / (seq * X * Ze), 1, z1, 1)
     tok = model.act_bytes * B  # bytes of one value per token of the (global) batch
     layer: dict[str, Cost] = {"forward/compute": out["forward"]}
+    experts = model.moe is not None
     weights = {k: (at_degrees(weight_moves("gather", tp, ep), n1, w),
-                   at_degrees(weight_moves("grad", tp, ep), n1, w))
+                   at_degrees(weight_moves("grad", tp, ep, experts), n1, w))
                for k, (w, tp, ep) in _whole_weights(model, rows).items()
                if k != "rest" and not _d_norm(k)}  # each matrix's changes of partition
     blocks = sorted({"mlp" if k.startswith("moe/") else k.split("/")[0]
@@ -310,13 +309,16 @@ def pass_times(rows: dict[str, Cost], chip: Any, dtype: str = "bf16", *, bubble:
     for p in dict.fromkeys(key.split("/")[0] for key in rows):
         compute = rows[f"{p}/compute"]
         by_role: dict[str, Any] = {}
+        every = []  # each collective once (no overlap: their sum)
         for key, cost in rows.items():
             part, role = key.split("/")[:2]
             if part == p and role != "compute":
-                by_role[role] = by_role.get(role, 0) + cost.net_time
+                every.append(cost.net_time)
+                for r in role.split("+"):  # dp+ep: on the dp axes and on the ep axes
+                    by_role[r] = by_role.get(r, 0) + cost.net_time
         terms = list(by_role.values())
         symbolic = not all(sp.sympify(t).is_number for t in terms)  # a template: no ordering
-        t_net = ((sp.Max(*terms, evaluate=not symbolic) if overlap_axes else sp.Add(*terms))
+        t_net = ((sp.Max(*terms, evaluate=not symbolic) if overlap_axes else sp.Add(*every))
                  if terms else sp.Integer(0))
         t = time(compute, chip, dtype, conventions=current())
         cost = sum((c for k, c in rows.items() if k.startswith(p + "/")), Cost())

@@ -43,6 +43,7 @@ from ..symbols import B as _B
 from ..timerule import combine
 from .inverse import min_chips
 from .layout import (
+    JOINT,
     ROLES,
     SYM,
     a2a_link,
@@ -50,6 +51,7 @@ from .layout import (
     check_experts,
     mesh_text,
     parse_strategy,
+    role_axes,
     role_links,
 )
 from .rows import pass_times, step_rows, template_make
@@ -83,6 +85,9 @@ class Candidate:
         out.update({f"lat_{r}": float(links[r][1]) for r in ROLES})
         out.update({f"lar_{r}": float(allreduce_latency(self.mesh, self.axes[r]))
                     for r in ROLES})
+        joint = role_axes(self.axes, JOINT)  # the gradient AllReduce over dp and ep together
+        out.update({"k_dp_ep": float(links[JOINT][0]), "lat_dp_ep": float(links[JOINT][1]),
+                    "lar_dp_ep": float(allreduce_latency(self.mesh, joint))})
         out["a_ep"] = float(a2a_link(self.mesh, self.axes["ep"]))
         out.update({f"z{i}": float(self.zero >= i) for i in (1, 2, 3)})
         out["n_mb"] = float(self.microbatches)

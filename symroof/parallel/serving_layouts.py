@@ -1,14 +1,26 @@
-"""Serving's layouts as data (book ch. 7, "Distributing Inference"; appendix B): each row of a
-decode step mapped to the partitions of what it reads and writes, its weight and its KV
-cache, for :func:`symroof.parallel.partition.shard`. Arrays (one token per sequence; heads'
-dimensions carry d_h: ``H`` is H d_h wide, ``G`` G d_h, ``E`` (H + 2G) d_h):
+"""Serving's layouts as data (book ch. 7, "Distributing Inference"; appendix B): each array
+the blocks declare (:meth:`~symroof.models.blocks.Blocks.arrays`: weights, the KV cache,
+activations) mapped to its partition over the mesh, and where one row holds an array
+otherwise; the blocks say which arrays each row reads and writes
+(:meth:`~symroof.models.blocks.Blocks.uses`), so each row's operands follow
+(:func:`~symroof.parallel.partition.array_layout`) and
+:func:`~symroof.parallel.partition.shard` prices them. The partitions are per token (one per
+sequence in a decode step), a heads' dimension carrying d_h: ``H`` is H d_h wide, ``G``
+G d_h, ``E`` (H + 2G) d_h. By array (its partition's name):
 
-- ``x[B, D]`` the residual stream, ``h[B, D]`` a norm's output, ``q[B, H]``, ``k``, ``v``
-  ``[B, G]`` (under 2-D one ``qkv[B, E]``, all-reduced together), ``o[B, H]`` the attention's
-  output, ``u[B, F2]`` the MLP's up (and gate: F2 = 2F when gated), ``a[B, F]`` its
-  activation, ``y[B, D]`` a block's output before the residual add, ``r[B, R]`` a mixture
-  of experts' router logits, ``m[B, M]`` its experts' up and gate (M = k 2F + 2 F_shared, plus
-  1 for a shared expert's gate), the KV cache ``[B, S, G]``, ``logits[B, V]``.
+- ``embed/x`` the residual stream ``x[B, D]``, ``norms/h`` a norm's output ``h``,
+  ``norms/y`` a block's output before the residual add ``y``;
+- ``attn/Q``, ``attn/k``, ``attn/v`` the new token's heads ``q[B, H]``, ``k``, ``v``
+  ``[B, G]`` (under 2-D one array ``qkv[B, E]``, all-reduced together), ``attn/O`` the
+  attention's output ``o[B, H]``, ``attn/K``, ``attn/V`` (MLA: ``attn/C_kv``) the cache
+  ``KV[B, S, G]``; absorbed MLA's core reads its query and writes its output in the latent,
+  ``attn/q_lat`` ``q[B, Hq]`` (Hq = H (kv_rank + d_rope)) and ``attn/o_lat`` ``o[B, Ho]``
+  (Ho = H kv_rank);
+- ``mlp/u`` the MLP's up (and gate) ``u[B, F2]`` (F2 = 2F when gated), ``mlp/h`` its
+  activation ``a[B, F]``; a mixture of experts' router logits ``moe/r`` ``r[B, R]``, its
+  experts' up and gate ``moe/m`` (and the shared expert's ``moe/m_s``) ``m[B, M]`` (M = k 2F
+  + 2 F_shared, plus 1 for a shared expert's gate), their activations ``a[B, F]``;
+  ``head/logits`` ``logits[B, V]``; each weight ``W[...]``.
 
 **1-D** (``"1d"``): every weight split over every axis A (MLP over F, attention over heads,
 the lm_head over V), activations replicated; o_proj and W_down leave ``y[B, D]{U_A}``,
@@ -27,26 +39,29 @@ the queries reach it by a local slice and the attention's output is gathered ove
 o_proj (the relayout); o_proj and W_down leave ``y[B, D_d]{U_f}``, reduce-scattered over f
 into ``x[B, D_df]``. The lm_head gathers the final norm's output over every axis.
 
-Rows whose partitions say nothing else (the embedding gather, a router, a combine, MLA's
-latent down-projections and their norms) are replicated: every chip does them in full. Any
-other row's work and weights split over every axis (``"*"``; no shipped family's row falls
-there, a test checks).
+Arrays read whole by every chip (norms' gains, the embedding tables, a router, MLA's latent
+down-projections and latents) leave their rows replicated: every chip does them in full, as
+it does a row that declares no arrays (a mixture's combine). A row the blocks do not
+declare, or an array a layout does not partition, is refused with its name.
 
 >>> import symroof as sr
 >>> lay, sizes = serving_layout(sr.model("llama-3.1-8b"), sr.mesh("tpu-v5e", "4x4"), 16)
 >>> print(lay.rule("attn/core").kv, lay.rule("attn/k_proj").weight)   # G = 8: 4 x (4 of B)
 KV[B_Y, S, G_X] W[D, G_X]
+>>> print(lay.rule("attn/o_proj").writes)    # norms/y as o_proj writes it: partial sums
+y[B, D]{U_XY}
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import sympy as sp
 
 from ..hardware.mesh import Mesh
 from ..symbols import S as _S
-from .partition import Layout, Operands
+from .partition import Layout, array_layout
 from .sharding import ArraySpec
 
 __all__ = ["serving_layout", "kv_axes", "d_outputs", "widths"]
@@ -89,23 +104,41 @@ def kv_axes(mesh: Mesh, axes: Axes, heads: Any, batch: Any = None,
 
 
 def widths(m: Any) -> dict[str, sp.Expr]:
-    """Per token, the width of each array's heads or features dimension (module docstring):
-    ``E`` q, k and v together, ``F2`` a dense MLP's gate and up (2F when gated), and with
-    experts ``M`` the k routed experts' gate and up and the shared expert's (its gate's
-    one logit too) and ``R`` the router's logits.
+    """Per token, the width of each partition's heads or features dimension (module
+    docstring), read from the blocks' arrays (:meth:`~symroof.models.blocks.Blocks.shape`,
+    the product past B and T): ``H`` the queries, ``G`` a new key (MLA: the latent),
+    ``E`` q, k and v together (absorbed MLA: ``Hq``, ``Ho`` the core's query and output in
+    the latent), ``F2`` a dense MLP's gate and up (2F when gated), ``F`` its
+    activation, and with experts ``M`` the k routed experts' gate and up and the shared
+    expert's (its gate's one logit, x . w_shared_gate, too) and ``R`` the router's logits
+    (a model without dense layers: ``F``, ``F2`` the routed experts').
 
     >>> import symroof as sr
     >>> w = widths(sr.model("mixtral-8x7b"))
     >>> w["M"], w["R"]                  # 2 experts' gate and up (F = 14336); 8 logits
     (57344, 8)
     """
-    out = {"H": m.H * m.d_h, "G": m.G * m.d_h, "E": (m.H + 2 * m.G) * m.d_h,
-           "F": m.F, "F2": (2 if m.gated else 1) * m.F}
-    if m.moe is not None:
-        moe = m.moe
-        out |= {"R": moe.E, "M": moe.k * 2 * moe.F + 2 * moe.shared_F
-                + (1 if moe.shared_gate else 0)}
-    return {k: sp.sympify(v) for k, v in out.items()}
+    return dict(_widths(m.blocks))
+
+
+@functools.lru_cache(maxsize=64)
+def _widths(blocks: Any) -> tuple[tuple[str, sp.Expr], ...]:
+    arrays = blocks.arrays()
+
+    def tok(*paths: str) -> sp.Expr:  # elements per token of the arrays declared
+        return sp.Add(*(sp.Mul(*blocks.shape(p)[2:]) for p in paths if p in arrays))
+
+    qkv = tok("attn/Q", "attn/k", "attn/v")
+    out = {"H": tok("attn/Q"), "G": tok("attn/k") if "attn/k" in arrays else tok("attn/c"),
+           "E": qkv}
+    if "attn/q_lat" in arrays:  # absorbed MLA: the core's query and output, in the latent
+        out |= {"Hq": tok("attn/q_lat"), "Ho": tok("attn/o_lat")}
+    dense = "mlp/u" in arrays
+    out |= {"F": tok("mlp/h" if dense else "moe/a"), "F2": tok("mlp/u" if dense else "moe/m")}
+    if "moe/r" in arrays:
+        gate = 1 if "moe/w_shared_gate" in arrays else 0
+        out |= {"R": tok("moe/r"), "M": tok("moe/m", "moe/m_s") + gate}
+    return tuple(out.items())
 
 
 def d_outputs(m: Any) -> dict[str, sp.Expr]:
@@ -139,142 +172,119 @@ def serving_layout(m: Any, mesh: Mesh, B: Any, S: Any = None, layout: str = "1d"
         d = tuple(d_axes)
         f = tuple(a for a in A if a not in d)
         h, rest, r = kv_axes(mesh, f, heads)  # the batch: over d, then what heads leave
-        rules = _rules_2d(m, d, f, h, d + rest, r)
+        axes = (d, f, h, d + rest, r)
     else:
         h, b, r = kv_axes(mesh, A, heads, B)
-        rules = _rules_1d(m, A, h, b, r)
+        axes = (A, h, b, r)
     sizes = _sizes(m, B, _S if S is None else sp.sympify(S))
-    return Layout(f"serve {layout}", rules), sizes
+    return _layout(m.blocks, layout, axes), sizes
 
 
-def _ops(reads: tuple = (), writes: ArraySpec | None = None, weight: ArraySpec | None = None,
-         kv: ArraySpec | None = None, **kw: Any) -> Operands:
-    return Operands(tuple(reads), writes, weight, kv, **kw)
+@functools.lru_cache(maxsize=256)
+def _layout(blocks: Any, layout: str, axes: tuple) -> Layout:
+    """The layout of ``blocks`` under ``layout`` with its axes (d, f, h, b, r under 2-D;
+    A, h, b, r under 1-D): built once per model and split (a plan's batch and context only
+    size its arrays)."""
+    part, at = (_tables_2d if layout == "2d" else _tables_1d)(*axes)
+    return array_layout(f"serve {layout}", blocks.uses(), part, at, _NAMES)
 
 
-def _counts(m: Any) -> tuple[Any, Any, Any]:
-    return m.L, m.dense_layers, m.moe_layers
+#: collectives named apart from their block's: the router's logits, reduced before the
+#: experts they choose
+_NAMES = {"moe/route": "mlp_router"}
 
 
-def _rules_1d(m: Any, A: Axes, h: Axes, b: Axes, r: Axes,
-              ) -> tuple[tuple[str, Operands], ...]:
-    L, dense, moe = _counts(m)
-    x, hh = _p("x", ("B", ()), ("D", ())), _p("h", ("B", ()), ("D", ()))
-    q = _p("q", ("B", ()), ("H", A))
+def _tables_1d(A: Axes, h: Axes, b: Axes, r: Axes) -> tuple[dict, dict]:
+    """1-D's partitions of the arrays, and where a row holds one otherwise (module)."""
+    W = lambda *dims: _p("W", *dims)  # noqa: E731
+    x, hh, y = (_p(n, ("B", ()), ("D", ())) for n in ("x", "h", "y"))
+    q, o = _p("q", ("B", ()), ("H", A)), _p("o", ("B", ()), ("H", A))
     k, v = (_p(n, ("B", b), ("G", h)) for n in ("k", "v"))
     cache = _p("KV", ("B", b), ("S", ()), ("G", h))
-    q_kv, o_kv = _p("q", ("B", b), ("H", h + r)), _p("o", ("B", b), ("H", h + r))
-    o = _p("o", ("B", ()), ("H", A))
-    y = _p("y", ("B", ()), ("D", ()))
-    y_part = _p("y", ("B", ()), ("D", ()), unreduced=A)
-    u, a = _p("u", ("B", ()), ("F2", A)), _p("a", ("B", ()), ("F", A))
-    W = lambda *dims: _p("W", *dims)  # noqa: E731
-    split = _ops(weight=W(("P", A)), repeats=L)  # work and weight over every axis
-    mlp = lambda n: (  # noqa: E731  (dense or expert MLP rows, n layers of them)
-        _ops((hh,), u, W(("D", ()), ("F2", A)), repeats=n),
-        _ops((u,), a, repeats=n),
-        _ops((a,), y_part, W(("F", A), ("D", ())), repeats=n))
-    up, act, down = mlp(dense)
-    e_up, e_act, e_down = mlp(moe)
-    norm = _ops((x,), hh, sums="D", repeats=L)
-    return (
-        ("embed", _ops(writes=x, once=True)), ("pos_embed", _ops(writes=x, once=True)),
-        ("attn_norm", norm), ("mlp_norm", norm),
-        ("attn/q_proj", _ops((hh,), q, W(("D", ()), ("H", A)), repeats=L)),
-        ("attn/qkv_proj", _ops((hh,), q, W(("D", ()), ("E", A)), repeats=L)),
-        ("attn/k_proj", _ops((hh,), k, W(("D", ()), ("G", h)), repeats=L)),
-        ("attn/v_proj", _ops((hh,), v, W(("D", ()), ("G", h)), repeats=L)),
-        ("attn/q_norm", _ops((q,), q, repeats=L)), ("attn/k_norm", _ops((k,), k, repeats=L)),
-        ("attn/rope", _ops((q,), q, repeats=L)),
-        ("attn/kv_write", _ops((k,), kv=cache, repeats=L)),
-        ("attn/q_absorb", _ops((), q, W(("H", A)), repeats=L)),
-        ("attn/core", _ops((q_kv,), o_kv, kv=cache, repeats=L, block="attn")),
-        ("attn/o_absorb", _ops((o,), o, W(("H", A)), repeats=L, block="attn")),
-        ("attn/o_proj", _ops((o,), y_part, W(("H", A), ("D", ())), repeats=L, block="attn")),
-        ("attn/q_a_norm", _ops(repeats=L)), ("attn/kv_a_norm", _ops(repeats=L)),  # MLA's
-        ("attn/q_a_proj", _ops((hh,), weight=W(("D", ()), ("P", ())), repeats=L)),  # latents:
-        ("attn/kv_a_proj", _ops((hh,), weight=W(("D", ()), ("P", ())), repeats=L)),  # whole
-        ("attn/q_b_proj", _ops(weight=W(("P", ()), ("H", A)), repeats=L)),  # per head
-        ("attn/post_norm", _ops((y,), y, repeats=L, block="attn")),
-        ("attn/residual", _ops((x, y), x, repeats=L, block="attn")),
-        ("mlp/gate", up), ("mlp/up", up), ("mlp/gate_up", up),
-        ("mlp/down", down),
-        ("mlp/post_norm", _ops((y,), y, repeats=L, block="mlp")),
-        ("mlp/residual", _ops((x, y), x, repeats=L, block="mlp")),
-        ("mlp/*", act),  # the activation: swiglu, geglu, gelu, silu
-        ("moe/router", _ops((hh,), _p("r", ("B", ()), ("R", ())), repeats=moe)),
-        ("moe/route", _ops(repeats=moe)), ("moe/combine", _ops(repeats=moe)),
-        ("moe/shared/scale", _ops((hh,), weight=W(("D", ())), repeats=moe)),  # its gate
-        ("moe/gate", e_up), ("moe/up", e_up), ("moe/shared/gate", e_up),
-        ("moe/shared/up", e_up), ("moe/down", e_down), ("moe/shared/down", e_down),
-        ("moe/*swiglu", e_act), ("moe/*geglu", e_act), ("moe/*gelu", e_act),
-        ("moe/*silu", e_act),
-        ("final_norm", _ops((x,), hh, sums="D", once=True)),
-        ("lm_head", _ops((hh,), _p("logits", ("B", ()), ("V", A)), W(("D", ()), ("V", A)),
-                         once=True)),
-        ("logit_softcap", _ops((_p("logits", ("B", ()), ("V", A)),),
-                               _p("logits", ("B", ()), ("V", A)), once=True)),
-        ("*", split),
-    )
+    up, act = _p("u", ("B", ()), ("F2", A)), _p("a", ("B", ()), ("F", A))
+    experts, latent = _p("m", ("B", ()), ("M", A)), _p("c", ("B", ()), ("P", ()))
+    whole, logits = W(("P", ())), _p("logits", ("B", ()), ("V", A))
+    q_lat, o_lat = _p("q", ("B", ()), ("Hq", A)), _p("o", ("B", ()), ("Ho", A))  # MLA's
+    part = {"embed/x": x, "norms/h": hh, "norms/y": y, "attn/Q": q, "attn/k": k, "attn/v": v,
+            "attn/q_lat": q_lat, "attn/o_lat": o_lat,
+            "attn/K": cache, "attn/V": cache, "attn/C_kv": cache, "attn/O": o,
+            "attn/q_a": latent, "attn/c": latent, "mlp/u": up, "mlp/h": act,
+            "moe/r": _p("r", ("B", ()), ("R", ())), "moe/m": experts, "moe/m_s": experts,
+            "moe/a": act, "moe/a_s": act, "head/logits": logits,
+            "attn/W_q": W(("D", ()), ("H", A)), "attn/W_qkv": W(("D", ()), ("E", A)),
+            "attn/W_k": W(("D", ()), ("G", h)), "attn/W_v": W(("D", ()), ("G", h)),
+            "attn/W_o": W(("H", A), ("D", ())), "attn/W_q_b": W(("P", ()), ("H", A)),
+            "attn/W_kv_b": W(("H", A)), "head/W_lm": W(("D", ()), ("V", A))}
+    for name in ("mlp/W_gate", "mlp/W_up", "mlp/W_gate_up", "moe/W_gate_e", "moe/W_up_e",
+                 "moe/W_gate_s", "moe/W_up_s"):
+        part[name] = W(("D", ()), ("F2", A))
+    for name in ("mlp/W_down", "moe/W_down_e", "moe/W_down_s"):
+        part[name] = W(("F", A), ("D", ()))
+    for name in _WHOLE:  # read whole by every chip: norms' gains, the embedding, latents
+        part[name] = whole
+    partial = _p("y", ("B", ()), ("D", ()), unreduced=A)  # o_proj's and W_down's partial sums
+    at = {(row, "norms/y"): partial for row in _DOWN}
+    at |= {("attn/core", "attn/Q"): _p("q", ("B", b), ("H", h + r)),
+           ("attn/core", "attn/O"): _p("o", ("B", b), ("H", h + r)),
+           ("attn/core", "attn/q_lat"): _p("q", ("B", b), ("Hq", h + r)),
+           ("attn/core", "attn/o_lat"): _p("o", ("B", b), ("Ho", h + r)),
+           ("lm_head", "embed/W_embed"): part["head/W_lm"]}  # tied: split as W_lm is
+    return part, at
 
 
-def _rules_2d(m: Any, d: Axes, f: Axes, h: Axes, b: Axes, r: Axes,
-              ) -> tuple[tuple[str, Operands], ...]:
-    L, dense, moe = _counts(m)
+def _tables_2d(d: Axes, f: Axes, h: Axes, b: Axes, r: Axes) -> tuple[dict, dict]:
+    """2-D's partitions of the arrays, and where a row holds one otherwise (module)."""
     A = d + f
-    x = _p("x", ("B", ()), ("D", A))
-    hh, h_d = _p("h", ("B", ()), ("D", A)), _p("h", ("B", ()), ("D", d))
-    qkv_part = _p("qkv", ("B", ()), ("E", f), unreduced=d)
-    qkv = _p("qkv", ("B", ()), ("E", f))
-    qkv_kv = _p("qkv", ("B", b), ("E", h + r))
-    cache = _p("KV", ("B", b), ("S", ()), ("G", h))
-    o_kv, o = _p("o", ("B", b), ("H", h + r)), _p("o", ("B", ()), ("H", f))
-    y = _p("y", ("B", ()), ("D", A))
-    y_part = _p("y", ("B", ()), ("D", d), unreduced=f)
     W = lambda *dims: _p("W", *dims)  # noqa: E731
-    mlp = lambda n, up, width: (  # noqa: E731
-        _ops((h_d,), _p(up, ("B", ()), (width, f), unreduced=d),
-             W(("D", d), (width, f)), repeats=n, block="mlp"),
-        _ops((_p(up, ("B", ()), (width, f)),), _p("a", ("B", ()), ("F", f)), repeats=n,
-             block="mlp"),
-        _ops((_p("a", ("B", ()), ("F", f)),), y_part, W(("F", f), ("D", d)), repeats=n,
-             block="mlp"))
-    up, act, down = mlp(dense, "u", "F2")
-    e_up, e_act, e_down = mlp(moe, "m", "M")
-    norm = _ops((x,), hh, sums="D", repeats=L)
-    proj = _ops((h_d,), qkv_part, W(("D", d), ("E", f)), repeats=L, block="attn")
-    router = _p("r", ("B", ()), ("R", ()), unreduced=d)
-    return (
-        ("embed", _ops(writes=_p("x", ("B", ()), ("D", ())), once=True)),
-        ("pos_embed", _ops(writes=_p("x", ("B", ()), ("D", ())), once=True)),
-        ("attn_norm", norm), ("mlp_norm", norm),
-        ("attn/q_proj", proj), ("attn/k_proj", proj), ("attn/v_proj", proj),
-        ("attn/qkv_proj", proj),
-        ("attn/q_norm", _ops((qkv,), qkv, repeats=L, block="attn")),
-        ("attn/k_norm", _ops((qkv,), qkv, repeats=L, block="attn")),
-        ("attn/rope", _ops((qkv,), qkv, repeats=L, block="attn")),
-        ("attn/kv_write", _ops((qkv_kv,), kv=cache, repeats=L, block="attn")),
-        ("attn/core", _ops((qkv_kv,), o_kv, kv=cache, repeats=L, block="attn")),
-        ("attn/o_proj", _ops((o,), y_part, W(("H", f), ("D", d)), repeats=L, block="attn")),
-        ("attn/post_norm", _ops((y,), y, sums="D", repeats=L, block="attn")),
-        ("attn/residual", _ops((x, y), x, repeats=L, block="attn")),
-        ("mlp/gate", up), ("mlp/up", up), ("mlp/gate_up", up),
-        ("mlp/down", down),
-        ("mlp/post_norm", _ops((y,), y, sums="D", repeats=L, block="mlp")),
-        ("mlp/residual", _ops((x, y), x, repeats=L, block="mlp")),
-        ("mlp/*", act),  # the activation: swiglu, geglu, gelu, silu
-        ("moe/router", _ops((h_d,), router, W(("D", d), ("R", ())), repeats=moe, block="mlp")),
-        ("moe/route", _ops((router.with_unreduced(()),), repeats=moe, block="mlp_router")),
-        ("moe/combine", _ops(repeats=moe)),
-        ("moe/shared/scale", _ops((h_d,), weight=W(("D", d)), repeats=moe, block="mlp")),
-        ("moe/gate", e_up), ("moe/up", e_up), ("moe/shared/gate", e_up),
-        ("moe/shared/up", e_up), ("moe/down", e_down), ("moe/shared/down", e_down),
-        ("moe/*swiglu", e_act), ("moe/*geglu", e_act), ("moe/*gelu", e_act),
-        ("moe/*silu", e_act),
-        ("final_norm", _ops((x,), hh, sums="D", once=True)),
-        ("lm_head", _ops((_p("h", ("B", ()), ("D", ())),),
-                         _p("logits", ("B", ()), ("V", A)), W(("D", ()), ("V", A)), once=True)),
-        ("logit_softcap", _ops((_p("logits", ("B", ()), ("V", A)),),
-                               _p("logits", ("B", ()), ("V", A)), once=True)),
-        ("*", _ops(weight=W(("P", A)), repeats=L)),
-    )
+    x, y = _p("x", ("B", ()), ("D", A)), _p("y", ("B", ()), ("D", A))
+    qkv = _p("qkv", ("B", ()), ("E", f))  # q, k and v: one array, reduced together
+    up, experts = _p("u", ("B", ()), ("F2", f)), _p("m", ("B", ()), ("M", f))
+    act, router = _p("a", ("B", ()), ("F", f)), _p("r", ("B", ()), ("R", ()))
+    cache = _p("KV", ("B", b), ("S", ()), ("G", h))
+    part = {"embed/x": x, "norms/h": _p("h", ("B", ()), ("D", d)), "norms/y": y,
+            "attn/Q": qkv, "attn/k": qkv, "attn/v": qkv, "attn/K": cache, "attn/V": cache,
+            "attn/O": _p("o", ("B", ()), ("H", f)), "mlp/u": up, "mlp/h": act,
+            "moe/r": router, "moe/m": experts, "moe/m_s": experts, "moe/a": act,
+            "moe/a_s": act, "head/logits": _p("logits", ("B", ()), ("V", A)),
+            "attn/W_o": W(("H", f), ("D", d)), "moe/W_router": W(("D", d), ("R", ())),
+            "moe/w_shared_gate": W(("D", d)), "head/W_lm": W(("D", ()), ("V", A))}
+    for name in ("attn/W_q", "attn/W_k", "attn/W_v", "attn/W_qkv"):
+        part[name] = W(("D", d), ("E", f))
+    for name, width in (("mlp/W_gate", "F2"), ("mlp/W_up", "F2"), ("mlp/W_gate_up", "F2"),
+                        ("moe/W_gate_e", "M"), ("moe/W_up_e", "M"), ("moe/W_gate_s", "M"),
+                        ("moe/W_up_s", "M")):
+        part[name] = W(("D", d), (width, f))
+    for name in ("mlp/W_down", "moe/W_down_e", "moe/W_down_s"):
+        part[name] = W(("F", f), ("D", d))
+    for name in _WHOLE:
+        part.setdefault(name, W(("P", ())))
+    at = {(row, "norms/y"): _p("y", ("B", ()), ("D", d), unreduced=f) for row in _DOWN}
+    at |= {(row, "embed/x"): _p("x", ("B", ()), ("D", ())) for row in ("embed", "pos_embed")}
+    at |= {(row, "norms/h"): _p("h", ("B", ()), ("D", A))
+           for row in ("attn_norm", "mlp_norm", "final_norm")}  # a norm's output, as x is
+    at |= {(row, array): qkv.with_unreduced(d) for row, array in (
+        ("attn/q_proj", "attn/Q"), ("attn/k_proj", "attn/k"), ("attn/v_proj", "attn/v"),
+        ("attn/qkv_proj", "attn/Q"))}  # the projections' partial sums over d
+    at |= {(row, "mlp/u"): up.with_unreduced(d) for row in ("mlp/gate", "mlp/up",
+                                                           "mlp/gate_up")}
+    # the routed experts' gate and up leave m's partial sums; the shared expert's are
+    # reduced with them (m is M wide: both), so its activation finds m already reduced
+    at |= {(row, "moe/m"): experts.with_unreduced(d) for row in ("moe/gate", "moe/up")}
+    kv_side = _p("qkv", ("B", b), ("E", h + r))  # the queries (and new k, v) as the cache
+    at |= {("attn/kv_write", "attn/k"): kv_side, ("attn/kv_write", "attn/v"): kv_side,
+           ("attn/core", "attn/Q"): kv_side,
+           ("attn/core", "attn/O"): _p("o", ("B", b), ("H", h + r)),
+           ("moe/router", "moe/r"): router.with_unreduced(d),
+           ("lm_head", "norms/h"): _p("h", ("B", ()), ("D", ())),
+           ("lm_head", "embed/W_embed"): part["head/W_lm"]}
+    return part, at
+
+
+#: rows whose matmul contracts a split dimension into the block's output y (partial sums)
+_DOWN = ("attn/o_proj", "mlp/down", "moe/down", "moe/shared/down")
+#: arrays every chip reads whole under both layouts: norms' gains, the embedding tables,
+#: the router, MLA's latent down-projections
+_WHOLE = ("embed/W_embed", "embed/W_pos", "norms/attn_norm", "norms/mlp_norm",
+          "norms/attn_post_norm", "norms/mlp_post_norm", "head/final_norm",
+          "attn/q_norm", "attn/k_norm", "attn/q_a_norm", "attn/kv_a_norm", "attn/W_q_a",
+          "attn/W_kv_a", "moe/W_router", "moe/b_router", "moe/w_shared_gate")

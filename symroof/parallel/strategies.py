@@ -55,6 +55,7 @@ from .layout import (
     check_experts,
     mesh_text,
     parse_strategy,
+    role_axes,
     role_links,
 )
 from .rows import condition_rows, pass_times, step_rows
@@ -313,12 +314,13 @@ def train_plan(model: Transformer | str, mesh: Mesh, strategy: str = "fsdp", *,
     links = role_links(mesh, axes)
 
     def make(kind: str, role: str, V: Any, count: Any) -> Any:
-        if not axes[role] or count == 0 or n[role] == 1:
+        names = role_axes(axes, role)  # a role's axes ("dp+ep": dp's and ep's)
+        if not names or count == 0 or mesh.size(names) == 1:
             return None
         if kind == "send":
             k, lat = links[role]
             return Cost(net_bytes=count * V, net_time=count * sp.Max(lat, V * k))
-        c = collective(kind, mesh, V, axes[role])
+        c = collective(kind, mesh, V, names)
         return c if count == 1 else count * c
 
     widths = dict(widths or {})

@@ -11,9 +11,13 @@ elements, TP splitting F where the row's work is split, EP where the experts are
 - **Weights**: stored ``W[D_fsdp, F_tp]`` (ZeRO-3), read ``W[D, F_tp]``: one AllGather
   over the fsdp axes each time a pass reads it. ZeRO-1/2 store ``W[D, F_tp]`` and gather
   the updated shard ``W[D_fsdp, F_tp]`` after the optimizer step (the same move).
-- **Gradients**: a partial sum over every data axis, ``dW[D, F_tp]{U_dp, U_fsdp}``, reduced
-  into the optimizer state's partition ``dW[D_fsdp, F_tp]``: a ReduceScatter over fsdp
-  (ZeRO, any level) then an AllReduce over dp (pure DP: the AllReduce alone).
+- **Gradients**: a partial sum over every axis that splits the batch the weight sees,
+  ``dW[D, F_tp]{U_dp, U_fsdp}`` (a weight EP replicates, in a model with experts: over ep
+  too), reduced into the optimizer state's partition ``dW[D_fsdp, F_tp]`` by one
+  redistribute: a ReduceScatter over fsdp (ZeRO, any level), then ONE AllReduce over the
+  rest, dp (and ep) together (the book's DP over several axes at their summed bandwidth,
+  ch. 5; its DP over DCN with FSDP inside a slice: each chip's DCN share 1/M of the
+  gradient, ch. 5 "Scaling Between Pods").
 - **TP's block boundaries**: a block reads its input ``x[B_data, D_tp]`` whole,
   ``x[B_data, D]`` (AllGather), and writes its output as partial sums ``y[B_data, D]{U_tp}``
   scattered back to ``y[B_data, D_tp]`` (ReduceScatter); the batch ``B_data`` is split over
@@ -28,6 +32,8 @@ elements, TP splitting F where the row's work is split, EP where the experts are
 [('all-gather', 'fsdp', 1/n_tp)]
 >>> [(kind, role, V) for kind, role, V in weight_moves("grad", True, False)]
 [('reduce-scatter', 'fsdp', 1/n_tp), ('all-reduce', 'dp', 1/(n_fsdp*n_tp))]
+>>> weight_moves("grad", False, False, experts=True)[1][:2]   # attention's, beside experts
+('all-reduce', 'dp+ep')
 """
 
 from __future__ import annotations
@@ -38,11 +44,11 @@ from typing import Any
 import sympy as sp
 
 from ..symbols import PLAN, PLAN_ROLES
-from .partition import moves
+from .partition import local_elements, moves
 from .sharding import ArraySpec
 
 __all__ = ["ROLE_AXES", "role_mesh", "weight_partitions", "weight_moves", "activation_moves",
-           "at_degrees"]
+           "at_degrees", "label"]
 
 #: the role mesh's axes: one per role, sized by the role's degree (the template's n_<role>)
 ROLE_AXES = PLAN_ROLES
@@ -67,47 +73,46 @@ def _spec(name: str, dims: tuple, axes: tuple, unreduced: tuple = ()) -> ArraySp
     return ArraySpec(name, dims, tuple(tuple(a) for a in axes), tuple(unreduced))
 
 
-def weight_partitions(tp: bool, ep: bool) -> dict[str, ArraySpec]:
+def weight_partitions(tp: bool, ep: bool, experts: bool = False) -> dict[str, ArraySpec]:
     """A weight's partitions: ``stored`` (ZeRO-3), ``read`` (what a pass reads), ``grad``
-    (the backward pass' partial sums), ``state`` (the optimizer state's shard) and
-    ``ep_partial`` (a weight EP replicates: its state's partial sums over the ep axes, after
-    the data axes' reduction); ``tp`` and ``ep``: whether those roles split the weight.
+    (the backward pass' partial sums: over the ep axes too for a weight EP replicates in a
+    model with ``experts``) and ``state`` (the optimizer state's shard); ``tp`` and ``ep``:
+    whether those roles split the weight.
 
     >>> {k: str(v) for k, v in weight_partitions(True, False).items()}["grad"]
     'dW[D, F_{tp}]{U_{dp,fsdp}}'
     """
     f = tuple(r for r, on in (("ep", ep), ("tp", tp)) if on)
     dims = ("D", "F")
-    out = {"stored": _spec("W", dims, (("fsdp",), f)), "read": _spec("W", dims, ((), f)),
-           "grad": _spec("dW", dims, ((), f), ("dp", "fsdp")),
-           "state": _spec("dW", dims, (("fsdp",), f))}
-    if not ep:
-        out["ep_partial"] = _spec("dW", dims, (("fsdp",), f), ("ep",))
-    return out
+    partial = ("dp", "fsdp") + (("ep",) if experts and not ep else ())
+    return {"stored": _spec("W", dims, (("fsdp",), f)), "read": _spec("W", dims, ((), f)),
+            "grad": _spec("dW", dims, ((), f), partial),
+            "state": _spec("dW", dims, (("fsdp",), f))}
 
 
 def _triples(src: ArraySpec, dst: ArraySpec, sizes: dict) -> tuple[tuple[str, str, Any], ...]:
     out = []
     for mv in moves(src, dst, role_mesh(), sizes, 1):
         c = mv.collective
-        (role,) = c.axes  # every training move is over one role's axes
+        role = "+".join(c.axes)  # one role's axes, or dp and ep together (JOINT)
         out.append((c.kind, role, sp.sympify(c.V)))
     return tuple(out)
 
 
-@functools.lru_cache(maxsize=16)
-def weight_moves(change: str, tp: bool, ep: bool) -> tuple[tuple[str, str, Any], ...]:
+@functools.lru_cache(maxsize=32)
+def weight_moves(change: str, tp: bool, ep: bool, experts: bool = False,
+                 ) -> tuple[tuple[str, str, Any], ...]:
     """(kind, role, V as a share of the whole weight's bytes) of a weight's change of
     partition: ``"gather"`` (stored to read: ZeRO-3 before each pass, ZeRO-1/2 after the
-    update), ``"grad"`` (gradient partial sums into the optimizer state's partition) or
-    ``"ep_grad"`` (a weight EP replicates: its gradient all-reduced over the ep axes).
+    update) or ``"grad"`` (gradient partial sums into the optimizer state's partition; a
+    role ``"dp+ep"``: one collective over both); ``experts``: the model has experts (a
+    weight EP does not split sees the batch split over ep too).
 
     >>> weight_moves("gather", False, True)
     (('all-gather', 'fsdp', 1/n_ep),)
     """
-    p = weight_partitions(tp, ep)
-    src, dst = {"gather": ("stored", "read"), "grad": ("grad", "state"),
-                "ep_grad": ("ep_partial", "state")}[change]
+    p = weight_partitions(tp, ep, experts)
+    src, dst = {"gather": ("stored", "read"), "grad": ("grad", "state")}[change]
     return _triples(p[src], p[dst], {"D": 1, "F": 1})
 
 
@@ -117,14 +122,21 @@ def activation_moves(change: str) -> tuple[tuple[str, str, Any], ...]:
     [B] for norm statistics, [B, K, D] for EP's copies) of TP's and EP's changes of
     partition: ``"in"`` (a block's input gathered), ``"out"`` (its output's partial sums
     scattered), ``"stats"`` (a norm's sums of squares all-reduced), ``"dispatch"`` (EP's
-    AllToAll of the routed copies).
+    AllToAll of the routed copies); and a pipeline's ``"hop"``: a stage's output, held as
+    between blocks (``x[B_data, D_tp]``), each chip's shard sent to the same chip of the
+    next stage (a point-to-point send over pp, V that shard).
 
     >>> activation_moves("in")
     (('all-gather', 'tp', 1/(n_dp*n_ep*n_fsdp)),)
     >>> activation_moves("dispatch")[0][:2]
     ('all-to-all', 'ep')
+    >>> activation_moves("hop")
+    (('send', 'pp', 1/(n_dp*n_ep*n_fsdp*n_tp)),)
     """
     bd, x = ("B", "D"), (_DATA, ())
+    if change == "hop":  # the stage's output as the chip holds it: one shard each
+        shard = local_elements(_spec("x", bd, (_DATA, ("tp",))), {"B": 1, "D": 1}, role_mesh())
+        return (("send", "pp", sp.sympify(shard)),)
     pairs = {
         "in": (_spec("x", bd, (_DATA, ("tp",))), _spec("x", bd, x)),
         "out": (_spec("y", bd, x, ("tp",)), _spec("y", bd, (_DATA, ("tp",)))),
@@ -145,4 +157,18 @@ def at_degrees(triples: tuple, n: dict, V: Any) -> list[tuple[str, str, Any]]:
     [('all-gather', 'tp', 16)]
     """
     at = {PLAN[f"n_{r}"]: n[r] for r in ROLE_AXES}
-    return [(kind, role, V * share.xreplace(at)) for kind, role, share in triples]
+    return [(kind, label(role, n), V * share.xreplace(at)) for kind, role, share in triples]
+
+
+def label(role: str, n: dict) -> str:
+    """A collective's role as a plan names it: of roles joined by '+' those whose degree
+    is not 1 (a template's symbolic degrees keep them all; none left: the first).
+
+    >>> label("dp+ep", {"dp": 4, "ep": 1}), label("dp+ep", {"dp": 4, "ep": 2})
+    ('dp', 'dp+ep')
+    """
+    if "+" not in role:
+        return role
+    parts = role.split("+")
+    keep = [r for r in parts if sp.sympify(n[r]) != 1]
+    return "+".join(keep or parts[:1])

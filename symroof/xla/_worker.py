@@ -1,6 +1,7 @@
 """Compile a batch of sharded programs with JAX on virtual CPU devices; JSON in, JSON out:
 matmuls (``oracle``), the book's MLP training step (``training``) and whole Llama-style layers,
-a decode step's forward or a training step (``layers``; their arrays in ``LAYER_ARRAYS``).
+a decode step's forward or a training step, dense or with a mixture of experts (``layers``;
+their arrays in ``LAYER_ARRAYS``).
 
 Run by `symroof.xla.oracle` as `python <this file>` in a fresh process, because XLA reads
 `--xla_force_host_platform_device_count` once, when JAX is first imported. Self-contained on
@@ -88,6 +89,8 @@ def _compile_mlp_train(jax, case: dict) -> dict:
     return _result(step.lower(w_in, w_out, x).compile(), sharding.mesh)
 
 
+_MOE_LAYER = {"x": "bTD", "wq": "DHd", "wk": "DGd", "wv": "DGd", "wo": "HdD", "w_router": "DE",
+              "w_gate": "EDF", "w_up": "EDF", "w_down": "EFD"}
 #: each array of a layer case, by its dimensions' letters (d: head dim d_h, b: sequences,
 #: T: tokens per sequence); a spec gives the mesh axes of each letter's dimension
 LAYER_ARRAYS = {
@@ -96,6 +99,9 @@ LAYER_ARRAYS = {
                "k_cache": "BSGd", "v_cache": "BSGd"},
     "train": {"x": "bTD", "wq": "DHd", "wk": "DGd", "wv": "DGd", "wo": "HdD",
               "w_gate": "DF", "w_up": "DF", "w_down": "FD"},
+    # a mixture of experts' layer (E experts of width F): its forward pass or training step
+    "moe_forward": _MOE_LAYER,
+    "moe_train": _MOE_LAYER,
 }
 
 
@@ -107,19 +113,78 @@ def _rms(x, gain=None):
     return y if gain is None else y * gain
 
 
-def _attend(q, k, v, causal: bool):
-    """q[b, T, H, d_h] over k, v[b, S, G, d_h] (GQA: H/G query heads per KV head)."""
+def _attend(q, k, v, causal: bool, gqa: str = "repeat"):
+    """q[b, T, H, d_h] over k, v[b, S, G, d_h] (GQA: H/G query heads per KV head).
+
+    ``gqa="repeat"``: each KV head repeated for its H/G query heads, the attention over H
+    heads (Hugging Face Llama's ``repeat_kv``); ``"grouped"``: the queries reshaped to
+    [b, T, G, H/G, d_h] (no copy of the cache). The same numbers; XLA's partitioner moves
+    them differently when a mesh axis splits the query heads across the G | H/G boundary
+    (tests/test_xla_layers.py)."""
     import jax
     import jax.numpy as jnp
 
     b, T, H, dh = q.shape
     G = k.shape[2]
-    q = q.reshape(b, T, G, H // G, dh)  # (b, T, G, H/G, d_h)
-    s = jnp.einsum("btgrd,bsgd->bgrts", q, k).astype(jnp.float32) / dh**0.5
+    if gqa == "repeat":
+        k, v = (jnp.repeat(a, H // G, axis=2) for a in (k, v))  # (b, S, H, d_h)
+        s = jnp.einsum("bthd,bshd->bhts", q, k).astype(jnp.float32) / dh**0.5
+    else:
+        q = q.reshape(b, T, G, H // G, dh)  # (b, T, G, H/G, d_h)
+        s = jnp.einsum("btgrd,bsgd->bgrts", q, k).astype(jnp.float32) / dh**0.5
     if causal:
         s = jnp.where(jnp.tril(jnp.ones((T, k.shape[1]), bool)), s, -1e30)
     p = jax.nn.softmax(s, axis=-1).astype(v.dtype)
+    if gqa == "repeat":
+        return jnp.einsum("bhts,bshd->bthd", p, v)  # (b, T, H, d_h)
     return jnp.einsum("bgrts,bsgd->btgrd", p, v).reshape(b, T, H, dh)  # (b, T, H, d_h)
+
+
+def _attention(x, wq, wk, wv, wo, gqa: str):
+    """The training layer's attention block with its residual: RMSNorm (no gain), q, k, v,
+    causal attention over T, o_proj."""
+    import jax.numpy as jnp
+
+    h = _rms(x)                                       # (b, T, D)
+    q = jnp.einsum("btd,dhe->bthe", h, wq)            # (b, T, H, d_h)
+    k = jnp.einsum("btd,dge->btge", h, wk)            # (b, T, G, d_h)
+    v = jnp.einsum("btd,dge->btge", h, wv)
+    return x + jnp.einsum("bthe,hed->btd", _attend(q, k, v, True, gqa), wo)
+
+
+def _moe(x, w_router, w_gate, w_up, w_down, n: dict, at):
+    """A mixture of experts' block with its residual, capacity-based (GShard, Switch): the
+    tokens in N groups (one a data shard), a softmax router, each token's top k experts;
+    a token takes the next of its expert's C slots in its group (token order, then rank),
+    or is dropped past C; one-hot dispatch into a dense [E, N, C, D] buffer, each expert's
+    SwiGLU, and the combine weighted by the router's probabilities. The buffer is held in
+    the tokens' layout (``at("by_group")``) as the dispatch writes it and the combine reads
+    it, and in the experts' layout (``at("by_expert")``) as the experts read and write it:
+    the two AllToAlls."""
+    import jax
+    import jax.numpy as jnp
+
+    b, T, D = x.shape
+    N, C, k, E = n["N"], n["C"], n["k"], w_router.shape[1]
+    xg = _rms(x).reshape(N, b * T // N, D)            # (N, n, D)
+    p = jax.nn.softmax(jnp.einsum("gnd,de->gne", xg, w_router).astype(jnp.float32), -1)
+    top, idx = [], []  # the top k: k rounds of argmax, as GShard's top-2 (XLA's CPU
+    for _ in range(k):  # partitioner gathers every group for a lax.top_k)
+        top.append(p.max(-1))
+        idx.append(p.argmax(-1))
+        p = jnp.where(jax.nn.one_hot(idx[-1], E, dtype=bool), -1.0, p)
+    top, idx = jnp.stack(top, -1), jnp.stack(idx, -1)  # (N, n, k)
+    chosen = jax.nn.one_hot(idx, E, dtype=jnp.int32).reshape(N, -1, E)  # (N, n k, E)
+    slot = jnp.cumsum(chosen, axis=1) * chosen - 1    # its slot in the expert; -1: not chosen
+    place = jax.nn.one_hot(slot, C, dtype=x.dtype).reshape(N, -1, k, E, C)  # (N, n, k, E, C)
+    dispatch = place.sum(2)                           # (N, n, E, C), 0 or 1
+    combine = (place * top[..., None, None].astype(x.dtype)).sum(2)
+    xe = jnp.einsum("gnd,gnec->egcd", xg, dispatch)  # (E, N, C, D)
+    xe = at("by_expert", at("by_group", xe))
+    h = jax.nn.silu(jnp.einsum("egcd,edf->egcf", xe, w_gate)) * jnp.einsum(
+        "egcd,edf->egcf", xe, w_up)                   # (E, N, C, F)
+    ye = at("by_group", at("by_expert", jnp.einsum("egcf,efd->egcd", h, w_down)))
+    return x + jnp.einsum("egcd,gnec->gnd", ye, combine).reshape(b, T, D)
 
 
 def _compile_layer(jax, case: dict) -> dict:
@@ -150,7 +215,7 @@ def _compile_layer(jax, case: dict) -> dict:
             k_cache = k_cache.at[:, -1].set(k)                # the new token at S - 1
             v_cache = v_cache.at[:, -1].set(v)
             q = at("q", q)  # the queries in the KV cache's layout
-            o = at("o", _attend(q, k_cache, v_cache, causal=False)[:, 0])  # (B, H, d_h)
+            o = at("o", _attend(q, k_cache, v_cache, False, case["gqa"])[:, 0])  # (B, H, d_h)
             x = x + jnp.einsum("bhe,hed->bd", o, wo)
             h = _rms(x, g2)
             x = x + (jax.nn.silu(h @ w_gate) * (h @ w_up)) @ w_down
@@ -159,13 +224,20 @@ def _compile_layer(jax, case: dict) -> dict:
         outs = (sharding(case["specs"]["x_out"]), sharding(case["specs"]["k_cache"]),
                 sharding(case["specs"]["v_cache"]))
         fn = jax.jit(step, out_shardings=outs)
+    elif kind.startswith("moe"):
+        def layer(x, wq, wk, wv, wo, w_router, w_gate, w_up, w_down):
+            x = _attention(x, wq, wk, wv, wo, case["gqa"])
+            return _moe(x, w_router, w_gate, w_up, w_down, n, at)
+
+        if kind == "moe_forward":
+            fn = jax.jit(layer, out_shardings=sharding(case["specs"]["x_out"]))
+        else:
+            fn = jax.jit(jax.grad(lambda *a: jnp.sum(jnp.square(layer(*a)).astype(jnp.float32)),
+                                  argnums=tuple(range(len(names)))),
+                         out_shardings=tuple(sharding(case["specs"][a]) for a in names))
     else:
         def loss(x, wq, wk, wv, wo, w_gate, w_up, w_down):
-            h = _rms(x)                                       # (b, T, D)
-            q = jnp.einsum("btd,dhe->bthe", h, wq)            # (b, T, H, d_h)
-            k = jnp.einsum("btd,dge->btge", h, wk)            # (b, T, G, d_h)
-            v = jnp.einsum("btd,dge->btge", h, wv)
-            x = x + jnp.einsum("bthe,hed->btd", _attend(q, k, v, causal=True), wo)
+            x = _attention(x, wq, wk, wv, wo, case["gqa"])
             h = _rms(x)
             out = x + (jax.nn.silu(h @ w_gate) * (h @ w_up)) @ w_down
             return jnp.sum(jnp.square(out).astype(jnp.float32))

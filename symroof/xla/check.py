@@ -1,9 +1,10 @@
 """The bridge: symroof's sharded-matmul and training plans against what XLA's partitioner
 emits.
 
-With ``check_layers``, the only modules of ``symroof.xla`` that import the rest of symroof,
-and only to read plans (here a :class:`~symroof.parallel.matmul.ShardedMatmul`: its mesh,
-notation, sizes and predicted collectives). The oracle itself (``hlo``, ``oracle``,
+With ``check_layers`` and ``check_moe``, the only modules of ``symroof.xla`` that import the
+rest of symroof, and only to read plans (here a
+:class:`~symroof.parallel.matmul.ShardedMatmul`: its mesh, notation, sizes and predicted
+collectives). The oracle itself (``hlo``, ``oracle``,
 ``training``, ``layers``, ``compare``) never sees a formula.
 
 ``check_train_layers(plans)`` does the same for the per-layer collectives of training plans

@@ -22,7 +22,16 @@ Training plans: the whole layer is sharded as the plan's roles say (``x[b_X, T, 
 the data axes, Y the tp axes; W_q, W_k, W_v [D_fsdp, heads_tp, d_h], W_o [heads_tp, d_h,
 D_fsdp], W_gate, W_up [D_fsdp, F_tp], W_down [F_tp, D_fsdp]) and compared with
 ``plan.layer``, one whole layer of the model's training rows (attention and MLP); what XLA
-sends beyond it comes back as ``OracleReport.unexpected``.
+sends beyond it comes back as ``OracleReport.unexpected``. A mixture of experts' plan
+(expert parallelism: ``ep``, ``dp+ep``, ``fsdp+ep``) compiles the oracle's MoE layer
+instead, dispatched by capacity (:mod:`symroof.xla.check_moe`).
+
+The attention shares each KV head among its H/G query heads by repeating it (``gqa=
+"repeat"``, Hugging Face Llama's ``repeat_kv``). With the queries reshaped to
+[.., G, H/G, ..] instead (``"grouped"``) XLA's partitioner carries o_proj's head split
+back onto that 5-D array; where a mesh axis splits the heads across the G | H/G boundary
+(G = 2 on a 4x2 mesh: X's 4 over G's 2 and H/G's 4) it cannot move it in one AllToAll and
+gathers the attention output instead (tests/test_xla_layers.py asserts both).
 
 >>> import symroof as sr
 >>> toy = sr.Transformer(D=128, F=256, L=2, H=8, G=8, d_h=16, V=256, name="toy")
@@ -40,6 +49,7 @@ from typing import Any
 
 from ..parallel.serving import ServePlan
 from .check import layer_case_of, layer_predicted
+from .check_moe import moe_case_of, moe_predicted
 from .compare import OracleReport, compare
 from .layers import LayerCase, compile_layers
 
@@ -98,19 +108,8 @@ def serve_case_of(plan: ServePlan) -> LayerCase:
              "k_cache": cache, "v_cache": cache,
              "q_proj": _axes(q_proj.writes, "B", "", projected, ""),
              "q": _axes(q, "B", "", heads, ""), "o": _axes(o, "B", "H", "")}
-    if _kv_groups(plan, specs):
-        raise _refuse(plan, f"the oracle splits the KV cache over whole mesh axes: G = {m.G} "
-                      f"KV heads over {specs['k_cache'][2]} and the batch over "
-                      f"{specs['k_cache'][0]} do not cover the queries' split")
     return LayerCase("decode", dict(plan.mesh.shape), {k: int(v) for k, v in sizes.items()},
                      specs, DTYPES[width], label=f"serve {plan.layout} {m.name}")
-
-
-def _kv_groups(plan: ServePlan, specs: dict) -> bool:
-    """Whether the cache is replicated over axes that split the queries' heads (the layout's
-    chips sharing a KV shard): the oracle's GQA reshape cannot express that split."""
-    q_heads = set(specs["q"][2])
-    return bool(q_heads - set(specs["k_cache"][2]))
 
 
 def serve_predicted(plan: ServePlan) -> list[dict]:
@@ -157,14 +156,18 @@ def train_layer_case_of(plan: Any) -> LayerCase:
 def _case_and_predicted(plan: Any) -> tuple[LayerCase, list[dict]]:
     if isinstance(plan, ServePlan):
         return serve_case_of(plan), serve_predicted(plan)
+    if plan.model.moe is not None:  # a mixture of experts' layer (symroof.xla.check_moe)
+        return moe_case_of(plan), moe_predicted(plan)
     return train_layer_case_of(plan), layer_predicted(plan)
 
 
 def check_layers(plans: Iterable[Any], predictions: Iterable[list] | None = None,
-                 ) -> list[OracleReport]:
+                 cases: Iterable[LayerCase | None] | None = None) -> list[OracleReport]:
     """Compile one layer per plan (serving or training, one JAX process) and compare XLA's
     collectives with the plan's per-layer ones; ``predictions`` overrides them where an entry
-    is not None (for planting a wrong one in a test; a plan given twice compiles once). One
+    is not None (for planting a wrong one in a test; a plan given twice compiles once), and
+    ``cases`` the compiled program (a MoE layer's forward pass alone,
+    ``check_moe.moe_case_of(plan, forward=True)``; the grouped GQA formulation). One
     report per plan.
 
     >>> import symroof as sr
@@ -175,11 +178,12 @@ def check_layers(plans: Iterable[Any], predictions: Iterable[list] | None = None
     (True, 2)
 
     (Skipped here because it starts JAX; tests/test_xla_layers.py checks this plan and
-    seven more in one process.)
+    the others, serving, training and MoE, in one process.)
     """
     plans = list(plans)
-    cases, predicted = zip(*map(_case_and_predicted, plans)) if plans else ((), ())
-    results = compile_layers(cases)
+    own, predicted = zip(*map(_case_and_predicted, plans)) if plans else ((), ())
+    cases = [None] * len(plans) if cases is None else list(cases)
+    results = compile_layers([o if c is None else c for c, o in zip(cases, own)])
     predictions = [None] * len(plans) if predictions is None else list(predictions)
     return [compare(mine if pred is None else pred, r)
             for r, mine, pred in zip(results, predicted, predictions)]

@@ -1,7 +1,7 @@
 """The oracle for whole transformer layers: what XLA sends for one Llama-style layer when its
 arrays are sharded as a serving or training layout says.
 
-Two programs, both written in JAX in the worker (``_worker.py``), never from a formula:
+Four programs, all written in JAX in the worker (``_worker.py``), never from a formula:
 
 - ``"decode"``: one decode step's forward: RMSNorm, q/k/v projections with GQA, the new
   token's attention over a KV cache of S positions (the token written at S - 1), o_proj,
@@ -11,6 +11,18 @@ Two programs, both written in JAX in the worker (``_worker.py``), never from a f
   weight and of x (what the layer below needs), each sharded like its array. Its norms have
   no gain, so that no gradient but the seven weight matrices' travels (a gain's would add
   one AllReduce of D per norm under data parallelism).
+- ``"moe_forward"``, ``"moe_train"``: a mixture of experts' layer, its forward pass (the
+  output) or its training step: the attention block as in ``"train"``, then RMSNorm, a
+  softmax router over E experts (``w_router[D, E]``), each token's top k, and capacity-based
+  dispatch (GShard, Switch): the tokens in N groups (one a data shard), C slots per expert
+  and group in a dense buffer [E, N, C, D] (``"by_group"``: in the tokens' layout as the
+  one-hot dispatch writes it and the combine reads it; ``"by_expert"``: in the experts'
+  layout, the AllToAll between them), each expert's SwiGLU (``w_gate, w_up[E, D, F]``,
+  ``w_down[E, F, D]``), the combine weighted by the router's probabilities, residual.
+  ``sizes`` gives E, N, C and k too.
+
+The attention shares each KV head among H/G query heads by repeating it (``gqa="repeat"``,
+the default) or by reshaping the queries (``"grouped"``); see ``LayerCase``.
 
 No RoPE: it is elementwise per head and moves nothing. A case names its arrays' dimensions
 by letter (``LAYER_ARRAYS``: B batch, S KV length, D, F, H, G, d = d_h, b sequences and T
@@ -40,17 +52,25 @@ from .training import XlaLayer, compile_requests
 __all__ = ["LAYER_ARRAYS", "LayerCase", "compile_layers"]
 
 Axes = tuple[str, ...]
-_WHAT = {"decode": "one decode step of one layer", "train": "one training step of one layer"}
+_WHAT = {"decode": "one decode step of one layer", "train": "one training step of one layer",
+         "moe_forward": "one forward pass of one MoE layer",
+         "moe_train": "one training step of one MoE layer"}
 #: arrays beyond the inputs: the decode layer's output, and the queries and attention output
 #: that a layout may constrain ("1": the one new token)
 _EXTRA = {"decode": {"x_out": "BD", "h": "BD", "q_proj": "B1Hd", "q": "B1Hd", "o": "BHd"},
-          "train": {}}
-_CONSTRAINED = ("h", "q_proj", "q", "o")  # intermediates: constrained only where a case says
+          "train": {}, "moe_forward": {"x_out": "bTD", "by_expert": "ENCD", "by_group": "ENCD"},
+          "moe_train": {"by_expert": "ENCD", "by_group": "ENCD"}}
+#: intermediates: constrained only where a case says
+_CONSTRAINED = ("h", "q_proj", "q", "o", "by_expert", "by_group")
+_GQA = ("repeat", "grouped")  # how the attention shares a KV head (LayerCase.gqa)
 
 
 class LayerCase(NamedTuple):
-    """One layer's program (``layer``: "decode" or "train") on a named mesh: ``sizes`` by
-    letter, ``specs`` by array name (arrays left out are replicated)."""
+    """One layer's program (``layer``: "decode", "train", "moe_forward" or "moe_train") on
+    a named mesh: ``sizes`` by letter, ``specs`` by array name (arrays left out are
+    replicated); ``gqa`` how the attention shares a KV head among H/G query heads:
+    ``"repeat"`` (each KV head repeated, as Hugging Face's Llama does) or ``"grouped"``
+    (the queries reshaped to [.., G, H/G, ..])."""
 
     layer: str
     mesh_shape: Mapping[str, int]
@@ -58,6 +78,7 @@ class LayerCase(NamedTuple):
     specs: Mapping[str, tuple[Axes, ...]]
     dtype: str = "bf16"
     label: str = "layer"
+    gqa: str = "repeat"
 
     @property
     def name(self) -> str:
@@ -79,7 +100,14 @@ def _check(case: LayerCase) -> None:
         raise ValueError(f"layer must be one of {', '.join(_WHAT)}, got {case.layer!r}")
     if case.dtype not in _DTYPES:
         raise ValueError(f"unknown dtype {case.dtype!r}; known: {', '.join(_DTYPES)}")
+    if case.gqa not in _GQA:
+        raise ValueError(f"gqa must be one of {', '.join(_GQA)}, got {case.gqa!r}")
     known = {**LAYER_ARRAYS[case.layer], **_EXTRA[case.layer]}
+    if case.layer.startswith("moe"):
+        n, N = case.sizes, case.sizes.get("N", 0)
+        if not 1 <= n.get("k", 0) <= n.get("E", 0) or N < 1 or (n["b"] * n["T"]) % N:
+            raise ValueError(f"{case.name}: a MoE layer needs 1 <= k <= E experts a token "
+                             f"and N groups that split the b T tokens evenly")
     if unknown := set(case.specs) - set(known):
         raise ValueError(f"{case.name}: no array {sorted(unknown)} in a {case.layer} layer; "
                          f"its arrays: {', '.join(known)}")
@@ -121,6 +149,7 @@ def compile_layers(cases: Iterable[LayerCase], timeout: float = 600.0) -> list[X
     if not cases:
         return []
     requests = {repr(c): {"kind": "layer", "layer": c.layer, "mesh": list(c.mesh_shape.items()),
-                          "sizes": dict(c.sizes), "specs": _specs(c), "dtype": _DTYPES[c.dtype]}
+                          "sizes": dict(c.sizes), "specs": _specs(c), "dtype": _DTYPES[c.dtype],
+                          "gqa": c.gqa}
                 for c in cases}  # a case given twice compiles once
     return compile_requests(cases, requests, timeout)

@@ -29,7 +29,7 @@ from ...symbols import d_h as _d_h
 from .. import attention_rows as ar
 from .. import rows as rw
 from ..spec import MLA
-from .base import Array, Stream, cap
+from .base import Array, Stream, Uses, cap
 
 __all__ = ["Attention"]
 
@@ -152,7 +152,16 @@ class Attention:
                     "W_kv_b": Array(("kv_rank", "H", "d_nope+d_v")),
                     "W_o": Array(("H", "d_v", "D")),
                     "C_kv": Array(("B", "S", "kv_rank+d_rope"), "kv"),
-                    "Q": Array(("B", "T", "H", "d_qk"), "act")}
+                    "Q": Array(("B", "T", "H", "d_qk"), "act"),
+                    "c": Array(("B", "T", "kv_rank+d_rope"), "act"),
+                    "O": Array(("B", "T", "H", "d_v"), "act")}
+            if m.q_rank is not None:
+                out["q_a"] = Array(("B", "T", "q_rank"), "act")
+            if m.absorb:  # the core's query and output in the latent (W_UK, W_UV folded)
+                out |= {"q_lat": Array(("B", "T", "H", "kv_rank+d_rope"), "act"),
+                        "o_lat": Array(("B", "T", "H", "kv_rank"), "act")}
+            out["k"] = Array(("B", "T", "H", "d_nope+d_v"), "act")  # W_kv_b's k_nope and v
+            # (the unabsorbed form's, as training runs it)
             return out | ({"b_o": Array(("D",))} if self.o_bias else {})
         if self.fused_qkv:
             out["W_qkv"] = Array(("D", "H+2*G", "d_h"))
@@ -169,6 +178,8 @@ class Attention:
         return out | {"K": Array(("B", "S", "G", "d_h"), "kv"),
                       "V": Array(("B", "S", "G", "d_h"), "kv"),
                       "Q": Array(("B", "T", "H", "d_h"), "act"),
+                      "k": Array(("B", "T", "G", "d_h"), "act"),
+                      "v": Array(("B", "T", "G", "d_h"), "act"),
                       "O": Array(("B", "T", "H", "d_h"), "act")}
 
     def twin(self) -> dict[str, Any]:
@@ -178,3 +189,42 @@ class Attention:
                 "fused_qkv": self.fused_qkv, "o_bias": self.o_bias, "qk_norm": self.qk_norm,
                 "attn_softcap": cap, "window": self.window,
                 "window_pattern": self.window_pattern, "attn_block": self.block}
+
+    def uses(self) -> dict[str, Uses]:
+        """Per row it makes, the arrays the row reads and writes (``norms/h`` the norm's
+        output in, ``norms/y`` the block's output out; ``Q``, ``k``, ``v`` the new tokens'
+        heads, ``O`` the core's output; MLA's ``q_a`` and ``c`` its latents, and absorbed,
+        the core's query and output in the latent, ``q_lat`` and ``o_lat``). A fused
+        qkv_proj writes ``Q`` (its k and v reach the cache through kv_write).
+
+        >>> Attention(fused_qkv=True).uses()["attn/qkv_proj"].weight
+        'attn/W_qkv'
+        """
+        h, y, Q, k, v, O = "norms/h", "norms/y", "attn/Q", "attn/k", "attn/v", "attn/O"
+        core = {"attn/core": Uses((Q,), O, kv="attn/K"), "attn/scores": Uses((Q,), kv="attn/K"),
+                "attn/softmax": Uses(), "attn/av": Uses(writes=O, kv="attn/V")}
+        out = {"attn/rope": Uses((Q, k), Q), "attn/o_proj": Uses((O,), y, "attn/W_o")}
+        if self.latent is not None:
+            c, q_a, kv = "attn/c", "attn/q_a", "attn/C_kv"
+            out |= {"attn/q_a_proj": Uses((h,), q_a, "attn/W_q_a"),
+                    "attn/q_a_norm": Uses((q_a,), q_a, "attn/q_a_norm", sums="q_rank"),
+                    "attn/q_b_proj": Uses((q_a,), Q, "attn/W_q_b"),
+                    "attn/q_proj": Uses((h,), Q, "attn/W_q"),
+                    "attn/kv_a_proj": Uses((h,), c, "attn/W_kv_a"),
+                    "attn/kv_a_norm": Uses((c,), c, "attn/kv_a_norm", sums="kv_rank"),
+                    "attn/rope": Uses((Q, c), Q), "attn/kv_write": Uses((c,), kv=kv),
+                    "attn/kv_b_proj": Uses((c,), k, "attn/W_kv_b")}
+            if self.latent.absorb:  # the core attends in the latent: q_lat in, o_lat out
+                q_lat, o_lat = "attn/q_lat", "attn/o_lat"
+                return out | {"attn/q_absorb": Uses((Q,), q_lat, "attn/W_kv_b"),
+                              "attn/core": Uses((q_lat,), o_lat, kv=kv),
+                              "attn/scores": Uses((q_lat,), kv=kv), "attn/softmax": Uses(),
+                              "attn/av": Uses(writes=o_lat, kv=kv),
+                              "attn/o_absorb": Uses((o_lat,), O, "attn/W_kv_b")}
+            return out | {key: u._replace(kv=kv) if u.kv else u for key, u in core.items()}
+        return out | core | {
+            "attn/q_proj": Uses((h,), Q, "attn/W_q"), "attn/k_proj": Uses((h,), k, "attn/W_k"),
+            "attn/v_proj": Uses((h,), v, "attn/W_v"), "attn/qkv_proj": Uses((h,), Q, "attn/W_qkv"),
+            "attn/q_norm": Uses((Q,), Q, "attn/q_norm", sums="d_h"),
+            "attn/k_norm": Uses((k,), k, "attn/k_norm", sums="d_h"),
+            "attn/kv_write": Uses((k, v), kv="attn/K")}

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 from ...cost import as_exact
 
-__all__ = ["Stream", "Array", "KINDS", "fields_of", "from_fields", "cap"]
+__all__ = ["Stream", "Array", "KINDS", "fields_of", "from_fields", "cap", "Uses"]
 
 #: what an operand array holds: a parameter, an activation, or the KV cache
 KINDS = ("weight", "act", "kv")
@@ -92,3 +92,23 @@ def cap(value: Any, name: str) -> None:
     """
     if value is not None and not as_exact(value, name) > 0:
         raise ValueError(f"{name} must be a positive number or None, got {value!r}")
+
+
+class Uses(NamedTuple):
+    """Which arrays (by path, :meth:`~symroof.models.blocks.Blocks.arrays`) one forward row
+    reads, writes, multiplies by (``weight``) and caches (``kv``); ``sums``: a dimension of
+    its first read it sums over inside (a norm's mean of squares); ``repeats``: the layers
+    the row holds (L, the dense or the MoE layers), ``once``: a row outside the layers (the
+    embedding, the head). A layout partitions the arrays; a row's partitions follow.
+
+    >>> Uses(("norms/h",), "attn/Q", weight="attn/W_q").writes
+    'attn/Q'
+    """
+
+    reads: tuple[str, ...] = ()
+    writes: str | None = None
+    weight: str | None = None
+    kv: str | None = None
+    sums: str | None = None
+    repeats: Any = 1
+    once: bool = False

@@ -25,7 +25,7 @@ from ...symbols import B as _B
 from ...symbols import S as _S
 from ...symbols import T as _T
 from .attention import Attention
-from .base import Array, Stream, fields_of, from_fields
+from .base import Array, Stream, Uses, fields_of, from_fields
 from .embedding import Embedding, Head, Learned, Rope
 from .mlp import DenseMLP, Experts
 from .norm import Norm
@@ -184,7 +184,7 @@ class Blocks:
             out |= {} if m.q_rank is None else {"q_rank": m.q_rank}
         if self.experts is not None:
             out |= {"E": self.experts.moe.E, "F_e": self.experts.moe.F,
-                    "F_s": self.experts.moe.shared_F}
+                    "F_s": self.experts.moe.shared_F, "k": self.experts.moe.k}
         return out
 
     def shape(self, path: str) -> tuple[Any, ...]:
@@ -227,6 +227,29 @@ class Blocks:
         part = path.split("/")[0]
         return {"embed": sp.Integer(1), "head": sp.Integer(1), "mlp": self.dense_layers,
                 "moe": self.moe_layers}.get(part, sp.sympify(self.L))
+
+    def uses(self) -> dict[str, Uses]:
+        """Per forward row, the arrays it reads and writes (by :meth:`arrays` path), each
+        block's, with the layers the row holds (``repeats``) and ``once`` for the rows
+        outside the layers: what a layout's partitions of the arrays are read through.
+
+        >>> from symroof.models import model
+        >>> u = model("llama-3.1-8b").blocks.uses()["attn/o_proj"]
+        >>> u.reads, u.writes, u.weight, u.repeats
+        (('attn/O',), 'norms/y', 'attn/W_o', 32)
+        """
+        def layers(uses: dict[str, Uses], n: Any) -> dict[str, Uses]:
+            return {k: u._replace(repeats=n) for k, u in uses.items()}
+
+        out = {k: u._replace(once=True) for k, u in
+               (self.embedding.uses() | self.positions.uses()
+                | self.head.uses(self.embedding.tied)).items()}
+        out |= layers(self.residual.uses() | self.attention.uses(), self.L)
+        if self.dense_layers != 0:
+            out |= layers(self.mlp.uses(), self.dense_layers)
+        if self.experts is not None:
+            out |= layers(self.experts.uses(), self.moe_layers)
+        return out
 
     def twin(self) -> dict[str, Any]:
         """The NumPy twin's fields, each block's (the values as they are: numbers for a

@@ -19,7 +19,7 @@ import sympy as sp
 from ...cost import Cost, as_dimension
 from ...symbols import V as _V
 from .. import rows as rw
-from .base import Array, Stream, cap
+from .base import Array, Stream, Uses, cap
 from .norm import Norm
 
 __all__ = ["Embedding", "Rope", "Learned", "Head", "POSITIONS"]
@@ -59,6 +59,10 @@ class Embedding:
     def twin(self) -> dict[str, Any]:
         """The twin's ``V``, ``tied`` and ``embed_scale``."""
         return {"V": self.V, "tied": self.tied, "embed_scale": self.scale}
+
+    def uses(self) -> dict[str, Uses]:
+        """Its row's arrays: the gather from W_embed starts the stream ``x``."""
+        return {"embed": Uses(writes="embed/x", weight="embed/W_embed")}
 
 
 @dataclass(frozen=True)
@@ -109,6 +113,10 @@ class Rope:
         """The twin's ``positions`` and ``rotary_dim``."""
         return {"positions": "rope", "rotary_dim": self.rotary_dim}
 
+    def uses(self) -> dict[str, Uses]:
+        """None of its own (``attn/rope`` is the attention's)."""
+        return {}
+
 
 @dataclass(frozen=True)
 class Learned:
@@ -147,6 +155,10 @@ class Learned:
     def twin(self) -> dict[str, Any]:
         """The twin's ``positions``."""
         return {"positions": "learned"}
+
+    def uses(self) -> dict[str, Uses]:
+        """Its row's arrays: the table's rows added to the stream ``x``."""
+        return {"pos_embed": Uses(writes="embed/x", weight="embed/W_pos")}
 
 
 @dataclass(frozen=True)
@@ -189,3 +201,17 @@ class Head:
     def twin(self) -> dict[str, Any]:
         """The twin's ``final_softcap``."""
         return {"final_softcap": None if self.softcap is None else float(self.softcap)}
+
+    def uses(self, tied: bool) -> dict[str, Uses]:
+        """Per row, its arrays: the final norm reads the stream into ``norms/h``, the
+        lm_head multiplies it by W_lm (the embedding's matrix when ``tied``) into the logits.
+
+        >>> Head().uses(True)["lm_head"].weight
+        'embed/W_embed'
+        """
+        out = {"final_norm": Uses(("embed/x",), "norms/h", "head/final_norm", sums="D"),
+               "lm_head": Uses(("norms/h",), "head/logits",
+                               "embed/W_embed" if tied else "head/W_lm")}
+        if self.softcap is not None:
+            out["logit_softcap"] = Uses(("head/logits",), "head/logits")
+        return out

@@ -20,7 +20,7 @@ from ...symbols import F as _F
 from .. import rows as rw
 from ..moe_rows import moe_rows
 from ..spec import MoE, spec_fields
-from .base import Array, Stream
+from .base import Array, Stream, Uses
 
 __all__ = ["DenseMLP", "Experts"]
 
@@ -61,10 +61,10 @@ class DenseMLP:
         return rw.mlp_rows(self, n, s)
 
     def arrays(self) -> dict[str, Array]:
-        """Its weights and its hidden activation.
+        """Its weights, its gate and up's output ``u`` and its hidden activation ``h``.
 
         >>> list(DenseMLP(fused=True).arrays())
-        ['W_gate_up', 'W_down', 'h']
+        ['W_gate_up', 'W_down', 'u', 'h']
         """
         out = {"W_up": Array(("D", "F"))} if not self.gated else \
             {"W_gate_up": Array(("D", "2*F"))} if self.fused else \
@@ -72,12 +72,26 @@ class DenseMLP:
         out["W_down"] = Array(("F", "D"))
         if self.bias:
             out |= {"b_up": Array(("2*F" if self.gated else "F",)), "b_down": Array(("D",))}
-        return out | {"h": Array(("B", "T", "F"), "act")}
+        return out | {"u": Array(("B", "T", "2*F" if self.gated else "F"), "act"),
+                      "h": Array(("B", "T", "F"), "act")}
 
     def twin(self) -> dict[str, Any]:
         """The twin's ``F``, ``act``, ``gated``, ``fused_gate_up``, ``mlp_bias``."""
         return {"F": self.F, "act": self.act, "gated": self.gated,
                 "fused_gate_up": self.fused, "mlp_bias": self.bias}
+
+    def uses(self) -> dict[str, Uses]:
+        """Per row, its arrays: gate and up read the norm's output ``norms/h`` into ``u``,
+        the activation ``u`` into ``h``, down ``h`` into the block's output ``norms/y``.
+
+        >>> u = DenseMLP(fused=True).uses()["mlp/gate_up"]
+        >>> u.reads, u.writes, u.weight
+        (('norms/h',), 'mlp/u', 'mlp/W_gate_up')
+        """
+        ups = ("up",) if not self.gated else ("gate_up",) if self.fused else ("gate", "up")
+        out = {f"mlp/{n}": Uses(("norms/h",), "mlp/u", f"mlp/W_{n}") for n in ups}
+        return out | {f"mlp/{rw.act_key(self.act, self.gated)}": Uses(("mlp/u",), "mlp/h"),
+                      "mlp/down": Uses(("mlp/h",), "norms/y", "mlp/W_down")}
 
 
 @dataclass(frozen=True)
@@ -126,8 +140,9 @@ class Experts:
 
     def arrays(self) -> dict[str, Array]:
         """The experts' stacked weights (E the dimension expert parallelism splits), the
-        router, the shared expert (the routed tokens' activations depend on the routing:
-        not declared)."""
+        router, the shared expert; the router's logits ``r``, the k routed copies' gate and
+        up ``m`` and activation ``a`` (which expert holds a copy depends on the routing),
+        the shared expert's ``m_s`` and ``a_s``."""
         out = {"W_router": Array(("D", "E")), "W_gate_e": Array(("E", "D", "F_e")),
                "W_up_e": Array(("E", "D", "F_e")), "W_down_e": Array(("E", "F_e", "D"))}
         if self.moe.router_bias:
@@ -137,8 +152,40 @@ class Experts:
                     "W_down_s": Array(("F_s", "D"))}
         if self.moe.shared_gate:
             out["w_shared_gate"] = Array(("D",))
+        out |= {"r": Array(("B", "T", "E"), "act"), "m": Array(("B", "T", "k", "2*F_e"), "act"),
+                "a": Array(("B", "T", "k", "F_e"), "act")}
+        if self.moe.shared_F != 0:
+            out |= {"m_s": Array(("B", "T", "2*F_s"), "act"),
+                    "a_s": Array(("B", "T", "F_s"), "act")}
         return out
 
     def twin(self) -> dict[str, Any]:
         """The record's fields (the twin's ``MoESpec`` has the same names)."""
         return spec_fields(self.moe)
+
+    def uses(self) -> dict[str, Uses]:
+        """Per row, its arrays: the router reads the norm's output ``norms/h`` into the
+        logits ``r``, the routing reads them; the routed experts (and the shared one) as a
+        dense MLP into the block's output ``norms/y``; the combine's inputs (each token's
+        copies, as the routing sent them) are not declared.
+
+        >>> from symroof.models import MoE
+        >>> Experts(MoE(E=8, k=2, F=14336)).uses()["moe/down"].reads
+        ('moe/a',)
+        """
+        moe, act = self.moe, rw.act_key(self.act, True)
+        h, y = "norms/h", "norms/y"
+        out = {"moe/router": Uses((h,), "moe/r", "moe/W_router"),
+               "moe/route": Uses(("moe/r",), weight="moe/b_router" if moe.router_bias else None),
+               "moe/gate": Uses((h,), "moe/m", "moe/W_gate_e"),
+               "moe/up": Uses((h,), "moe/m", "moe/W_up_e"),
+               f"moe/{act}": Uses(("moe/m",), "moe/a"),
+               "moe/down": Uses(("moe/a",), y, "moe/W_down_e"), "moe/combine": Uses()}
+        if moe.shared_F != 0:
+            out |= {"moe/shared/gate": Uses((h,), "moe/m_s", "moe/W_gate_s"),
+                    "moe/shared/up": Uses((h,), "moe/m_s", "moe/W_up_s"),
+                    f"moe/shared/{act}": Uses(("moe/m_s",), "moe/a_s"),
+                    "moe/shared/down": Uses(("moe/a_s",), y, "moe/W_down_s")}
+        if moe.shared_gate:
+            out["moe/shared/scale"] = Uses((h,), weight="moe/w_shared_gate")
+        return out

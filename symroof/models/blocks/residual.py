@@ -16,7 +16,7 @@ from typing import Any
 
 from ...cost import Cost
 from .. import rows as rw
-from .base import Array, Stream
+from .base import Array, Stream, Uses
 from .norm import Norm
 
 __all__ = ["Residual"]
@@ -61,14 +61,32 @@ class Residual:
         return rows | {"mlp/residual": rw.residual(n * s.D, ab=s.ab)}
 
     def arrays(self) -> dict[str, Array]:
-        """The weights of its norms (and LayerNorm's biases)."""
+        """The weights of its norms (and LayerNorm's biases); a norm's output ``h`` (what
+        the branches read) and a branch's output ``y`` (what the residual adds)."""
         names = ["attn_norm", "mlp_norm"] + (["attn_post_norm", "mlp_post_norm"]
                                              if self.post_norms else [])
         out: dict[str, Array] = {}
         for name in names:
             out |= self.norm.arrays(name, "D")
-        return out
+        return out | {"h": Array(("B", "T", "D"), "act"), "y": Array(("B", "T", "D"), "act")}
 
     def twin(self) -> dict[str, Any]:
         """The twin's ``parallel_residual`` and ``post_norms``."""
         return {"parallel_residual": self.parallel, "post_norms": self.post_norms}
+
+    def uses(self) -> dict[str, Uses]:
+        """Per row, its arrays: a norm reads the stream ``embed/x`` (summing squares over D)
+        into ``h``; a post-norm normalises the branch's output ``y``; a residual add reads
+        the stream and ``y`` into the stream.
+
+        >>> Residual().uses()["attn/residual"].reads
+        ('embed/x', 'norms/y')
+        """
+        x, h, y = "embed/x", "norms/h", "norms/y"
+        out = {}
+        for branch in ("attn", "mlp"):
+            out[f"{branch}_norm"] = Uses((x,), h, f"norms/{branch}_norm", sums="D")
+            if self.post_norms:
+                out[f"{branch}/post_norm"] = Uses((y,), y, f"norms/{branch}_post_norm", sums="D")
+            out[f"{branch}/residual"] = Uses((x, y), x)
+        return out
