@@ -182,8 +182,8 @@ MUTANTS: list[tuple[str, str, str, str, list[str]]] = [
      "_link(mesh, tuple(axes.get(r, ())), r, current().replace(ring_factor='exact', "
      "gpu_level='all'))", ["tests/test_gpu_level.py"]),
     ("KV read+write traffic read once", "symroof/models/attention_rows.py",
-     'kv_factor = 1 if cv.kv_traffic == "read" else 2',
-     "kv_factor = 1", ["tests/test_conventions.py"]),
+     'return 1 if current().kv_traffic == "read" else 2',
+     "return 1", ["tests/test_conventions.py"]),
     ("norm weights never read", "symroof/models/rows.py",
      'weights = base.weight_bytes if cv.norm_weights == "read" else 0',
      "weights = 0", ["tests/test_conventions.py", "tests/test_check.py"]),
@@ -198,9 +198,9 @@ MUTANTS: list[tuple[str, str, str, str, list[str]]] = [
      ["tests/test_blocks.py"]),
     # -- CLI -------------------------------------------------------------------------------
     ("--tokens error names the Python argument", "symroof/surfaces/cli_train.py",
-     'return (f"--tokens {args.tokens:,} ({_sequences(args.tokens // args.seq)} of --seq "',
-     'return (f"batch_tokens = {args.tokens:,} ({_sequences(args.tokens // args.seq)} of '
-     '--seq "', ["tests/test_trust.py"]),
+     'f"--tokens {args.tokens:,} ({_sequences(args.tokens // args.seq)}")',
+     'f"batch_tokens = {args.tokens:,} ({_sequences(args.tokens // args.seq)}")',
+     ["tests/test_trust.py"]),
     ("critical-batch JSON: widths as exact objects", "symroof/surfaces/cli.py",
      '"x_bytes": num(xb),', '"x_bytes": xb,', ["tests/test_trust.py"]),
 ]

@@ -408,8 +408,13 @@ def crossover(lhs: Any, rhs: Any, var: sp.Symbol, *, select: str = "positive") -
     diff = lhs.subs(var, x) - rhs.subs(var, x)
     roots = []
     for branch, conditions in _branches(diff, x):
-        for r in sp.solve(branch, x, simplify=False):  # simplify=True costs 100x
+        # the numerator's roots, less those of the denominator: what solve() finds, without
+        # its checks of denominators (whose first call imports sympy.physics, 0.1 s)
+        num, den = branch.as_numer_denom()
+        for r in sp.solve(num, x, simplify=False):  # simplify=True costs 100x
             if r.is_real is False or r.is_positive is False:
+                continue
+            if den.has(x) and sp.cancel(den.subs(x, r)) == 0:
                 continue
             # a root of one branch counts only where that branch is the one in force
             if any(_holds(c.subs(x, r)) is False for c in conditions):

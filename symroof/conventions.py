@@ -38,7 +38,8 @@ __all__ = ["Conventions", "PROFILES", "FIELDS", "LABELS", "profile", "current", 
 #: count >= 0 (llm-analysis counts 0 softmax FLOPs), "rows" a tuple of row keys.
 FIELDS: dict[str, tuple[tuple[Any, ...], str, str]] = {
     "flops_per_mac": ((2, 1), "FLOPs per multiply-add of a contraction (linear layers, "
-                      "attention matmuls): 2, or 1 as MAC counters write it",
+                      "attention matmuls, and their gradient matmuls in training): 2, or 1 "
+                      "as MAC counters write it",
                       "models.rows.mac_flops"),
     "attention_pairs": (("causal", "all", "new"), "useful FLOPs of the attention core over "
                         "the causal (query, key) pairs, over all T x S of them, or over the "
@@ -49,8 +50,9 @@ FIELDS: dict[str, tuple[tuple[Any, ...], str, str]] = {
     "lm_head_positions": (("last", "all"), "positions a prefill report's lm_head runs on: "
                           "the last of each sequence, or every one",
                           "Conventions.last_only"),
-    "lm_head_flops_per_mac": (("same", 2, 1), "FLOPs per multiply-add of the lm_head: "
-                              "'same' as flops_per_mac, or its own", "models.rows.lm_head"),
+    "lm_head_flops_per_mac": (("same", 2, 1), "FLOPs per multiply-add of the lm_head "
+                              "(and of its gradients in training): 'same' as flops_per_mac, "
+                              "or its own", "models.rows.lm_head_flops"),
     "lm_head_act": (("positions", "one-row"), "activation bytes of the lm_head: its rows "
                     "in and logits out, or one row of D in and one of V out whatever the "
                     "batch", "models.rows.lm_head"),
@@ -58,7 +60,7 @@ FIELDS: dict[str, tuple[tuple[Any, ...], str, str]] = {
                            "and KV cache", "models.transformer.Transformer.ops"),
     "kv_traffic": (("read", "read+write"), "KV cache bytes of the attention core: read "
                    "once, or the whole cache read and written back",
-                   "models.attention_rows.core"),
+                   "models.attention_rows.kv_passes"),
     "softmax_flops": (("exact", "int"), "softmax FLOPs: 'exact' (scale, max, subtract, "
                       "exp, sum, divide: 6n - 2 a row) or a count per element",
                       "models.attention_rows.softmax_flops"),
@@ -103,6 +105,11 @@ FIELDS: dict[str, tuple[tuple[Any, ...], str, str]] = {
                           "T_hop + log2 M T_tree) over M nodes, NCCL's tuner picking the faster "
                           "algorithm), or a flat ring's 2 (n - 1) steps; the bandwidth term "
                           "is the book's either way", "hardware.collectives._allreduce_latency"),
+    "base_latency": (("none", "nccl"), "the constant per call of a GPU AllGather, "
+                     "ReduceScatter or AllReduce: none (its latency floor is its steps', as "
+                     "the book's latency-bound rings), or NCCL's (tuning.cc baseLatencies: "
+                     "6.6 us a ring, 6.8 us a tree) added to it",
+                     "hardware.collectives._base"),
     "optimizer_bytes": ((12, 10, 16, 18), "bytes per parameter of the training state with "
                         "bf16 weights and fp32 Adam moments: 12 (bf16 gradients), 10 (the "
                         "book's: no gradients kept), 16 (+ an fp32 master copy), 18 (fp32 "
@@ -190,6 +197,7 @@ class Conventions:
     ring_factor: str = "exact"
     gpu_level: str = "all"
     allreduce_latency: str = "nccl"
+    base_latency: str = "none"
     optimizer_bytes: int = 12
     condition_layer: str = "model"
 

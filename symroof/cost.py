@@ -76,12 +76,19 @@ def as_dimension(value: Any, name: str) -> sp.Expr:
     ...
     ValueError: D must be a positive integer or a positive symbol, got -3
     """
-    msg = f"{name} must be a positive integer or a positive symbol, got {value!r}"
+    if isinstance(value, sp.Symbol) and value.is_positive:  # the table's symbols: most calls
+        return check_symbols(value)
+
+    given = value
+
+    def msg() -> str:  # printed only for an error: an expression's repr costs more than the rest
+        return f"{name} must be a positive integer or a positive symbol, got {given!r}"
+
     if isinstance(value, bool):
-        raise ValueError(msg)
+        raise ValueError(msg())
     if isinstance(value, float):
         if not value.is_integer():
-            raise ValueError(msg)
+            raise ValueError(msg())
         value = int(value)
     if isinstance(value, str):
         value = value.strip()
@@ -91,18 +98,18 @@ def as_dimension(value: Any, name: str) -> sp.Expr:
             try:
                 return lookup(value)
             except ValueError:
-                raise ValueError(msg + " (not a number, nor a symbol of the table)") from None
+                raise ValueError(msg() + " (not a number, nor a symbol of the table)") from None
     if isinstance(value, numbers.Integral):
         if value <= 0:
-            raise ValueError(msg)
+            raise ValueError(msg())
         return sp.Integer(int(value))
     if isinstance(value, sp.Expr):
         if value.is_number and not (value.is_integer and value.is_positive):
-            raise ValueError(msg)
+            raise ValueError(msg())
         if value.is_positive is False:
-            raise ValueError(msg)
+            raise ValueError(msg())
         return check_symbols(value)
-    raise ValueError(msg)
+    raise ValueError(msg())
 
 
 def _check_substitution(mapping: Mapping[Any, Any]) -> dict[sp.Symbol, sp.Expr]:

@@ -318,7 +318,7 @@ def _other_value(field: str):
 @pytest.mark.parametrize("field", [f for f in FIELDS if f not in
                                    ("ring_factor", "lm_head_positions", "time_flops",
                                     "optimizer_bytes", "gpu_level", "allreduce_latency",
-                                    "condition_layer")])
+                                    "base_latency", "condition_layer")])
 def test_every_row_field_changes_some_row(field):
     """No field is a dead switch: moving it off symroof's value changes some row of a
     prefill (naive or fused core) of Llama-3.1-8B or Gemma-7B (whose d_h is not D/H)."""
@@ -354,6 +354,48 @@ def test_optimizer_bytes_sets_the_training_state_per_parameter():
     assert sr.train_memory(m, B, S, conventions=mixed)["master"] == 4 * m.params
 
 
+def test_compare_asks_every_question_under_the_conventions_given(cli):
+    run = cli(["compare", "--chips", "h100,tpu-v5e", "--model", "tiny", "--batch", "8",
+               "--context", "1024", "--conventions", "llm-analysis", "--format", "json"])
+    assert run.returncode == 0, run.stderr
+    d = json.loads(run.stdout)
+    assert d["title"].endswith(", bf16 peak, conventions: llm-analysis")
+    assert d["conventions"]["name"] == "llm-analysis"
+    for chip in ("h100", "tpu-v5e"):  # the same question on report's surface
+        t = sr.roofline_table(sr.model("tiny"), chip, batch=8, new_tokens=1, cached=1023,
+                              conventions="llm-analysis")
+        assert d["rows"][chip]["lower"] == pytest.approx(float(t.bounds[0]), rel=1e-12)
+        mine = sr.roofline_table(sr.model("tiny"), chip, batch=8, new_tokens=1, cached=1023)
+        assert t.bounds[0] != mine.bounds[0]
+    refused = cli(["compare", "--chips", "h100,tpu-v5e", "--question", "critical-batch",
+                   "--conventions", "book"])
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr == ("symroof: error: the critical batch question does not apply "
+                           "conventions yet (its numbers are symroof's); the questions that "
+                           "do: decode, prefill, serve, train\n")
+
+
+def test_serve_params_and_prefill_take_conventions():
+    v5e = sr.mesh("tpu-v5e", "4x4")
+    args = dict(batch=4, context=8192, kv_bytes_per_token=100_000)
+    mine = sr.serve_params(30 * 10**9, v5e, **args)
+    peer = sr.serve_params(30 * 10**9, v5e, **args, conventions="llm-analysis")
+    # llm-analysis (analysis.py at d841e40) reads and writes the KV cache at its final
+    # length: 4 sequences x 8,192 tokens x 100 kB, twice
+    assert mine.cost.kv_bytes == 4 * 8192 * 100_000
+    assert peer.cost.kv_bytes == 2 * 4 * 8192 * 100_000
+    assert str(peer).splitlines()[0].endswith("KV bf16, conventions: llm-analysis:")
+    assert "conventions" not in str(mine)
+    mac = sr.serve_params(30 * 10**9, v5e, **args,
+                          conventions=profile("symroof").replace(flops_per_mac=1))
+    assert mac.cost.flops == 4 * 30 * 10**9 and mine.cost.flops == 2 * 4 * 30 * 10**9
+    # LLM-Viewer's lm_head: one FLOP a multiply-add, on one row of D = 4096 (Llama-3.1-8B's
+    # config: hidden_size 4096, vocab_size 128256)
+    pre = sr.prefill("llama-3.1-8b", v5e, prompt=512, conventions="llm-viewer")
+    assert pre.rows["lm_head"].flops == 4096 * 128256
+    assert str(pre).endswith(", conventions: llm-viewer")
+
+
 def test_a_float_or_a_bool_is_not_a_count():
     # 2.0 == 2 and True == 1 in Python: a field must hold the int itself, or a float would
     # enter every formula that multiplies by it (FLOPs per multiply-add, bytes per parameter)
@@ -380,3 +422,22 @@ def test_head_dim_d_over_h_reaches_the_whole_model_cost_too():
     assert rows["attn/core"].kv_bytes == whole.kv_bytes
     symbolic = m.whole(sr.symbols.B, 1, 4095, last_only=True, conventions=cv)  # derived
     assert symbolic.subs(sr.symbols.B, 8) == whole
+
+
+@pytest.mark.parametrize("conventions", ["symroof", "book", "llm-viewer", "llm-analysis",
+                                         profile("symroof").replace(flops_per_mac=1)])
+def test_a_training_steps_gradient_matmuls_count_as_its_forward_does(conventions):
+    """dX = dY W^T and dW = X^T dY each take as many multiply-adds as Y = X W (and the
+    attention core's four gradient matmuls as many as QK^T or PV), so under every profile
+    each counts what its forward counts: the FLOPs-per-multiply-add conventions reach the
+    backward too (before, flops_per_mac=1 halved fwd/mlp/down and left its dX and dW)."""
+    from symroof.models.training import matmul_keys, train_ops
+
+    m = sr.model("llama-3.1-8b")
+    rows = train_ops(m, 2, 16, conventions=conventions)
+    for key in matmul_keys(m):
+        fwd = rows[f"fwd/{key}"].flops
+        assert rows[f"bwd/{key}/dx"].flops == fwd == rows[f"bwd/{key}/dw"].flops, key
+    for fwd, bwd in (("attn/scores", ("scores/dq", "scores/dk")), ("attn/av", ("av/dp", "av/dv"))):
+        for b in bwd:
+            assert rows[f"bwd/attn/{b}"].flops == rows[f"fwd/{fwd}"].flops, (fwd, b)

@@ -22,7 +22,8 @@ C, W, W_net, M = (sp.Symbol(s, positive=True) for s in ("C", "W", "W_net", "M"))
 NETWORK_FIELDS = {"torus": ("rank", "pod", "host", "wrap_rule", "hop_latency", "pcie_bw",
                             "dcn_bw", "slices"),
                   "switched": ("nvlink_ports", "levels", "sharp", "hop_latency", "net_latency",
-                               "tree_latency", "pcie_bw")}
+                               "tree_latency", "net_overhead", "ring_base_latency",
+                               "tree_base_latency", "pcie_bw")}
 NO_BF16 = {"v100"}  # Volta's tensor cores run fp16, not bf16
 TPUS = sorted(n for n in PRESETS if n.startswith("tpu-"))
 GPUS = sorted(n for n in PRESETS if not n.startswith("tpu-"))

@@ -67,7 +67,8 @@ def test_serve_json():
 
 def test_train_json():
     d = cli_json("train --model llama-3.1-8b --mesh tpu-v5p:2x2x2 --tokens 1M")
-    assert set(d) == {"query", "strategies", "excluded", "chosen", "answer", "nearby"}
+    assert set(d) == {"query", "strategies", "excluded", "chosen", "answer", "nearby",
+                      "slices_by_optimizer_bytes"}
     mesh = sr.mesh("tpu-v5p", "2x2x2")
     assert d["query"]["chips"] == mesh.n_chips == 8 and d["query"]["batch_tokens"] == 2**20
     for row in d["strategies"]:

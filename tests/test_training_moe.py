@@ -10,14 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import symroof as sr
-from symroof.models import (
-    MLA,
-    MoE,
-    backward_mla,
-    backward_moe,
-    saved_activations,
-    training_memory,
-)
+from symroof.models import MLA, MoE, saved_activations
+from symroof.models.blocks import latent, mlp
 from symroof.models.check import _numeric_config
 from symroof.numeric import init_params, loss_and_grads, train_moe
 from symroof.numeric.optimizer import _get, _leaves
@@ -125,17 +119,17 @@ def test_random_moe_and_mla_configs(model, batch, seq, remat, grad, moment):
 
 # A planted mistake on either side, per family: the check names the row it breaks.
 PLANTED = [
-    ("mixtral-like", lambda mp: mp.setattr(backward_moe, "route_backward_flops",
+    ("mixtral-like", lambda mp: mp.setattr(mlp, "route_backward_flops",
                                            lambda moe: 9 * moe.E - 3 + 6 * moe.k - 1),
      "bwd/moe/route"),
     ("mixtral-like", lambda mp: mp.setattr(train_moe, "combine_backward", _extra_read(
         train_moe.combine_backward)), "bwd/moe/combine"),
-    ("deepseek-like", lambda mp: mp.setattr(backward_mla, "mla_backward", _all_heads(
-        backward_mla.mla_backward)), "bwd/attn/k_rope_sum"),
+    ("deepseek-like", lambda mp: mp.setattr(latent, "backward_in", _all_heads(
+        latent.backward_in)), "bwd/attn/k_rope_sum"),
     ("qwen-moe-like", lambda mp: mp.setattr(train_moe, "shared_scale_backward", _extra_read(
         train_moe.shared_scale_backward, 3)), "bwd/moe/shared/scale"),
-    ("mla-direct", lambda mp: mp.setattr(training_memory, "mla_sizes", lambda m, B, S: {
-        **backward_mla.mla_sizes(m, B, S), "k_pe": 0}),
+    ("mla-direct", lambda mp: mp.setattr(latent, "tensors", lambda a, B, S: {
+        **_LATENT_TENSORS(a, B, S), "k_pe": 0}),
      "saved/attn/rope"),  # the shared RoPE key forgotten
 ]
 
@@ -147,10 +141,12 @@ def _extra_read(fn, arg=1):
     return planted
 
 
+_LATENT_TENSORS = latent.tensors
+
+
 def _all_heads(fn):
-    def planted(m, B, S, gb):  # the shared key's gradient summed as if over H + 1 heads
-        return fn(m, B, S, gb) | {"attn/k_rope_sum": backward_mla.bw.grad_sum(
-            B * S * m.mla.d_rope, m.H + 1, x_bytes=m.act_bytes)}
+    def planted(a, w, S):  # the shared key's gradient summed as if over H + 1 heads
+        return fn(a, w, S) | {"attn/k_rope_sum": w.sum(a.H + 1, a.latent.d_rope)}
     return planted
 
 

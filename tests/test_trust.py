@@ -137,3 +137,102 @@ def test_report_on_a_mesh_carries_the_same_warning():
                          "--phase", "decode", "--batch", "32", "--context", "8k")
     assert status == 0
     assert "warning: attention split 64 ways over llama-3.1-8b's 32 query heads" in out
+
+
+def _train_json(*args: str) -> dict:
+    status, out, err = cli("train", *args, "--format", "json")
+    assert status == 0, err
+    import json
+
+    return json.loads(out)
+
+
+def test_train_names_the_narrower_optimizer_state_that_fits():
+    # Mistral-7B has 7,241,732,096 parameters (its released config); an H100 SXM holds
+    # 80 GB (NVIDIA's sheet): plain data parallelism keeps the whole training state on each
+    # chip, 12 bytes a parameter (bf16 gradients, fp32 moments) is 86.9 GB, too much; the
+    # book's 10 bytes a parameter (no gradients kept) is 72.4 GB, which leaves room
+    P, hbm = 7_241_732_096, 80 * 10**9
+    assert 12 * P > hbm > 10 * P
+    flags = ("--model", "mistral-7b", "--mesh", "h100:8", "--batch", "8", "--strategy", "dp")
+    out = _train_json(*flags)
+    assert out["chosen"] is None
+    assert out["excluded"][0]["fix"] == "fits with --convention optimizer_bytes=10"
+    assert "on these 8 chips, --convention optimizer_bytes=10 fits: dp" in out["answer"]
+    from symroof.conventions import profile, using
+
+    for width in (18, 16, 12, 10):  # each the API's answer under that width
+        with using(profile("symroof").replace(optimizer_bytes=width)):
+            need = sr.min_training_slice("mistral-7b", "h100", batch_tokens=8 * 4096)
+        assert out["slices_by_optimizer_bytes"][str(width)] == need.slice
+    again = _train_json(*flags, "--convention", "optimizer_bytes=10")
+    assert again["chosen"]["strategy"] == "dp" and again["nearby"] == {}
+
+
+def test_each_rejected_strategy_names_a_change_that_gives_it_a_plan():
+    # Qwen3-0.6B: 16 query heads, 28 layers (its released config); 3 sequences of 1,000
+    # tokens on a v5e 4x8 (32 chips): 3,000 tokens do not divide over 32 data shards
+    # (lcm(32, 1000) = 4,000 do; under zero1+pp, fsdp X (4) x 4 microbatches a stage x 8
+    # stages: lcm(128, 1000) = 16,000); TP over all 32 chips splits 16 heads 32 ways (a 4x4
+    # slice's 16 do not)
+    base = ("--model", "qwen3-0.6b", "--batch", "3", "--seq", "1000")
+    out = _train_json(*base, "--mesh", "tpu-v5e:4x8")
+    fixes = {e["strategy"]: (e["why"], e["fix"]) for e in out["excluded"]}
+    assert fixes["zero3"] == (
+        "no split that fits divides the batch of 3,000 tokens over its data shards",
+        "a batch that divides: 4 sequences (--batch 4)")
+    assert fixes["tp"] == ("every split that fits has TP wider than the 16 query heads",
+                           "works on a smaller slice: --mesh tpu-v5e:4x4")
+    assert fixes["pp"][0] == "every split that fits has more pipeline stages than the 28 layers"
+    assert out["chosen"] is not None and out["nearby"] == {}  # it divides: no uneven split
+    changed = {"zero3": ("--mesh", "tpu-v5e:4x8", "--batch", "4"),
+               "tp": ("--mesh", "tpu-v5e:4x4", "--batch", "3")}
+    assert fixes["zero1+pp"][1] == "a batch that divides: 16 sequences (--batch 16)"
+    for strategy, flags in changed.items():  # each change, made, gives that strategy a plan
+        argv = [a for a in base if a not in ("--batch", "3")] + list(flags)
+        again = _train_json(*argv, "--strategy", strategy)
+        assert again["chosen"]["strategy"] == strategy, strategy
+
+
+def test_train_does_not_fit_names_a_larger_slice_that_works():
+    # the change named, made, gives the strategy a plan
+    flags = ("--model", "llama-3.1-8b", "--tokens", "1M", "--strategy", "zero3")
+    out = _train_json(*flags, "--mesh", "h100:8")
+    assert out["excluded"][0]["fix"] == "fits on a larger slice: --mesh h100:16"
+    assert _train_json(*flags, "--mesh", "h100:16")["chosen"]["strategy"] == "zero3"
+
+
+def test_a_role_wider_than_the_model_names_the_flags_and_a_split_that_works():
+    # Qwen3-0.6B has 16 query heads: --fsdp X on a v5p 4x4x8 leaves Y, Z (4 x 8 = 32) to TP
+    flags = ("--model", "qwen3-0.6b", "--mesh", "tpu-v5p:4x4x8", "--batch", "32", "--seq",
+             "1024", "--strategy", "fsdp+tp")
+    status, out, err = cli("train", *flags, "--fsdp", "X")
+    assert status == 2 and out == ""
+    head, _, split = err.partition("; a split of fsdp+tp that works here: ")
+    assert head == ("symroof: error: --fsdp X, tp on the axes left (Y, Z): tp degree 32 "
+                    "exceeds qwen3-0.6b's 16 query heads (Megatron splits heads)")
+    given = split.split()
+    assert given[0::2] == ["--fsdp", "--tp"]
+    assert _train_json(*flags, *given)["chosen"]["strategy"] == "fsdp+tp"
+
+
+def test_a_batch_in_sequences_that_reads_as_tokens_says_so():
+    # --batch counts sequences: 64k = 65,536 sequences of 1,024 tokens = 67,108,864 tokens;
+    # the same number as --tokens is 65,536 / 1,024 = 64 sequences
+    out = _train_json("--model", "tiny", "--mesh", "tpu-v5e:2x2", "--batch", "64k", "--seq",
+                      "1024", "--strategy", "zero3")
+    assert out["chosen"] is None
+    assert out["answer"].endswith(
+        "(--batch counts sequences: --batch 65,536 is 67,108,864 tokens of --seq 1024; "
+        "--tokens 65536 would be 64 sequences)")
+
+
+def test_a_split_error_names_the_batch_flag_the_user_typed():
+    # --batch 1024 (sequences) is --tokens 4M: the same 560 shards, the same 1,015 and 1,050
+    status, out, err = cli("train", "--model", "llama-3.1-70b", "--mesh", "tpu-v5p:16x20x28",
+                           "--batch", "1024", "--strategy", "fsdp+tp", "--fsdp", "YZ",
+                           "--tp", "X")
+    assert status == 2 and out == ""
+    assert err == ("symroof: error: --batch 1,024 (4,194,304 tokens of --seq 4096) does not "
+                   "divide over 560 data shards (--fsdp YZ (20 x 28)); the nearest that do: "
+                   "--batch 1015 or --batch 1050\n")

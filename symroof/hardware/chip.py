@@ -214,7 +214,7 @@ def _network_keys(c: Chip) -> list[str]:
 
 _TORUS = ("rank", "pod", "host", "wrap_rule", "hop_latency", "pcie_bw", "dcn_bw", "slices")
 _SWITCHED = ("nvlink_ports", "levels", "sharp", "hop_latency", "net_latency", "tree_latency",
-             "pcie_bw")
+             "net_overhead", "ring_base_latency", "tree_base_latency", "pcie_bw")
 
 
 def _network(spec: dict | None, sources: dict) -> Torus | Switched | None:

@@ -82,6 +82,15 @@ _NCCL_TREE_LAT = ("NCCL src/graph/tuning.cc, hwLatencies[NET][Tree][LL] = 5.0 us
                   "v2.30.7-1/src/graph/tuning.cc); the book: 'A tree (log N hops) lowers "
                   "latency, not bandwidth cost' (ch. 12, https://jax-ml.github.io/scaling-book/"
                   "gpus/)")
+_TUNING = ("NCCL src/graph/tuning.cc at v2.30.7-1 (commit 73cf112, https://github.com/NVIDIA/"
+           "nccl/blob/v2.30.7-1/src/graph/tuning.cc)")
+_NCCL_OVERHEAD = (_TUNING + ", getNetOverhead() lines 228-233: 1.0 us (x86 Intel and by "
+                  "default; 2.0 on AMD); line 410: intraLat = std::max(intraLat, netOverhead) "
+                  "for every step inside a node of a ring that crosses nodes (LL protocol)")
+_NCCL_BASE_RING = (_TUNING + ", baseLatencies line 151: Ring LL = 6.6 us, added once per call "
+                   "(line 384: latencies = baseLatencies)")
+_NCCL_BASE_TREE = (_TUNING + ", baseLatencies line 151: Tree LL = 6.8 us, added once per call "
+                   "(line 384: latencies = baseLatencies)")
 _NVLS = ("NVLink SHARP (in-network reduction in the NVSwitch) arrived with third-generation "
          "NVSwitch on Hopper, https://www.nvidia.com/en-us/data-center/technologies/"
          "hopper-architecture/; the book prices SHARP in ch. 12 ("
@@ -138,6 +147,9 @@ def _switched(ports, levels, levels_src, sharp, sharp_src, pcie_bw, pcie_src) ->
         "hop_latency": (Fraction(6, 10**7), _NCCL_LAT),
         "net_latency": (Fraction(27, 10**7), _NCCL_NET_LAT),
         "tree_latency": (Fraction(5, 10**6), _NCCL_TREE_LAT),
+        "net_overhead": (Fraction(1, 10**6), _NCCL_OVERHEAD),
+        "ring_base_latency": (Fraction(66, 10**7), _NCCL_BASE_RING),
+        "tree_base_latency": (Fraction(68, 10**7), _NCCL_BASE_TREE),
         "pcie_bw": (pcie_bw, pcie_src),
     }}
 

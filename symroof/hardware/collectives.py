@@ -27,6 +27,9 @@ Times (book ch. 3 and ch. 12; W_1 = one link one way, X = the axis size):
   Latency: T_hop per ring step (a ring of n - 1 steps, NCCL's), and for an AllReduce across
   M nodes the lower of that and NCCL's tree, 2 ((n/M - 1) T_hop + floor(log2 M) T_tree)
   (``allreduce_latency="nccl"``; "ring" keeps the ring's): the bandwidth term is the book's.
+  A ring across nodes pays at least the record's ``net_overhead`` (1.0 us) a step inside a
+  node, and T_tree a network step with one GPU a node; ``base_latency="nccl"`` adds NCCL's
+  constant per call (6.6 us a ring, 6.8 us a tree; NCCL src/graph/tuning.cc, v2.30.7-1).
 - DCN axes (slices): a ring of slices, each chip over its own DCN share: (X-1)/X V / W_dcn.
 
 >>> import symroof as sr
@@ -136,7 +139,39 @@ def _max(*xs: Any) -> sp.Expr:
 
 @functools.lru_cache(maxsize=4096)
 def _symbolic_max(xs: tuple) -> sp.Expr:
+    numbers = [x for x in xs if getattr(x, "is_Number", False) or isinstance(x, int)]
+    others = [x for x in xs if not (getattr(x, "is_Number", False) or isinstance(x, int))]
+    if numbers and len(others) == 1 and _undecided(max(numbers), others[0]):
+        # what sp.Max returns here, without its search for an order it cannot find (the
+        # most of a symbolic collective's cost): a latency floor against V / W
+        return sp.Max(max(numbers), others[0], evaluate=False)
     return sp.Max(*xs)
+
+
+def _undecided(n: Any, e: Any) -> bool:
+    """Whether ``n`` lies strictly between the infimum and the supremum of ``e``, a positive
+    coefficient times powers of positive symbols (a positive integer symbol is at least 1),
+    so that no assumption orders ``Max(n, e)``; False for any other ``e``.
+
+    >>> from symroof.symbols import B, X
+    >>> _undecided(sp.Rational(1, 10**5), B / 10**9), _undecided(sp.Rational(1, 10**12), B / 10**9)
+    (True, False)
+    >>> _undecided(sp.Rational(1, 10), 3 / X), _undecided(4, 3 / X)
+    (True, False)
+    """
+    c, rest = sp.sympify(e).as_coeff_Mul()
+    if not (c.is_Rational and c.is_positive):
+        return False
+    lo, hi = c, c
+    for base, p in rest.as_powers_dict().items():
+        if not (base.is_Symbol and base.is_positive and p.is_Rational and p != 0):
+            return False
+        least = 1 if base.is_integer else 0  # a positive integer is at least 1
+        if p > 0:
+            lo, hi = lo * least, sp.oo
+        else:
+            lo, hi = 0, hi * (1 if least else sp.oo)
+    return bool(lo < n < hi)
 
 
 def _min(*xs: Any) -> sp.Expr:
@@ -174,10 +209,13 @@ def _collective(kind: str, mesh: Mesh, V: Any, axes: Any, sharp: bool) -> Collec
     n = mesh.size(names)
     if key == "all-reduce" and not sharp:
         rs = _collective("reduce-scatter", mesh, V, names, False)
+        ring = 2 * (rs.t_lat - _base(mesh, names, "ring"))  # its steps twice, one call
         return _make(key, mesh, names, V, n, bytes_sent(key, V, n), 2 * rs.t_bw,
-                     _allreduce_latency(mesh, names, 2 * rs.t_lat))
+                     _allreduce_latency(mesh, names, ring))
     if any(mesh[a].kind in ("nvlink", "scale-out") for a in names):
         t_bw, t_lat = _switched(key, mesh, names, V, n, sharp)
+        if key != "all-to-all" and not sharp:  # NCCL's per-call constant (none for NVLS)
+            t_lat += _base(mesh, names, "ring")
     else:
         if sharp:
             raise ValueError("sharp=True (in-network reduction) needs a switched GPU network")
@@ -240,25 +278,64 @@ def _switched(kind: str, mesh: Mesh, names: tuple, V: sp.Expr, n: int, sharp: bo
     else:
         terms = [V * ring_fraction(lv.degree) / lv.bw for lv in levels]
     steps = 1 if sharp else n - 1
+    ring = kind != "all-to-all" and not sharp  # the collectives NCCL's ring model is of
     return _max(*switch_terms(levels, terms, node)), _ring_latency(mesh, names, levels, node,
-                                                                     steps)
+                                                                     steps, ring)
 
 
-def _ring_latency(mesh: Mesh, names: tuple, levels: tuple, node: str, steps: int) -> sp.Expr:
-    """NCCL's latency model of a ring: a step that crosses nodes (one per node boundary,
-    ``nodes - 1`` of them) costs the scale-out axes' latency, the others the NVLink one."""
+def _ring_latency(mesh: Mesh, names: tuple, levels: tuple, node: str, steps: int,
+                  ring: bool = True) -> sp.Expr:
+    """NCCL's latency model of a ring (tuning.cc at v2.30.7-1): a step that crosses nodes (one
+    per node boundary, ``nodes - 1`` of them) costs the scale-out axes' latency, the others
+    the NVLink one. For a ring AllGather, ReduceScatter or AllReduce (``ring``; not an
+    AllToAll's sends, nor in-network reduction), once the ring crosses nodes a step inside a
+    node costs at least the record's ``net_overhead`` (line 410), and with one GPU a node each
+    crossing costs the tree's network latency (lines 386-388: "with ppn=1 latencies are fully
+    exposed"); a latency given by hand stands for every step."""
     nodes = math.prod(lv.degree for lv in levels if lv.name != node)
     inter = min(steps, nodes - 1)
     lats = [mesh[a].hop_latency for a in names]
-    return (steps - inter) * _min(*lats) + inter * _max(*lats)
+    intra, cross = _min(*lats), _max(*lats)
+    net = mesh.chip.network
+    if ring and nodes > 1 and not _by_hand(mesh, names):
+        intra = _max(intra, net.net_overhead)
+        if mesh.size(names) == nodes:
+            cross = net.tree_latency
+    return (steps - inter) * intra + inter * cross
+
+
+def _by_hand(mesh: Mesh, names: tuple) -> bool:
+    """Whether the GPU axes' latencies were given by hand (``mesh(..., hop_latency=)``)."""
+    net = mesh.chip.network
+    return any(mesh[a].hop_latency != (net.hop_latency if mesh[a].kind == "nvlink"
+                                       else net.net_latency)
+               for a in names if mesh[a].kind in ("nvlink", "scale-out"))
+
+
+def _base(mesh: Mesh, names: tuple, algorithm: str) -> sp.Expr:
+    """NCCL's constant per call of a ``algorithm`` ("ring" or "tree") on a GPU system, where
+    the conventions' ``base_latency`` is "nccl" (tuning.cc baseLatencies, LL); else 0.
+
+    >>> import symroof as sr
+    >>> from symroof.conventions import using
+    >>> node = sr.mesh("h100", {"X": 8})
+    >>> with using(sr.profile("symroof").replace(base_latency="nccl")):
+    ...     sr.all_gather(node, 10**3, "X").t_lat * 10**6       # 6.6 + 7 x 0.6 us
+    54/5
+    """
+    net = mesh.chip.network
+    if current().base_latency == "none" or not isinstance(net, Switched) or \
+            not any(mesh[a].kind in ("nvlink", "scale-out") for a in names):
+        return sp.Integer(0)
+    return net.ring_base_latency if algorithm == "ring" else net.tree_base_latency
 
 
 def _allreduce_latency(mesh: Mesh, names: tuple, ring: sp.Expr) -> sp.Expr:
     """The latency floor of an AllReduce whose ring floor is ``ring``: on a GPU system
     across M > 1 nodes under ``allreduce_latency="nccl"``, the lower of the ring's and NCCL's
     tree's, 2 ((n/M - 1) T_hop + floor(log2 M) T_tree) (NCCL src/graph/tuning.cc at
-    v2.30.7-1, its Tree/LL latency without the base latency, which the ring's leaves out
-    too); a latency given by hand (``mesh(..., hop_latency=)``) stands for every step.
+    v2.30.7-1, its Tree/LL latency), each with its constant per call where ``base_latency``
+    is "nccl"; a latency given by hand (``mesh(..., hop_latency=)``) stands for every step.
 
     >>> import symroof as sr
     >>> big = sr.mesh("h100", {"X": 2048, "Y": 8})      # 16,384 GPUs: 2048 nodes
@@ -266,6 +343,7 @@ def _allreduce_latency(mesh: Mesh, names: tuple, ring: sp.Expr) -> sp.Expr:
     592/5
     """
     net = mesh.chip.network
+    ring = ring + _base(mesh, names, "ring")
     if current().allreduce_latency == "ring" or not isinstance(net, Switched) or \
             not any(mesh[a].kind in ("nvlink", "scale-out") for a in names):
         return ring
@@ -275,11 +353,9 @@ def _allreduce_latency(mesh: Mesh, names: tuple, ring: sp.Expr) -> sp.Expr:
         return ring
     per_node = mesh.size(names) // nodes
     lats = [mesh[a].hop_latency for a in names]
-    by_hand = any(mesh[a].kind == "scale-out" and mesh[a].hop_latency != net.net_latency
-                  for a in names)
-    hop, level = _min(*lats), (_max(*lats) if by_hand else net.tree_latency)
+    hop, level = _min(*lats), (_max(*lats) if _by_hand(mesh, names) else net.tree_latency)
     tree = 2 * ((per_node - 1) * hop + (nodes.bit_length() - 1) * level)
-    return _min(ring, tree)
+    return _min(ring, tree + _base(mesh, names, "tree"))
 
 
 def switch_terms(levels: tuple, terms: list[Any], node: str) -> list[Any]:

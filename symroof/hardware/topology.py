@@ -221,6 +221,10 @@ class Switched:
     ``hop_latency`` is the per-step floor of a ring step inside a node, ``net_latency`` of
     one that crosses the scale-out network (None: ``hop_latency``), ``tree_latency`` of one
     level of a tree across nodes (NCCL's AllReduce tree; None: ``net_latency``).
+    ``net_overhead``: the least a ring step inside a node costs once the ring crosses nodes
+    (NCCL's network post overhead; None: 0); ``ring_base_latency`` and ``tree_base_latency``:
+    NCCL's constant per call of a ring and of a tree (None: 0), added where the conventions'
+    ``base_latency`` says so.
     """
 
     nvlink_ports: int
@@ -230,6 +234,9 @@ class Switched:
     pcie_bw: sp.Expr
     net_latency: sp.Expr | None = None
     tree_latency: sp.Expr | None = None
+    net_overhead: sp.Expr | None = None
+    ring_base_latency: sp.Expr | None = None
+    tree_base_latency: sp.Expr | None = None
     kind: str = field(default="switched", init=False)
 
     def __post_init__(self) -> None:
@@ -248,6 +255,10 @@ class Switched:
             object.__setattr__(self, "net_latency", self.hop_latency)
         if self.tree_latency is None:
             object.__setattr__(self, "tree_latency", self.net_latency)
+        for name in ("net_overhead", "ring_base_latency", "tree_base_latency"):  # None: 0
+            value = getattr(self, name)
+            object.__setattr__(self, name, sp.Integer(0) if value is None else
+                               exact_figure(value, f"Switched.{name}"))
         for name in ("hop_latency", "pcie_bw", "net_latency", "tree_latency"):
             object.__setattr__(self, name, exact_figure(getattr(self, name),
                                                         f"Switched.{name}"))

@@ -29,7 +29,7 @@ from ..cost import Cost
 from . import rows as rw
 
 __all__ = ["Heads", "context", "pairs", "softmax_flops", "fused_bytes", "blocks", "core",
-           "core_rows", "CORE_MODES"]
+           "core_rows", "CORE_MODES", "kv_passes"]
 
 #: forms of the attention core a forward step can take (training takes naive and fused)
 CORE_MODES = ("naive", "fused", "flash")
@@ -134,6 +134,18 @@ def _capped(cap: int, n: Any) -> Any:
     return cap * n - rw.transcendental(n) if cap else 0
 
 
+def kv_passes() -> int:
+    """Times the KV cache crosses memory in a step under the conventions in force
+    (``kv_traffic``): 1 read, or 2 (read, and written back at its final length).
+
+    >>> from symroof.conventions import using
+    >>> with using("llm-analysis"):
+    ...     kv_passes()
+    2
+    """
+    return 1 if current().kv_traffic == "read" else 2
+
+
 def core(mode: str, B: Any, T: Any, c: Any, h: Heads, *, window: Any, ab: Any, kvb: Any,
          softcap: bool = False, block: Any = 128) -> dict[str, Cost]:
     """The attention core's rows for one layer: naive (scores, softmax, av, the score matrix
@@ -149,7 +161,7 @@ def core(mode: str, B: Any, T: Any, c: Any, h: Heads, *, window: Any, ab: Any, k
     K, P = pairs(T, c, window)
     H, d_k, d_v = h.H, h.d_k, h.d_v
     n, cap = B * T, (3 if softcap else 0)
-    kv_factor = 1 if cv.kv_traffic == "read" else 2  # read+write: the cache back out too
+    kv_factor = kv_passes()
     soft, soft_useful = softmax_flops(B * H * T, B * H * T * K, B * H * P)
     if mode == "naive":
         q_heads = H if cv.prefill_q_heads == "H" else \

@@ -12,6 +12,10 @@ multiply-accumulate, 1 per other arithmetic result, n - 1 per reduction of n; un
   ``grad_sum`` row adds them (the residual stream: 2; q/k/v's input: 3; gate/up's: 2).
 - Elementwise backwards recompute from the saved inputs what they need (the RMS of a row,
   sigmoid of the gate), as the NumPy model does.
+- The gradient matmuls count ``flops_per_mac`` FLOPs per multiply-add (the conventions in
+  force; the lm_head's its ``lm_head_flops_per_mac``), as their forward does. The
+  elementwise backwards keep symroof's exact counts under every profile: no peer's
+  profile defines a backward count per element (docs/accounting.md, "Conventions").
 
 >>> from symroof.symbols import B, D, F
 >>> linear_dx(B, D, F).flops == linear_dw(B, D, F).flops == 2*B*D*F
@@ -20,11 +24,13 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import sympy as sp
 
 from ..cost import Cost, as_dimension, as_exact
+from .rows import mac_flops
 
 __all__ = ["linear_dx", "linear_dw", "grad_sum", "rmsnorm_backward", "swiglu_backward",
            "softmax_backward", "attention_matmul_backward", "flash_attention_backward",
@@ -43,20 +49,23 @@ def _w(value: Any, name: str) -> sp.Expr:
     return width
 
 
-def linear_dx(n: Any, d_in: Any, d_out: Any, *, x_bytes: Any = 2, w_bytes: Any = 2) -> Cost:
-    """dX[n, d_in] = dY[n, d_out] W^T: 2*n*d_in*d_out FLOPs; reads dY and W, writes dX.
+def linear_dx(n: Any, d_in: Any, d_out: Any, *, x_bytes: Any = 2, w_bytes: Any = 2,
+              count: Callable[[Any], Any] = mac_flops) -> Cost:
+    """dX[n, d_in] = dY[n, d_out] W^T: 2*n*d_in*d_out FLOPs (``count``: the FLOPs of a number
+    of multiply-adds, by default under ``flops_per_mac``); reads dY and W, writes dX.
 
     >>> from symroof.symbols import B, D, F
     >>> linear_dx(B, F, D)
     Cost(flops=2*B*D*F, weight_bytes=2*D*F, act_bytes=2*B*D + 2*B*F)
     """
     n, d_in, d_out = (as_dimension(v, k) for v, k in ((n, "n"), (d_in, "d_in"), (d_out, "d_out")))
-    return Cost(flops=2 * n * d_in * d_out, weight_bytes=d_in * d_out * _w(w_bytes, "w_bytes"),
+    return Cost(flops=count(n * d_in * d_out),
+                weight_bytes=d_in * d_out * _w(w_bytes, "w_bytes"),
                 act_bytes=n * d_out * _w(x_bytes, "x_bytes") + n * d_in * _w(x_bytes, "x_bytes"))
 
 
 def linear_dw(n: Any, d_in: Any, d_out: Any, *, x_bytes: Any = 2, grad_bytes: Any = 2,
-              bias: bool = False) -> Cost:
+              bias: bool = False, count: Callable[[Any], Any] = mac_flops) -> Cost:
     """dW[d_in, d_out] = X^T dY: 2*n*d_in*d_out FLOPs; reads X and dY, writes dW. With a
     bias, db = the sum of dY's n rows: (n - 1)*d_out more FLOPs, d_out more written.
 
@@ -66,7 +75,7 @@ def linear_dw(n: Any, d_in: Any, d_out: Any, *, x_bytes: Any = 2, grad_bytes: An
     """
     n, d_in, d_out = (as_dimension(v, k) for v, k in ((n, "n"), (d_in, "d_in"), (d_out, "d_out")))
     out = d_in * d_out + (d_out if bias else 0)
-    return Cost(flops=2 * n * d_in * d_out + ((n - 1) * d_out if bias else 0),
+    return Cost(flops=count(n * d_in * d_out) + ((n - 1) * d_out if bias else 0),
                 weight_bytes=out * _w(grad_bytes, "grad_bytes"),
                 act_bytes=n * (d_in + d_out) * _w(x_bytes, "x_bytes"))
 
@@ -146,7 +155,7 @@ def attention_matmul_backward(B: Any, T: Any, S: Any, H: Any, G: Any, d_h: Any, 
     B, T, S, H, G, d_h = (as_dimension(v, k) for v, k in
                           ((B, "B"), (T, "T"), (S, "S"), (H, "H"), (G, "G"), (d_h, "d_h")))
     pairs = T * S if pairs is None else as_exact(pairs, "pairs")
-    return Cost(flops=2 * B * H * T * S * d_h, useful_flops=2 * B * H * pairs * d_h,
+    return Cost(flops=mac_flops(B * H * T * S * d_h), useful_flops=mac_flops(B * H * pairs * d_h),
                 act_bytes=(B * H * T * S + B * T * H * d_h + B * S * G * d_h)
                 * _w(x_bytes, "x_bytes"))
 
@@ -167,7 +176,7 @@ def flash_attention_backward(B: Any, T: Any, S: Any, H: Any, G: Any, d_h: Any, *
     B, T, S, H, G, d_h = (as_dimension(v, k) for v, k in
                           ((B, "B"), (T, "T"), (S, "S"), (H, "H"), (G, "G"), (d_h, "d_h")))
     pairs = T * S if pairs is None else as_exact(pairs, "pairs")
-    per_pair = 10 * d_h + 6 + (6 if softcap else 0)
+    per_pair = mac_flops(5 * d_h) + 6 + (6 if softcap else 0)  # five matmuls of d_h
     return Cost(flops=B * H * pairs * per_pair + B * T * H * (2 * d_h - 1),
                 act_bytes=(4 * B * T * H * d_h + 4 * B * S * G * d_h + B * T * H)
                 * _w(x_bytes, "x_bytes"))

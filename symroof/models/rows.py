@@ -18,7 +18,8 @@ from ..conventions import current
 from ..cost import Cost
 
 __all__ = ["NORMS", "ACTIVATIONS", "norm", "linear", "activation", "act_key", "softcap",
-           "embed", "pos_embed", "rope", "mlp_rows", "mac_flops", "residual", "lm_head"]
+           "embed", "pos_embed", "rope", "mlp_rows", "mac_flops", "residual", "lm_head",
+           "lm_head_flops"]
 
 NORMS = ("rms", "layer")
 #: FLOPs per element of each activation, as the NumPy twin executes it:
@@ -137,12 +138,21 @@ def lm_head(rows: Any, D: Any, V: Any, *, ab: Any, wb: Any) -> Cost:
     >>> lm_head(B, D, V, ab=2, wb=2) == op.matmul(B, D, V)
     True
     """
-    cv = current()
-    per = cv.lm_head_flops_per_mac
-    macs = rows * D * V
-    flops = mac_flops(macs) if per == "same" else per * macs
-    act = (rows if cv.lm_head_act == "positions" else 1) * (D + V) * ab
-    return Cost(flops=flops, weight_bytes=D * V * wb, act_bytes=act)
+    act = (rows if current().lm_head_act == "positions" else 1) * (D + V) * ab
+    return Cost(flops=lm_head_flops(rows * D * V), weight_bytes=D * V * wb, act_bytes=act)
+
+
+def lm_head_flops(macs: Any) -> Any:
+    """FLOPs of ``macs`` multiply-adds of the lm_head (its forward or its gradients) under
+    ``lm_head_flops_per_mac`` ("same": ``flops_per_mac``).
+
+    >>> from symroof.conventions import profile, using
+    >>> with using("llm-viewer"):
+    ...     lm_head_flops(10)
+    10
+    """
+    per = current().lm_head_flops_per_mac
+    return mac_flops(macs) if per == "same" else per * macs
 
 
 def softcap(n: Any, *, ab: Any) -> Cost:

@@ -14,13 +14,19 @@ table, the NumPy twin counts the same keys and :func:`symroof.check_training` co
   gradient contributions); the core's rows hold the windowed and the global layers;
 - (``bwd/pos_embed``), ``bwd/embed`` (scatter-add) and ``optimizer/adam``.
 
-Every dense family trains: its block switches (norm, activation, gating, fused projections,
-biases, positions, partial RoPE, parallel residual, post norms, embedding scale, softcaps,
-q/k norms, sliding windows) each add or change the rows of one function below
-(:mod:`symroof.models.backward_dense` has their ops); MoE layers (:mod:`backward_moe`:
-router, routing, experts, shared experts) and MLA (:mod:`backward_mla`, the naive form)
-bring their blocks' rows, and a model mixes them (DeepSeek: MLA, dense first layers, then
-MoE). What is not covered yet is refused, naming it
+Where the rows come from: the forward rows are the blocks' (:meth:`Transformer.ops`), the
+backward rows too: each block owns its own (``Norm.backward``, ``Residual.backward_*``,
+``Attention.backward_out``, ``backward_core``, ``backward_in`` (MLA's:
+:mod:`symroof.models.blocks.latent`), ``DenseMLP.backward``, ``Experts.backward``,
+``Head.backward``, ``Learned.backward``, ``Embedding.backward``), and
+:meth:`~symroof.models.blocks.Blocks.backward_rows` composes them, each row times the layers
+its block is in (dense MLP rows the dense layers, the experts' the MoE layers, the core's
+the windowed and the global ones). The per-op formulas are
+:mod:`symroof.models.backward` and :mod:`symroof.models.backward_dense`; what the remat
+policies rerun follows from the blocks' layer graphs
+(:meth:`~symroof.models.blocks.Blocks.layer_graphs`, :mod:`training_memory`). Every family
+trains (dense switches, MoE layers with real routing, MLA in its naive form, a model mixing
+them: DeepSeek); what is not covered yet is refused, naming it
 (:func:`~symroof.models.training_graph.trainable`).
 
 No gradient accumulation across microbatches (one batch per step); a tied embedding's two
@@ -45,12 +51,7 @@ from typing import Any
 from ..conventions import using
 from ..cost import Cost, as_dimension
 from ..workload import TrainStep
-from . import attention_rows as ar
 from . import backward as bw
-from . import backward_dense as bd
-from . import backward_mla as bmla
-from . import backward_moe as bmoe
-from . import rows as rw
 from .training_graph import trainable
 from .training_memory import REMAT_POLICIES, _policy, remat_recompute
 from .transformer import Transformer
@@ -103,144 +104,6 @@ def _forward(model: Transformer, B: Any, S: Any, attention: str,
     if attention == "fused":
         out["attn/core"] += Cost(act_bytes=model.L * B * S * model.H * model.act_bytes)
     return out
-
-
-class _Widths:
-    """A layer's sizes and the backward's row builders at the step's widths."""
-
-    def __init__(self, m: Transformer, n: Any, gb: Any):
-        self.m, self.n, self.gb = m, n, gb
-
-    def dx(self, d_in: Any, d_out: Any) -> Cost:
-        return bw.linear_dx(self.n, d_in, d_out, x_bytes=self.m.act_bytes,
-                            w_bytes=self.m.w_bytes)
-
-    def dw(self, d_in: Any, d_out: Any, bias: bool = False) -> Cost:
-        return bw.linear_dw(self.n, d_in, d_out, x_bytes=self.m.act_bytes, grad_bytes=self.gb,
-                            bias=bias)
-
-    def norm(self, kind: str, rows: Any, d: Any) -> Cost:
-        return bd.norm_backward(kind, rows, d, x_bytes=self.m.act_bytes,
-                                w_bytes=self.m.w_bytes, grad_bytes=self.gb)
-
-    def sum(self, k: int) -> Cost:
-        return bw.grad_sum(self.n * self.m.D, k, x_bytes=self.m.act_bytes)
-
-
-def _mlp_backward(m: Transformer, w: _Widths) -> dict[str, Cost]:
-    """One layer's MLP backward rows, from the residual down to the MLP norm."""
-    D, F, n, bias = m.D, m.F, w.n, m.mlp_bias
-    rows = {"mlp/post_norm": w.norm(m.norm, n, D)} if m.post_norms else {}
-    rows |= {"mlp/down/dx": w.dx(F, D), "mlp/down/dw": w.dw(F, D, bias),
-             f"mlp/{rw.act_key(m.act, m.gated)}": bd.activation_backward(
-                 m.act, gated=m.gated, n=n * F, x_bytes=m.act_bytes)}
-    if not m.gated:
-        rows |= {"mlp/up/dx": w.dx(D, F), "mlp/up/dw": w.dw(D, F, bias)}
-    elif m.fused_gate_up:
-        rows |= {"mlp/gate_up/dx": w.dx(D, 2 * F), "mlp/gate_up/dw": w.dw(D, 2 * F, bias)}
-    else:
-        rows |= {"mlp/up/dx": w.dx(D, F), "mlp/up/dw": w.dw(D, F, bias),
-                 "mlp/gate/dx": w.dx(D, F), "mlp/gate/dw": w.dw(D, F, bias),
-                 "mlp/gate_up_sum": w.sum(2)}
-    rows["mlp_norm"] = w.norm(m.norm, n, D)
-    if not m.parallel_residual:  # (parallel: the MLP norm's gradient meets x's below)
-        rows["mlp/residual"] = w.sum(2)
-    return rows
-
-
-def _attention_out_backward(m: Transformer, w: _Widths) -> dict[str, Cost]:
-    """The attention block's rows after its core: the post norm and o_proj."""
-    rows = {"attn/post_norm": w.norm(m.norm, w.n, m.D)} if m.post_norms else {}
-    return rows | {"attn/o_proj/dx": w.dx(m.H * m.d_h, m.D),
-                   "attn/o_proj/dw": w.dw(m.H * m.d_h, m.D, m.o_bias)}
-
-
-def _core_backward(m: Transformer, B: Any, S: Any, attention: str) -> dict[str, Cost]:
-    """The attention core's backward rows of all L layers, windowed and global ones apart
-    (a window changes the allowed pairs; the naive core still executes all S^2)."""
-    H, G, d_h, ab, cap = m.H, m.G, m.d_h, m.act_bytes, m.attn_softcap is not None
-    out: dict[str, Cost] = {}
-    for layers, window in ((m.L - m.local_layers, None), (m.local_layers, m.window)):
-        if layers == 0:
-            continue
-        pairs = ar.pairs(S, 0, window)[1]  # causal (in the window), or all S^2 (conventions)
-        if attention == "naive":
-            core = bw.attention_matmul_backward(B, S, S, H, G, d_h, pairs=pairs, x_bytes=ab)
-            rows = {"attn/av/dp": core, "attn/av/dv": core,
-                    "attn/softmax": bw.softmax_backward(B * H * S, S, x_bytes=ab,
-                                                        useful_elements=B * H * pairs,
-                                                        softcap=cap),
-                    "attn/scores/dq": core, "attn/scores/dk": core}
-        else:
-            rows = {"attn/core": bw.flash_attention_backward(B, S, S, H, G, d_h, pairs=pairs,
-                                                             x_bytes=ab, softcap=cap)}
-        for key, cost in rows.items():
-            out[key] = out.get(key, Cost()) + layers * cost
-    return out
-
-
-def _attention_in_backward(m: Transformer, w: _Widths, S: Any) -> dict[str, Cost]:
-    """The attention block's rows before its core: RoPE, the q/k norms, the projections,
-    the norm and the residual stream's sum."""
-    D, H, G, d_h, n = m.D, m.H, m.G, m.d_h, w.n
-    rows = {}
-    if m.positions == "rope":
-        rows["attn/rope"] = rw.rope(n, H + G, m.rotary, S, ab=m.act_bytes)
-    if m.qk_norm:
-        rows |= {"attn/q_norm": w.norm("rms", n * H, d_h), "attn/k_norm": w.norm("rms", n * G,
-                                                                                   d_h)}
-    if m.fused_qkv:
-        rows |= {"attn/qkv_proj/dx": w.dx(D, (H + 2 * G) * d_h),
-                 "attn/qkv_proj/dw": w.dw(D, (H + 2 * G) * d_h, m.qkv_bias)}
-    else:
-        for name, width in (("v", G), ("k", G), ("q", H)):
-            rows[f"attn/{name}_proj/dx"] = w.dx(D, width * d_h)
-            rows[f"attn/{name}_proj/dw"] = w.dw(D, width * d_h, m.qkv_bias)
-        rows["attn/qkv_sum"] = w.sum(3)
-    return rows | {"attn_norm": w.norm(m.norm, n, D),
-                   "attn/residual": w.sum(3 if m.parallel_residual else 2)}
-
-
-def _head_backward(m: Transformer, B: Any, S: Any, gb: Any) -> dict[str, Cost]:
-    """The loss, the final softcap, lm_head and the final norm, backwards."""
-    n, ab = B * S, m.act_bytes
-    rows = {"bwd/loss": bw.cross_entropy_backward(n, m.V, x_bytes=ab)}
-    if m.final_softcap is not None:
-        rows["bwd/logit_softcap"] = bd.softcap_backward(n * m.V, x_bytes=ab)
-    return rows | {
-        "bwd/lm_head/dx": bw.linear_dx(n, m.D, m.V, x_bytes=ab, w_bytes=m.w_bytes),
-        "bwd/lm_head/dw": bw.linear_dw(n, m.D, m.V, x_bytes=ab, grad_bytes=gb),
-        "bwd/final_norm": bd.norm_backward(m.norm, n, m.D, x_bytes=ab, w_bytes=m.w_bytes,
-                                           grad_bytes=gb),
-    }
-
-
-def _embedding_backward(m: Transformer, B: Any, S: Any, gb: Any) -> dict[str, Cost]:
-    """Learned positions' gradient (GPT-2), then the embedding's scatter-add."""
-    ab, n = m.act_bytes, B * S
-    rows = {"bwd/pos_embed": bd.pos_embed_backward(B, S, m.D, x_bytes=ab, grad_bytes=gb)} \
-        if m.positions == "learned" else {}
-    return rows | {"bwd/embed": bw.embedding_backward(n, m.D, m.V, x_bytes=ab, grad_bytes=gb,
-                                                      accumulate=m.tied,
-                                                      scaled=m.embed_scale)}
-
-
-def _layers_backward(m: Transformer, B: Any, S: Any, attention: str, w: _Widths,
-                     tokens_per_expert: Any) -> dict[str, Cost]:
-    """The backward rows of all L layers, keys without ``bwd/``, block by block: the MLP
-    (dense rows hold the dense layers, the MLP norm's and the residual's all L; MoE rows
-    the MoE layers), then attention (GQA: its core's rows hold the windowed and the global
-    layers; MLA: its naive form)."""
-    dense = m.L if m.moe is None else m.dense_layers
-    rows = {key: layers * cost for key, cost in _mlp_backward(m, w).items()
-            if (layers := m.L if key in ("mlp_norm", "mlp/residual") else dense) != 0}
-    if m.moe is not None:
-        rows |= bmoe.moe_backward(m, w.n, m.moe_layers, tokens_per_expert, w.gb)
-    if m.mla is not None:
-        return rows | {key: m.L * cost for key, cost in bmla.mla_backward(m, B, S, w.gb).items()}
-    rows |= {key: m.L * cost for key, cost in _attention_out_backward(m, w).items()}
-    rows |= _core_backward(m, B, S, attention)
-    return rows | {key: m.L * cost for key, cost in _attention_in_backward(m, w, S).items()}
 
 
 _OUTSIDE = ("embed", "pos_embed", "final_norm", "lm_head", "logit_softcap")
@@ -297,12 +160,8 @@ def _train_ops(model: Transformer, batch: Any, seq: Any, remat: str, attention: 
     recompute = remat_recompute(remat, attention, m)
     rows = {f"fwd/{key}": cost for key, cost in fwd.items()}
     rows["fwd/loss"] = bw.cross_entropy(n, m.V, x_bytes=m.act_bytes)
-    rows |= _head_backward(m, B, S, gb)
-    rows |= {f"recompute/{key}": fwd[key]
-             for key in (layer_keys if recompute is None else recompute)}
-    layers = _layers_backward(m, B, S, attention, _Widths(m, n, gb), tokens_per_expert)
-    rows |= {f"bwd/{key}": cost for key, cost in layers.items()}
-    rows |= _embedding_backward(m, B, S, gb)
+    rows |= m.blocks.backward_rows(B, S, attention, tokens_per_expert, gb, recompute={
+        f"recompute/{key}": fwd[key] for key in (layer_keys if recompute is None else recompute)})
     rows["optimizer/adam"] = bw.adam(m.params, w_bytes=m.w_bytes, grad_bytes=gb,
                                      moment_bytes=moment_bytes, master_bytes=master_bytes)
     return rows

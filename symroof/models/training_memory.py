@@ -41,8 +41,8 @@ import sympy as sp
 
 from ..conventions import current, using
 from ..cost import as_dimension, as_exact
-from .backward_mla import mla_sizes
-from .training_graph import LayerGraph, layer_graphs, trainable
+from .blocks import LayerGraph
+from .training_graph import trainable
 from .transformer import ATTENTION_MODES, Transformer
 
 __all__ = ["REMAT_POLICIES", "TENSORS", "saved_activations", "train_memory", "state_bytes",
@@ -123,7 +123,8 @@ def remat_recompute(remat: str | tuple[str, ...], attention: str = "naive",
                     model: Transformer | None = None) -> tuple[str, ...] | None:
     """The forward row keys a policy reruns in each layer's backward (``None``: all of them)
     for ``model`` (default: the Llama family's layer): each kind of layer's closure over
-    its graph (:func:`layer_graphs`), in forward order. A key rerun in one kind of layer is
+    its graph (:meth:`Blocks.layer_graphs <symroof.models.blocks.Blocks.layer_graphs>`), in
+    forward order. A key rerun in one kind of layer is
     rerun in every layer whose forward has it (the policies treat an attention block, or
     the MLP norm, alike in dense and MoE layers).
 
@@ -139,7 +140,7 @@ def remat_recompute(remat: str | tuple[str, ...], attention: str = "naive",
     if remat == "full":
         return None
     order: dict[str, None] = {}
-    for _, g in layer_graphs(m, attention):
+    for _, g in m.blocks.layer_graphs(attention):
         order |= dict.fromkeys(_rerun(g, _kept_tensors(g, m, remat)))
     return tuple(order)
 
@@ -158,8 +159,9 @@ def saved_activations(model: Transformer, batch: Any, seq: Any,
     n; all times ``act_bytes``. Which rows appear is the policy's (module docstring), or
     the tuple's; the other families' tensors (fused projections' slices, q/k norms, post
     norms, the scores under a softcap, the capped logits) and the MoE and MLA blocks'
-    (docs/accounting.md, "Training MoE and MLA") follow
-    :func:`~symroof.models.training_graph.layer_graphs`, each kind of layer at its count.
+    (docs/accounting.md, "Training MoE and MLA") follow the blocks' layer graphs and their
+    tensors' sizes (:meth:`~symroof.models.blocks.Blocks.layer_graphs`,
+    :meth:`~symroof.models.blocks.Blocks.tensors`), each kind of layer at its count.
 
     >>> from symroof.symbols import B, S
     >>> sa = saved_activations(Transformer(), B, S)
@@ -172,33 +174,13 @@ def saved_activations(model: Transformer, batch: Any, seq: Any,
     remat = _policy(remat, attention)
     B, S = as_dimension(batch, "batch"), as_dimension(seq, "seq")
     m = trainable(model, remat, attention)
-    n, size = B * S, _sizes(m, B, S, attention)
+    n, size = B * S, m.blocks.tensors(B, S, attention)
     out: dict[str, sp.Expr] = {}
-    for layers, g in layer_graphs(m, attention):
+    for layers, g in m.blocks.layer_graphs(attention):
         for t in _kept_tensors(g, m, remat):
             out[g.writer[t]] = out.get(g.writer[t], 0) + layers * size[t] * m.act_bytes
-    logits = "lm_head" if m.final_softcap is None else "logit_softcap"  # the loss reads
-    once = {"final_input": n * m.D, "final_norm": n * m.D, logits: n * m.V, "loss": n}
+    once = m.blocks.head.tensors(n, m.D, m.V)
     return out | {key: size * m.act_bytes for key, size in once.items()}
-
-
-def _sizes(m: Transformer, B: Any, S: Any, attention: str) -> dict[str, Any]:
-    """Elements per layer of every tensor a layer of ``m`` may keep, by the graph's names
-    (:mod:`~symroof.models.training_graph`); MLA's from :func:`mla_sizes`."""
-    n, D, F, H, G, d_h = B * S, m.D, m.F, m.H, m.G, m.d_h
-    o = n * H * (d_h if attention == "naive" else d_h + 1)  # fused: o and the logsumexp
-    size = dict.fromkeys(("x", "h1", "y", "yn", "x1", "h2", "y2", "y2n"), n * D) | \
-        dict.fromkeys(("q0", "qn", "q"), n * H * d_h) | \
-        dict.fromkeys(("k0", "kn", "k", "v"), n * G * d_h) | \
-        dict.fromkeys(("s", "p"), B * H * S**2) | {"o": o} | dict.fromkeys("gua", n * F)
-    if m.mla is not None:
-        size |= mla_sizes(m, B, S)
-    if m.moe is not None:  # a = n*k assignments; the routing's indices are not counted
-        moe, a = m.moe, n * m.moe.k
-        size |= {"logits": n * moe.E, "idx": 0, "w": a, "Y": a * D, "ys": n * D,
-                 "ysg": n * D} | dict.fromkeys(("eg", "eu", "ea"), a * moe.F) | \
-            dict.fromkeys(("sg", "su", "sa"), n * moe.shared_F)
-    return size
 
 
 def _bytes(value: Any, name: str) -> sp.Expr:

@@ -144,6 +144,15 @@ def _own(model: Any, Ze: Any) -> Any:
     return 1 if P_e == 0 else (model.params - P_e + P_e / Ze) / model.params
 
 
+def _reruns_matmuls(model: Any, rows: dict) -> bool:
+    """Whether the step's remat reruns a weight matmul (``full``, n checkpoints, or a tuple
+    of kept tensors that leaves one out): then TP's and EP's forward collectives run again
+    in the backward, for the whole layer; the other named policies rerun none."""
+    from ..models.training import matmul_keys
+
+    return any(f"recompute/{k}" in rows for k in matmul_keys(model))
+
+
 def _put(rows: dict, key: str, cost: Any) -> None:
     if cost is not None:
         rows[key] = cost
@@ -163,7 +172,7 @@ def step_rows(model: Any, B: Any, seq: Any, remat: Any, n: dict, m: Any, z: tupl
     ((_, _, hop),) = at_degrees(activation_moves("hop"), n, mb * model.D)
     keys = _layer_keys(rows)
     blocks, norms = _blocks(keys), sum(map(_d_norm, keys))
-    rerun = 2 if remat == "full" or isinstance(remat, int) else 1  # remat reruns TP, EP comms
+    rerun = 2 if _reruns_matmuls(model, rows) else 1  # a rerun forward reruns TP, EP comms
     # the changes of partition (train_layout), each as often as the schedule makes it
     gather = _weight_moves(model, rows, n, "gather")  # ZeRO-3 each pass; ZeRO-1/2 updated
     grads = _weight_moves(model, rows, n, "grad")  # ReduceScatter (ZeRO), AllReduce (dp, ep)

@@ -174,7 +174,7 @@ def min_training_slice(model: Transformer | str, chip: Any, *,
         mem["activations"] = sp.Integer(0)
     need = min_chips(mem, chip)
     if need.slice is None and need.chips.is_number and chip.network is not None:
-        raise ValueError(f"does not fit: {m.name} needs {float(need.total) / 1e12:.3g} TB, at "
+        raise ValueError(f"does not fit: {m.name} needs {fmt_si(need.total, 'B')}, at "
                          f"least {need.chips} {chip.name} chips, more than the largest slice "
                          f"on record ({training_slices(chip)[-1][1]})")
     return need

@@ -27,8 +27,11 @@ from typing import Any
 import sympy as sp
 
 from ..analysis import TimeBound, time
+from ..conventions import SYMROOF, Conventions, as_conventions, using
 from ..cost import Cost, as_dimension, as_exact
 from ..hardware.mesh import Mesh
+from ..models.attention_rows import kv_passes
+from ..models.rows import mac_flops
 from ..render import fmt_si
 from ..workload import Step
 from .conditions import Condition
@@ -85,6 +88,11 @@ class ParamServePlan(ServePlan):
         return {}
 
     @property
+    def warnings(self) -> tuple[str, ...]:
+        """None: nothing is known of the heads a split would cut."""
+        return ()
+
+    @property
     def max_batch(self) -> Any:
         if self.model.kv_bytes_per_token == 0:
             return sp.oo
@@ -93,17 +101,25 @@ class ParamServePlan(ServePlan):
 
 def serve_params(params: Any, mesh: Mesh, step: Step | None = None, *, batch: Any = None,
                  context: Any = None, kv_bytes_per_token: Any = 0, weights: str = "bf16",
-                 kv: str = "bf16", compute_dtype: str = "bf16") -> ServePlan:
+                 kv: str = "bf16", compute_dtype: str = "bf16",
+                 conventions: Any = None) -> ServePlan:
     """A decode step of a model given as ``params`` parameters stored in ``weights`` and
     ``kv_bytes_per_token`` bytes of KV cache a token (in ``kv``): ``step`` (a decode
     :class:`~symroof.Step`) or ``batch`` sequences at ``context`` tokens (default one
-    sequence, one token), spread evenly over ``mesh`` (module docstring).
+    sequence, one token), spread evenly over ``mesh`` (module docstring). ``conventions``
+    (a profile name or record; default the one in force): its FLOPs per multiply-add
+    (``flops_per_mac``) and KV traffic (``kv_traffic``) price the step, and the plan's title
+    names it.
 
     >>> import symroof as sr
     >>> p = sr.serve_params(30e9, sr.mesh("tpu-v5e", "4x4"), batch=4, context=8192,
     ...                     kv_bytes_per_token=100e3, weights="int8")   # ch. 7's pop quiz
     >>> round(float(p.time.lower) * 1e3, 2)
     2.54
+    >>> q = sr.serve_params(30e9, sr.mesh("tpu-v5e", "4x4"), batch=4, context=8192,
+    ...                     kv_bytes_per_token=100e3, weights="int8", conventions="llm-analysis")
+    >>> q.cost.kv_bytes == 2 * p.cost.kv_bytes, q.conventions.name   # read and written back
+    (True, 'llm-analysis')
     """
     if not isinstance(mesh, Mesh):
         raise TypeError(f"serve_params() takes a Mesh (sr.mesh(chip, '4x4')), got {mesh!r}")
@@ -123,11 +139,13 @@ def serve_params(params: Any, mesh: Mesh, step: Step | None = None, *, batch: An
     B = as_dimension(1 if batch is None else batch, "batch")
     S = as_dimension(1 if context is None else context, "context")
     m = ParamModel(P, kv_tok, width(weights, "weights"), width(kv, "KV"))
-    rows = {"weights": Cost(flops=2 * B * P, weight_bytes=P * m.w_bytes),
-            "kv": Cost(kv_bytes=B * m.kv_cache_bytes(S))}  # the whole model's
+    with using(conventions) as cv:  # the whole model's rows, every parameter a weight
+        rows = {"weights": Cost(flops=mac_flops(B * P), weight_bytes=P * m.w_bytes),
+                "kv": Cost(kv_bytes=kv_passes() * B * m.kv_cache_bytes(S))}
     N = mesh.n_chips
     memory = {"weights": P * m.w_bytes / N, "kv": B * m.kv_cache_bytes(S) / N}
-    return ParamServePlan(m, mesh, B, S, weights, kv, rows, memory, compute_dtype)
+    return ParamServePlan(m, mesh, B, S, weights, kv, rows, memory, compute_dtype,
+                          conventions=cv)
 
 
 @dataclass(frozen=True)
@@ -146,6 +164,7 @@ class PrefillPlan:
     rows: dict
     compute_dtype: str = "bf16"
     cached: Any = 0
+    conventions: Conventions = SYMROOF
 
     @property
     def n(self) -> Any:
@@ -158,7 +177,8 @@ class PrefillPlan:
     @property
     def time(self) -> TimeBound:
         """The roofline at the chip's peak of the cost spread evenly over the chips."""
-        return time(self.cost, self.mesh, self.compute_dtype, useful=True, per_chip=False)
+        return time(self.cost, self.mesh, self.compute_dtype, useful=True, per_chip=False,
+                    conventions=self.conventions)
 
     @property
     def seconds(self) -> sp.Expr:
@@ -175,16 +195,17 @@ class PrefillPlan:
         return (f"prefill of {self.batch} x {self.prompt} tokens, {self.model.name} on "
                 f"{self.n} {self.mesh.chip.name}: {fmt_si(self.seconds, 's')} at "
                 f"{float(self.mfu):.0%} MFU ({self.time.bound}-bound at peak: "
-                f"{fmt_si(self.time.lower, 's')})")
+                f"{fmt_si(self.time.lower, 's')})" + self.conventions.title_part)
 
 
 def prefill(model: Any, mesh: Mesh, step: Step | None = None, *, prompt: Any = None,
             batch: Any = None, mfu: Any = 1, weights: str = "bf16",
-            compute_dtype: str = "bf16") -> PrefillPlan:
+            compute_dtype: str = "bf16", conventions: Any = None) -> PrefillPlan:
     """Plan the prefill of ``batch`` prompts (default 1) of ``prompt`` tokens, or of a
     :class:`~symroof.Step` (``sr.Step(1, new_tokens=8192)``; its cached tokens a prefix
     already in the cache), of ``model`` (a Transformer, a preset name, or a parameter count)
-    on ``mesh`` at ``mfu``.
+    on ``mesh`` at ``mfu``, under ``conventions`` (a profile name or record; default the
+    one in force: the rows are built and timed under it, and the title names it).
 
     >>> import symroof as sr
     >>> p = sr.prefill("llama-3.1-70b", sr.mesh("tpu-v5e", "4x4"), prompt=8192, mfu=0.4)
@@ -213,9 +234,10 @@ def prefill(model: Any, mesh: Mesh, step: Step | None = None, *, prompt: Any = N
         raise ValueError(f"prefill(): mfu must be in (0, 1], got {mfu!r}")
     if isinstance(model, str):
         model = _model(model)
+    cv = as_conventions(conventions)
     if hasattr(model, "ops"):
         m = model.replace(w_bytes=width(weights, "weights"))
-        whole = m.ops(B, T, cached, last_only=True, attention="fused")
+        whole = m.ops(B, T, cached, last_only=True, attention="fused", conventions=cv)
     else:
         try:
             P = as_exact(model, "model")
@@ -223,5 +245,6 @@ def prefill(model: Any, mesh: Mesh, step: Step | None = None, *, prompt: Any = N
             raise TypeError(f"prefill() takes a Transformer, a preset name or a parameter "
                             f"count, got {model!r}") from None
         m = ParamModel(P, sp.Integer(0), width(weights, "weights"), sp.Integer(2))
-        whole = {"weights": Cost(flops=2 * B * T * P, weight_bytes=P * m.w_bytes)}
-    return PrefillPlan(m, mesh, B, T, u, whole, compute_dtype, cached)
+        with using(cv):
+            whole = {"weights": Cost(flops=mac_flops(B * T * P), weight_bytes=P * m.w_bytes)}
+    return PrefillPlan(m, mesh, B, T, u, whole, compute_dtype, cached, cv)

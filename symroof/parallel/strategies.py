@@ -41,7 +41,7 @@ from ..conventions import Conventions, as_conventions, using
 from ..cost import Cost, as_dimension
 from ..hardware.collectives import collective
 from ..hardware.mesh import Mesh
-from ..models.training_memory import REMAT_POLICIES, train_memory
+from ..models.training_memory import REMAT_POLICIES, remat_recompute, train_memory
 from ..models.transformer import Transformer
 from ..render import fmt_si
 from ..timerule import SYMPY, combine
@@ -59,6 +59,7 @@ from .layout import (
     role_links,
 )
 from .rows import condition_rows, pass_times, step_rows
+from .train_rows import train_rows
 
 __all__ = ["TrainPlan", "train_plan", "plan_memory", "STRATEGIES", "EP_STRATEGIES",
            "BatchSplitError"]
@@ -94,10 +95,24 @@ def plan_memory(model: Any, B: Any, seq: Any, remat: Any, n: dict, z: tuple,
 
 
 def _check_remat(remat: Any) -> Any:
+    """A remat policy name, n checkpoints per layer, or a tuple of kept tensors (its names
+    checked against :data:`~symroof.models.training_memory.TENSORS`; a list becomes a tuple).
+
+    >>> _check_remat(["layer_input", "mlp/gate", "mlp/up"])
+    ('layer_input', 'mlp/gate', 'mlp/up')
+    >>> _check_remat(("layer_input", "mlp/gates"))
+    Traceback (most recent call last):
+    ...
+    ValueError: remat=('layer_input', 'mlp/gates'): unknown tensor(s) ['mlp/gates']; a ...
+    """
+    if isinstance(remat, (tuple, list)):
+        remat_recompute(tuple(remat))  # the names: a clear error naming the known ones
+        return tuple(dict.fromkeys(remat))
     if isinstance(remat, bool) or not (remat in REMAT_POLICIES or
                                        (isinstance(remat, int) and remat >= 1)):
-        raise ValueError(f"remat must be a policy ({', '.join(REMAT_POLICIES)}) or a number "
-                         f"of checkpoints per layer (book ch. 6), got {remat!r}")
+        raise ValueError(f"remat must be a policy ({', '.join(REMAT_POLICIES)}), a number "
+                         f"of checkpoints per layer (book ch. 6) or a tuple of kept tensors, "
+                         f"got {remat!r}")
     return remat
 
 
@@ -124,13 +139,20 @@ class TrainPlan:
     microbatches: Any
     remat: Any
     layer: dict[str, Cost]
-    step: dict[str, Cost]
     memory: dict[str, sp.Expr]
     dtype: str = "bf16"
     overlap_axes: bool = True
     widths: dict = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     conventions: Conventions = field(default_factory=as_conventions)
+    build_step: Any = field(default=None, repr=False, compare=False)  # () -> the step's rows
+
+    @functools.cached_property
+    def step(self) -> dict[str, Cost]:
+        """The whole step's rows per chip, built when first read (a plan asked only for its
+        conditions, which read ``layer``, never builds them)."""
+        with using(self.conventions):
+            return self.build_step()
 
     @property
     def degrees(self) -> dict[str, Any]:
@@ -203,10 +225,11 @@ class TrainPlan:
 
     def __str__(self) -> str:
         axes = "; ".join(f"{r}: {','.join(self.axes[r])}" for r in ROLES if self.axes[r])
+        remat = ",".join(self.remat) if isinstance(self.remat, tuple) else self.remat
         head = [f"{self.model.name} on {self.mesh.title} ({self.n_chips} chips): "
                 f"{self.strategy} ({axes})",
                 f"  batch {_num(self.batch_tokens)} tokens, seq {self.seq}, remat "
-                f"{self.remat}" + (f", {self.microbatches} microbatches, bubble "
+                f"{remat}" + (f", {self.microbatches} microbatches, bubble "
                                    f"{_num(self.bubble * 100)}%" if self.axes["pp"] else "")]
         if not self.lower.is_number:
             return "\n".join(head + ["  (symbolic)"])
@@ -246,8 +269,9 @@ def train_plan(model: Transformer | str, mesh: Mesh, strategy: str = "fsdp", *,
     :class:`~symroof.TrainStep` (sequences and seq), or ``batch_tokens``: global batch
     in tokens (a number, or a symbol for formulas), whole sequences of ``seq`` tokens,
     divisible by the data degree X Z_e (dp x fsdp x ep; times ``microbatches``, default
-    4 x stages, under a pipeline). ``remat``: a :data:`REMAT_POLICIES` name or n
-    checkpoints per layer. ``widths``: byte widths for
+    4 x stages, under a pipeline). ``remat``: a :data:`REMAT_POLICIES` name, n
+    checkpoints per layer, or a tuple of the tensors each layer keeps (``("layer_input",
+    "mlp/gate", "mlp/up")``; :mod:`symroof.models.training_memory`). ``widths``: byte widths for
     :func:`train_memory` (``grad_bytes=0`` is the book's 10 bytes per parameter).
     ``overlap_axes``: collectives on different roles' axes overlap each other (the book's
     current ch. 5); False adds them (its earlier revision). ``conventions``: a profile
@@ -325,13 +349,14 @@ def train_plan(model: Transformer | str, mesh: Mesh, strategy: str = "fsdp", *,
 
     widths = dict(widths or {})
     with using(conventions) as conv:
+        train_rows(model, seq, remat)  # a model train_ops refuses fails here, not at .step
         return TrainPlan(model=model, mesh=mesh, strategy=strategy, axes=axes, zero=zero,
                          batch_tokens=B, seq=seq, microbatches=m, remat=remat,
                          layer=condition_rows(model, B, seq, n, z, make),
-                         step=step_rows(model, B, seq, remat, n, m, z, make),
                          memory=plan_memory(model, B, seq, remat, n, z, widths), dtype=dtype,
                          overlap_axes=overlap_axes, widths=widths, notes=notes,
-                         conventions=conv)
+                         conventions=conv,
+                         build_step=lambda: step_rows(model, B, seq, remat, n, m, z, make))
 
 
 class BatchSplitError(ValueError):

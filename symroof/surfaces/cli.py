@@ -75,7 +75,8 @@ EXAMPLES = """examples:
 
 
 #: commands whose numbers follow --conventions (the others refuse any but symroof's)
-_APPLY_CONVENTIONS = ("report", "conventions", "chips", "models", "train", "serve", "solve")
+_APPLY_CONVENTIONS = ("report", "conventions", "chips", "models", "train", "serve", "solve",
+                      "compare")
 
 
 class _Parser(argparse.ArgumentParser):

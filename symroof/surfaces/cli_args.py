@@ -215,7 +215,7 @@ def conventions_of(args: argparse.Namespace, applied: bool = True) -> Convention
     cv = cv.replace(**changes)
     if not applied and cv != profile("symroof"):
         raise ValueError(f"symroof {args.command} does not apply --conventions yet (its numbers "
-                         f"are symroof's); conventions apply to: report, serve, solve, "
+                         f"are symroof's); conventions apply to: report, serve, solve, compare, "
                          "train, conventions")
     return cv
 

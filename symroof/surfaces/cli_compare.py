@@ -72,7 +72,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     setting = {k: _read(k, getattr(args, k)) for k in ("model", "chip", "mesh")
                if getattr(args, k) is not None}
     setting.update(batch=args.batch, context=args.context, kv=args.kv,
-                   dtype=(args.dtype or "bf16").strip().lower())
+                   dtype=(args.dtype or "bf16").strip().lower(), conventions=args.conventions)
     if args.weights is not None:
         setting["weights"] = args.weights.strip().lower()
     if args.price is not None:

@@ -15,11 +15,19 @@ from typing import Any
 
 from ..conventions import current, profile, using
 from ..models import REMAT_POLICIES
+from ..models.training_memory import TENSORS
 from ..parallel.layout import ROLES, assign_axes, parse_strategy
 from ..parallel.strategies import STRATEGIES, BatchSplitError, train_plan
 from ..render import fmt_si
 from .cli_args import SIZE, add_chip_options, add_mesh_options, dumps, load_model, mesh_of
 from .cli_format import num, table
+from .cli_train_fixes import (
+    batch_flag,
+    narrower_fit,
+    optimizer_slices,
+    smaller_batches,
+    strategy_fixes,
+)
 
 __all__ = ["cmd_train", "add_train"]
 
@@ -48,15 +56,16 @@ def _row(plan: Any) -> dict[str, Any]:
             "conditions": conds, "notes": list(plan.notes), "plan": str(plan)}
 
 
-def _excluded(res: Any, idx: list[int], model: Any) -> str:
-    """Why no split of one strategy is chosen: memory, TP/PP wider than the model, or the
-    batch does not divide."""
+def _excluded(res: Any, idx: list[int], model: Any) -> tuple[str, str]:
+    """Why no split of one strategy is chosen, as (kind, words): "memory" (none fits),
+    "wide" (TP/PP wider than the model, an EP degree that does not divide the experts) or
+    "divides" (the batch does not divide over the data shards of any split that fits)."""
     hbm = float(res.candidates[0].mesh.chip.hbm_bytes)
     fits = [j for j in idx if res.memory[0, j] <= hbm]
     if not fits:
         least = min(float(res.memory[0, j]) for j in idx)
-        return (f"does not fit: at least {fmt_si(least, 'B')} per chip, "
-                f"{fmt_si(hbm, 'B')} of HBM")
+        return "memory", (f"does not fit: at least {fmt_si(least, 'B')} per chip, "
+                          f"{fmt_si(hbm, 'B')} of HBM")
     moe = getattr(model, "moe", None)
     E = int(moe.E) if moe is not None else 1
     limits = ((f"TP wider than the {model.H} query heads", lambda d: d["tp"] > model.H),
@@ -65,32 +74,38 @@ def _excluded(res: Any, idx: list[int], model: Any) -> str:
                lambda d: E % d.get("ep", 1) != 0))
     wide = {j: [w for w, bad in limits if bad(res.candidates[j].degrees)] for j in fits}
     if all(wide.values()):
-        return "every split that fits has " + " or ".join(
+        return "wide", "every split that fits has " + " or ".join(
             dict.fromkeys(w for ws in wide.values() for w in ws))
-    return "no split that fits divides the batch over its data shards (x microbatches)"
+    pipelined = any(res.candidates[j].microbatches > 1 for j in fits)
+    return "divides", (f"no split that fits divides the batch of {int(res.batch[0]):,} tokens "
+                       "over its data shards" + (" x microbatches" if pipelined else ""))
 
 
 def _search(args: argparse.Namespace, model: Any, mesh: Any) -> tuple[list, list, Any]:
-    """(rows of the strategies that fit, fastest first; (strategy, why) of the others;
-    the search's answer where nothing fits, else None)."""
+    """(rows of the strategies that fit, fastest first; (strategy, why, the change that
+    would give it a plan) of the others; the search's answer where nothing fits, else
+    None)."""
     from ..parallel.search import strategy_search  # NumPy loads for `train` only
 
     strategies = [args.strategy] if args.strategy else None  # None: the search's default
     res = strategy_search(model, mesh, batch_tokens=args.tokens, seq=args.seq,
                           strategies=strategies, remat=args.remat_value,
                           microbatches=args.microbatches, dtype=args.dtype_)
-    rows, out = [], []
+    rows, out, kinds = [], [], {}
     for s in dict.fromkeys(c.strategy for c in res.candidates):
         idx = [j for j, c in enumerate(res.candidates) if c.strategy == s]
         ok = [j for j in idx if math.isfinite(res.lower[0, j])]
         if not ok:
-            out.append((s, _excluded(res, idx, model)))
+            kinds[s], why = _excluded(res, idx, model)
+            out.append((s, why))
             continue
         c = res.candidates[min(ok, key=lambda j: (res.lower[0, j], res.memory[0, j]))]
         rows.append(_row(_plan(args, model, mesh, s, c.axes,
                                c.microbatches if c.axes["pp"] else None)))
     best = res.candidates[int(res.best[0])].strategy if res.best[0] >= 0 else None
     rows.sort(key=lambda r: (r["strategy"] != best, r["lower_s"], r["memory_bytes"]))
+    fixes = strategy_fixes(args, model, mesh, res, kinds) if kinds else {}
+    out = [(s, why, fixes.get(s)) for s, why in out]
     return rows, out, None if rows else res.why[0]
 
 
@@ -119,15 +134,14 @@ def _need(args: argparse.Namespace, model: Any, mesh: Any) -> str:
         if full.best[0] >= 0:
             return text + f"; on these {mesh.n_chips} chips, --remat full fits: " + _brief(
                 full.choice(0))
-    sequences = args.tokens // args.seq
-    if sequences < 2:
+    narrower = narrower_fit(args, model, mesh)
+    if narrower:
+        return text + f"; on these {mesh.n_chips} chips, {narrower[0]} fits: " + _brief(
+            narrower[1])
+    tries, every = smaller_batches(args)
+    if not len(tries):
         return text
-    # every smaller batch where that is cheap (then the one found is the largest), else a
-    # log-spaced sample of them
-    every = sequences <= _SCAN
-    tries = np.arange(1, sequences) if every else np.unique(np.geomspace(
-        1, sequences - 1, _SCAN).astype(np.int64))
-    smaller = strategy_search(model, mesh, batch_tokens=args.seq * tries, seq=args.seq,
+    smaller = strategy_search(model, mesh, batch_tokens=tries, seq=args.seq,
                               remat=args.remat_value, **options)
     ok = np.flatnonzero(smaller.best >= 0)
     if len(ok):
@@ -135,12 +149,8 @@ def _need(args: argparse.Namespace, model: Any, mesh: Any) -> str:
         text += (f"; on these {mesh.n_chips} chips, a batch of "
                  f"{_sequences(c['batch'] // args.seq)} fits"
                  + (" (the largest that does)" if every else "")
-                 + f" (--tokens {c['batch']}): " + _brief(c))
+                 + f" ({batch_flag(args, c['batch'])}): " + _brief(c))
     return text
-
-
-#: the most smaller batches ``_need`` tries, one search over them all
-_SCAN = 4096
 
 
 def _brief(c: dict) -> str:
@@ -162,7 +172,7 @@ def _nearby(args: argparse.Namespace, model: Any, mesh: Any) -> tuple[list[str],
     found = [(k, c) for k, c in (("below", near.below), ("above", near.above)) if c]
     if found:
         lines.append("nearest batches with a plan: " + "; ".join(
-            f"{_sequences(c['batch'] // args.seq)} (--tokens {c['batch']}): {_brief(c)}"
+            f"{_sequences(c['batch'] // args.seq)} ({batch_flag(args, c['batch'])}): {_brief(c)}"
             for _, c in found))
     u = near.uneven
     if u:
@@ -193,7 +203,7 @@ def _answer(rows: list, why: str | None, args: argparse.Namespace, model: Any,
         what = f"with {args.strategy}" if args.strategy else "with any strategy"
         shape = "x".join(str(a.size) for a in mesh.axes)
         return (f"{model.name} does not fit on {mesh.chip.name} {shape} {what}: "
-                f"{_need(args, model, mesh)}")
+                f"{_need(args, model, mesh)}{_batch_hint(args)}")
     best = rows[0]
     text = (f"chosen: {best['strategy']} ({best['split']}): "
             + ("the only strategy asked for" if args.strategy else
@@ -222,11 +232,76 @@ def _split_error(err: BatchSplitError, args: argparse.Namespace, mesh: Any,
     where = ", ".join(f"--{r} {''.join(a)} ({' x '.join(str(mesh[x].size) for x in a)})"
                       for r, a in data)
     times = f" x {err.microbatches} microbatches" if err.microbatches != 1 else ""
-    near = " or ".join(f"--tokens {b} ({_sequences(b // args.seq)})"
+    near = " or ".join(batch_flag(args, b) + ("" if args.sequences else
+                                              f" ({_sequences(b // args.seq)})")
                        for b in (err.below, err.above) if b)
-    return (f"--tokens {args.tokens:,} ({_sequences(args.tokens // args.seq)} of --seq "
-            f"{args.seq}) does not divide over {err.degree:,} data shards{times} ({where}); "
-            f"the nearest that do: {near}")
+    typed = (f"--batch {args.sequences:,} ({args.tokens:,} tokens" if args.sequences else
+             f"--tokens {args.tokens:,} ({_sequences(args.tokens // args.seq)}")
+    return (f"{typed} of --seq {args.seq}) does not divide over {err.degree:,} data "
+            f"shards{times} ({where}); the nearest that do: {near}")
+
+
+def _degree_error(err: ValueError, args: argparse.Namespace, model: Any, mesh: Any,
+                  axes: dict) -> str:
+    """A role wider than the model (TP than its heads, PP than its layers, EP than its
+    experts), in flags, with a split of the same strategy that works (the search's)."""
+    roles, _ = parse_strategy(args.strategy)
+    given = assign_axes(mesh, roles, {r: a for r, a in axes.items() if r in roles})
+    typed = " ".join(f"--{r} {''.join(given[r])}" for r in roles if axes.get(r))
+    left = "".join(f", {r} on the axes left ({', '.join(given[r])})" for r in roles
+                   if given[r] and not axes.get(r))
+    text = f"{typed}{left}: {err}"
+    from ..parallel.search import strategy_search
+
+    res = strategy_search(model, mesh, batch_tokens=args.tokens, seq=args.seq,
+                          strategies=[args.strategy], remat=args.remat_value,
+                          microbatches=args.microbatches, dtype=args.dtype_)
+    if res.best[0] < 0:
+        return (text + f"; no split of {args.strategy} works at this batch (leave out "
+                "--dp/--fsdp/--tp/--pp/--ep to see what would)")
+    c = res.choice(0)["candidate"]
+    return text + f"; a split of {args.strategy} that works here: " + " ".join(
+        f"--{r} {''.join(a)}" for r, a in c.axes.items() if a)
+
+
+def _batch_hint(args: argparse.Namespace) -> str:
+    """Where --batch was given: that it counts sequences, and what --tokens of the same
+    number would be (the book's batches are in tokens: its 4M is --tokens 4M)."""
+    n = getattr(args, "sequences", None)
+    if n is None or n % args.seq or n <= args.seq:  # not a batch in tokens either
+        return ""
+    return (f" (--batch counts sequences: --batch {n:,} is {args.tokens:,} tokens of --seq "
+            f"{args.seq}; --tokens {n} would be {_sequences(n // args.seq)})")
+
+
+def remat_arg(text: str) -> Any:
+    """``--remat``: a policy name, N checkpoints per layer, or the tensors each layer keeps
+    joined by commas (a tuple, as ``sr.train_plan(remat=...)`` takes it).
+
+    >>> remat_arg("full"), remat_arg("3"), remat_arg("layer_input,mlp/gate,mlp/up")
+    ('full', 3, ('layer_input', 'mlp/gate', 'mlp/up'))
+    >>> remat_arg("layer_input,mlp/gates")
+    Traceback (most recent call last):
+    ...
+    ValueError: --remat layer_input,mlp/gates: unknown tensor mlp/gates; --remat takes a policy ...
+    """
+    text = text.strip()
+    if text.isdigit():
+        return int(text)
+    if text in REMAT_POLICIES:
+        return text
+    names = tuple(t.strip() for t in text.split(",") if t.strip())
+    unknown = [t for t in names if t not in TENSORS]
+    if unknown or not names:
+        what = f"tensor {', '.join(unknown)}" if unknown else "value"
+        raise ValueError(f"--remat {text}: unknown {what}"
+                         f"; --remat takes a policy ({', '.join(REMAT_POLICIES)}), a number of "
+                         f"checkpoints per layer, or kept tensors joined by commas, from: "
+                         f"{', '.join(TENSORS)}")
+    if "layer_input" not in names:
+        raise ValueError(f"--remat {text}: the kept tensors must include layer_input (every "
+                         "recomputation starts from it)")
+    return names
 
 
 def _sequences(n: int) -> str:
@@ -242,7 +317,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def _train(args: argparse.Namespace) -> int:
     args.dtype_ = (args.dtype or "bf16").strip().lower()
-    args.remat_value = int(args.remat) if args.remat.isdigit() else args.remat
+    args.remat_value = remat_arg(args.remat)
     model, mesh = load_model(args.model), mesh_of(args.mesh, args)
     if args.tokens is None:  # --batch counts sequences, as on every command
         args.tokens = args.sequences * args.seq
@@ -259,6 +334,10 @@ def _train(args: argparse.Namespace) -> int:
             plan = _plan(args, model, mesh, args.strategy, axes, args.microbatches)
         except BatchSplitError as err:
             raise ValueError(_split_error(err, args, mesh, axes)) from None
+        except ValueError as err:
+            if not str(err).startswith(tuple(f"{r} degree " for r in ROLES)):
+                raise
+            raise ValueError(_degree_error(err, args, model, mesh, axes)) from None
         rows, excluded, why = [_row(plan)], [], None
     else:
         rows, excluded, why = _search(args, model, mesh)
@@ -272,6 +351,14 @@ def _train(args: argparse.Namespace) -> int:
     near, near_data = ([], {}) if not answer.startswith("no strategy chosen: no split that "
                                                         "fits divides") else \
         _nearby(args, model, mesh)
+    by_width = optimizer_slices(args, model, mesh.chip) if answer.startswith(
+        f"{model.name} does not fit") else {}
+    if by_width:
+        near.append(f"smallest {mesh.chip.name} slice for {_sequences(args.tokens // args.seq)}"
+                    f" of {args.seq} (remat {args.remat}), by optimizer state "
+                    "(--convention optimizer_bytes=N): " + ", ".join(
+                        f"{w} B/param: " + (f"{args.mesh.rpartition(':')[0]}:{s}" if s else
+                                            "none on record") for w, s in by_width.items()))
     if args.format == "json":
         print(dumps({"query": {"model": args.model, "model_name": model.name,
                                "chip": mesh.chip.name, "mesh": shape, "chips": mesh.n_chips,
@@ -279,10 +366,11 @@ def _train(args: argparse.Namespace) -> int:
                                "remat": args.remat_value, "dtype": args.dtype_,
                                "strategy": args.strategy,
                                "conventions": current().as_dict()},
-                     "strategies": rows, "excluded": [{"strategy": s, "why": w}
-                                                      for s, w in excluded],
+                     "strategies": rows, "excluded": [{"strategy": s, "why": w, "fix": f}
+                                                      for s, w, f in excluded],
                      "chosen": rows[0] if rows and rows[0]["fits"] else None,
-                     "answer": answer, "nearby": near_data}))
+                     "answer": answer, "nearby": near_data,
+                     "slices_by_optimizer_bytes": {str(w): v for w, v in by_width.items()}}))
         return 0
     md = args.format == "markdown"
     cells = [["strategy", "split", "step", "bound", "memory/chip", "conditions"]]
@@ -295,7 +383,8 @@ def _train(args: argparse.Namespace) -> int:
         lines.append(table(args.format, cells))
     if excluded:
         lines.append(("\n" if md else "") + "no split of this mesh works for:")
-        lines += [f"{'- ' if md else '  '}{s}: {w}" for s, w in excluded]
+        lines += [f"{'- ' if md else '  '}{s}: {w}" + (f"; {f}" if f else "")
+                  for s, w, f in excluded]
     lines.append(("\n" if md else "") + answer)
     lines += [f"- {n}" if md else n for n in near]
     if rows and rows[0]["fits"]:
@@ -328,7 +417,8 @@ def add_train(command: Any) -> None:
                        "(e.g. XY), with --strategy; one role left out takes the rest")
     c.add_argument("--microbatches", type=SIZE, metavar="N", help="pipeline microbatches "
                    "(default: 4 x stages)")
-    c.add_argument("--remat", default="full", help=f"{', '.join(REMAT_POLICIES)}, or N "
-                   "checkpoints per layer (default: %(default)s)")
+    c.add_argument("--remat", default="full", help=f"{', '.join(REMAT_POLICIES)}, N "
+                   "checkpoints per layer, or the tensors each layer keeps joined by commas "
+                   "(layer_input,mlp/gate,mlp/up) (default: %(default)s)")
     c.add_argument("--dtype", help="whose peak FLOP/s: bf16 (default), fp8, int8, ...")
     add_chip_options(c, chip_flag=False)

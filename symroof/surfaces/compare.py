@@ -26,6 +26,7 @@ from typing import Any
 
 import sympy as sp
 
+from ..conventions import as_conventions
 from ..hardware import Chip, Mesh, as_chip, mesh
 from ..hardware import chip as _chip
 from ..models import Transformer, model
@@ -183,7 +184,8 @@ class Comparison:
                                     for c in self.columns
                                     if exact(self.cells[label].get(c.key)) is not None}}
                          for label in self.labels},
-                "notes": self.notes}
+                "notes": self.notes,
+                "conventions": self.settings[self.labels[0]].conventions.as_dict()}
 
     def to_json(self) -> str:
         from .cli_args import dumps
@@ -214,13 +216,15 @@ def _title(question: str, axis: str, base: Setting) -> str:
     if base.kv is not None:
         parts.append(f"KV {base.kv}")
     parts.append(f"{base.dtype} peak")
-    return ", ".join(parts)
+    return ", ".join(parts) + base.conventions.title_part
 
 
 def compare(question: str, axis: str, values: Sequence[Any], **setting: Any) -> Comparison:
     """Ask ``question`` (a key of :data:`QUESTIONS`) once per value of ``axis`` (a key of
     :data:`AXES`); ``setting``: the other :class:`Setting` fields (names are read as the
-    axes read them: ``model="llama-3.1-70b"``, ``chip="h100"``, ``mesh="tpu-v5e:4x4"``).
+    axes read them: ``model="llama-3.1-70b"``, ``chip="h100"``, ``mesh="tpu-v5e:4x4"``;
+    ``conventions="book"``, a profile name or record, puts every answer under it and the
+    title names it).
 
     >>> c = compare("decode", "chips", ["h100", "b200"], model="llama-3.1-8b", batch=64,
     ...             context=8192)
@@ -245,7 +249,7 @@ def compare(question: str, axis: str, values: Sequence[Any], **setting: Any) -> 
     if unknown:
         raise ValueError(f"unknown setting(s) {sorted(unknown)}; settings: "
                          f"{', '.join(Setting.__dataclass_fields__)}")
-    readers = {a.field: a.read for a in AXES.values()}
+    readers = {a.field: a.read for a in AXES.values()} | {"conventions": as_conventions}
     base = Setting(**{k: readers[k](v) if k in readers and v is not None else v
                       for k, v in setting.items()})
     if ax.field in setting and setting[ax.field] is not None:
@@ -263,7 +267,7 @@ def compare(question: str, axis: str, values: Sequence[Any], **setting: Any) -> 
         if label in settings:
             raise ValueError(f"{axis}: {label!r} is given twice")
         settings[label] = s
-    cells = {label: q.answer(s) for label, s in settings.items()}
+    cells = {label: q.ask(s) for label, s in settings.items()}
     used = tuple(c for c in q.columns if any(cells[x].get(c.key) is not None for x in cells))
     return Comparison(question, axis, tuple(settings), used, cells, settings,
                       _title(question, axis, base))

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..analysis import critical_batch
+from ..conventions import SYMROOF, Conventions, using
 from ..hardware import Chip, Mesh
 from ..hardware.prices import PRICES
 from ..models import Transformer
@@ -33,7 +34,8 @@ __all__ = ["Setting", "Column", "Question", "QUESTIONS"]
 class Setting:
     """Everything a question may read: the model, one chip or a mesh, the storage dtypes
     of the weights and the KV cache, the peak's dtype, batch (sequences) and context
-    (``train``: the sequence length), and a price per chip-hour with its source."""
+    (``train``: the sequence length), a price per chip-hour with its source, and the
+    accounting conventions every answer is built under (a :class:`Conventions` record)."""
 
     model: Transformer | None = None
     chip: Chip | None = None
@@ -45,6 +47,7 @@ class Setting:
     context: int | None = None
     price: Any = None
     price_source: str = "command line"
+    conventions: Conventions = SYMROOF
 
     def on_chip(self) -> Chip:
         """The chip: the one given, else the mesh's.
@@ -174,6 +177,28 @@ class Question:
     columns: tuple[Column, ...]
     answer: Callable[[Setting], dict[str, Any]]
     plot_label: str = "time per step"
+    #: whether the answer follows the setting's conventions (else only symroof's is taken)
+    conventions: bool = True
+
+    def ask(self, s: Setting) -> dict[str, Any]:
+        """The answer for ``s``, under ``s.conventions`` (the one place a question puts the
+        record in force; the APIs it calls read it).
+
+        >>> import dataclasses, symroof as sr
+        >>> s = Setting(model=sr.model("tiny"), chip=sr.chip("h100"), batch=1, context=16)
+        >>> peer = dataclasses.replace(s, conventions=sr.profile("llm-analysis"))
+        >>> t = sr.roofline_table(sr.model("tiny"), "h100", batch=1, new_tokens=1, cached=15,
+        ...                       conventions="llm-analysis")
+        >>> QUESTIONS["decode"].ask(peer)["lower"] == t.bounds[0] != QUESTIONS["decode"].ask(
+        ...     s)["lower"]
+        True
+        """
+        if not self.conventions and s.conventions != SYMROOF:
+            raise ValueError(f"the {self.name} question does not apply conventions yet (its "
+                             "numbers are symroof's); the questions that do: "
+                             + ", ".join(k for k, q in QUESTIONS.items() if q.conventions))
+        with using(s.conventions):
+            return self.answer(s)
 
 
 _TIMES = (Column("t_math", "t_math", "s", True), Column("t_mem", "t_mem", "s", True),
@@ -196,7 +221,7 @@ QUESTIONS: dict[str, Question] = {
         ("model", "chip", "mesh", "weights", "kv", "dtype", "context"), (),
         (Column("ridge", "C/W", "FLOP/B"), Column("b_star", "B* matmul", "", True),
          Column("b_decode", "B decode t_math = t_mem", "", True)), _critical,
-        "batch B (sequences)"),
+        "batch B (sequences)", conventions=False),
     "serve": Question(
         "serving plan", "one decode step sharded over a mesh (sr.serve)", _STEP + ("price",),
         ("model", "batch", "context"),

@@ -27,8 +27,11 @@ from ...symbols import G as _G
 from ...symbols import H as _H
 from ...symbols import d_h as _d_h
 from .. import attention_rows as ar
+from .. import backward as bw
 from .. import rows as rw
 from ..spec import MLA
+from . import latent
+from .backprop import Graph, Widths
 from .base import Array, Stream, Uses, cap
 
 __all__ = ["Attention"]
@@ -189,6 +192,119 @@ class Attention:
                 "fused_qkv": self.fused_qkv, "o_bias": self.o_bias, "qk_norm": self.qk_norm,
                 "attn_softcap": cap, "window": self.window,
                 "window_pattern": self.window_pattern, "attn_block": self.block}
+
+    # -- training: one layer's backward rows, backwards, and its piece of the layer graph
+    def backward_out(self, w: Widths) -> dict[str, Cost]:
+        """o_proj's dX and dW (its bias's gradient too), the first of its backward rows."""
+        d_o = self.H * (self.latent.d_v if self.latent is not None else self.d_h)
+        return {"attn/o_proj/dx": w.dx(d_o, w.s.D), "attn/o_proj/dw": w.dw(d_o, w.s.D,
+                                                                           self.o_bias)}
+
+    def backward_core(self, mode: str, L: Any, B: Any, S: Any, s: Stream
+                      ) -> dict[str, Cost]:
+        """The core's backward rows of L layers, the windowed and the global ones apart (a
+        window changes the allowed pairs; the naive core still executes all S^2): naive,
+        its four gradient matmuls and the softmax's; fused, FlashAttention-2's one row.
+
+        >>> from symroof.symbols import B, L, S, D, H, d_h
+        >>> Attention(G=H).backward_core("naive", L, B, S, Stream(D, 2, 2, 2))[
+        ...     "attn/av/dv"].useful_flops          # dV = p^T do on the causal pairs
+        B*H*L*S*d_h*(S + 1)
+        """
+        h, kv_heads = self.heads(), self.H if self.latent is not None else self.G
+        cap, local = self.softcap is not None, self.local_layers(L)
+        out: dict[str, Cost] = {}
+        for layers, window in ((L - local, None), (local, self.window)):
+            if layers == 0:
+                continue
+            pairs = ar.pairs(S, 0, window)[1]  # causal (in the window), or all S^2
+            if mode == "naive":
+                av = bw.attention_matmul_backward(B, S, S, h.H, kv_heads, h.d_v, pairs=pairs,
+                                                  x_bytes=s.ab)
+                qk = bw.attention_matmul_backward(B, S, S, h.H, kv_heads, h.d_k, pairs=pairs,
+                                                  x_bytes=s.ab)
+                rows = {"attn/av/dp": av, "attn/av/dv": av,
+                        "attn/softmax": bw.softmax_backward(B * h.H * S, S, x_bytes=s.ab,
+                                                            useful_elements=B * h.H * pairs,
+                                                            softcap=cap),
+                        "attn/scores/dq": qk, "attn/scores/dk": qk}
+            else:
+                rows = {"attn/core": bw.flash_attention_backward(
+                    B, S, S, h.H, kv_heads, h.d_k, pairs=pairs, x_bytes=s.ab, softcap=cap)}
+            for key, cost in rows.items():
+                out[key] = out.get(key, Cost()) + layers * cost
+        return out
+
+    def backward_in(self, w: Widths, S: Any, pos: Any) -> dict[str, Cost]:
+        """Its rows from the core's gradients back to h1's: RoPE's inverse rotation (the
+        positions', :meth:`~symroof.models.blocks.Rope.rope_row`), the q/k norms, the
+        projections' dX and dW and the sum of their dX; latent attention's
+        (:func:`symroof.models.blocks.latent.backward_in`).
+
+        >>> from symroof.models.blocks import Rope
+        >>> list(Attention(fused_qkv=True).backward_in(Widths(1, Stream(8, 2, 2, 2), 2), 1,
+        ...                                            Rope()))
+        ['attn/rope', 'attn/qkv_proj/dx', 'attn/qkv_proj/dw']
+        """
+        if self.latent is not None:
+            return latent.backward_in(self, w, S)
+        D, H, G, d_h, n = w.s.D, self.H, self.G, self.d_h, w.n
+        rows = pos.rope_row(n, H + G, pos.rotated(d_h), S, w.s)
+        if self.qk_norm:
+            rows |= {"attn/q_norm": w.norm("rms", n * H, d_h),
+                     "attn/k_norm": w.norm("rms", n * G, d_h)}
+        if self.fused_qkv:
+            return rows | {"attn/qkv_proj/dx": w.dx(D, (H + 2 * G) * d_h),
+                           "attn/qkv_proj/dw": w.dw(D, (H + 2 * G) * d_h, self.qkv_bias)}
+        for name, width in (("v", G), ("k", G), ("q", H)):
+            rows[f"attn/{name}_proj/dx"] = w.dx(D, width * d_h)
+            rows[f"attn/{name}_proj/dw"] = w.dw(D, width * d_h, self.qkv_bias)
+        return rows | {"attn/qkv_sum": w.sum(3)}
+
+    def graph(self, mode: str, pos: Any) -> Graph:
+        """Its ops from the norm's output h1 to o_proj's y (tensor names as the NumPy
+        twin's: q0 k0 v, qn kn the q/k norms', q k after RoPE, s p the naive core's, o), the
+        tensors its backward reads and its matmuls' outputs; latent attention's
+        (:func:`symroof.models.blocks.latent.graph`).
+
+        >>> from symroof.models.blocks import Rope
+        >>> g = Attention().graph("naive", Rope())
+        >>> g.ops["attn/av"], g.reads
+        ((('p', 'v'), ('o',)), ('h1', 'q', 'k', 'v', 'p', 'o'))
+        """
+        if self.latent is not None:
+            return latent.graph(self)
+        ops: dict = {}
+        if self.fused_qkv:
+            ops["attn/qkv_proj"] = (("h1",), ("q0", "k0", "v"))
+        else:
+            ops |= {f"attn/{t}_proj": (("h1",), (t + "0" if t != "v" else "v",)) for t in "qkv"}
+        q, k = "q0", "k0"
+        if self.qk_norm:
+            ops |= {"attn/q_norm": (("q0",), ("qn",)), "attn/k_norm": (("k0",), ("kn",))}
+            q, k = "qn", "kn"
+        if pos.kind == "rope":
+            ops["attn/rope"] = ((q, k), ("q", "k"))
+            q, k = "q", "k"
+        reads = ["h1", *(("q0", "k0") if self.qk_norm else ()), q, k, "v"]
+        if mode == "naive":
+            ops |= {"attn/scores": ((q, k), ("s",)), "attn/softmax": (("s",), ("p",)),
+                    "attn/av": (("p", "v"), ("o",))}
+            reads += ["p", *(("s",) if self.softcap is not None else ())]
+        else:  # the fused core writes o and the logsumexp
+            ops["attn/core"] = ((q, k, "v"), ("o",))
+        ops["attn/o_proj"] = (("o",), ("y",))
+        return Graph(ops, (*reads, "o"), ("q0", "k0", "v", "y"))
+
+    def tensors(self, B: Any, S: Any, mode: str) -> dict[str, Any]:
+        """Elements per layer of each tensor of its graph (fused: o and the logsumexp)."""
+        if self.latent is not None:
+            return latent.tensors(self, B, S)
+        n, H, G, d_h = B * S, self.H, self.G, self.d_h
+        o = n * H * (d_h if mode == "naive" else d_h + 1)
+        return dict.fromkeys(("q0", "qn", "q"), n * H * d_h) | \
+            dict.fromkeys(("k0", "kn", "k", "v"), n * G * d_h) | \
+            dict.fromkeys(("s", "p"), B * H * S**2) | {"o": o}
 
     def uses(self) -> dict[str, Uses]:
         """Per row it makes, the arrays the row reads and writes (``norms/h`` the norm's

@@ -25,6 +25,7 @@ from ...symbols import B as _B
 from ...symbols import S as _S
 from ...symbols import T as _T
 from .attention import Attention
+from .backprop import LayerGraph, Widths
 from .base import Array, Stream, Uses, fields_of, from_fields
 from .embedding import Embedding, Head, Learned, Rope
 from .mlp import DenseMLP, Experts
@@ -261,6 +262,92 @@ class Blocks:
         out["norm"] = self.residual.norm.kind
         out["moe"] = None if self.experts is None else self.experts.twin()
         return out
+
+    # -- training: the backward rows and the layer graphs, each block's composed ---------
+    def backward_rows(self, B: Any, S: Any, mode: str, tokens_per_expert: Any, gb: Any,
+                      recompute: dict[str, Cost] | None = None) -> dict[str, Cost]:
+        """A training step's backward rows over B sequences of S tokens, in the order they
+        run, keys ``bwd/...``: the head's (the loss to the final norm), ``recompute`` (the
+        forward rows a remat policy reruns, keys as given: they run before the layers'
+        backward), the layers' (per-layer rows hold all their layers, as :meth:`rows`), the
+        positions' and the embedding's; gradients written at ``gb`` bytes per element.
+
+        >>> from symroof.models import Transformer
+        >>> from symroof.symbols import B, S
+        >>> rows = Blocks.of(Transformer()).backward_rows(B, S, "naive", None, 2)
+        >>> list(rows)[:2], list(rows)[-3:]
+        (['bwd/loss', 'bwd/lm_head/dx'], ['bwd/attn_norm', 'bwd/attn/residual', 'bwd/embed'])
+        """
+        w = Widths(B * S, self.stream, gb)
+        head = self.head.backward(self.embedding.V, w)
+        ends = self.positions.backward(B, S, w) | self.embedding.backward(w)
+        return {f"bwd/{k}": c for k, c in head.items()} | (recompute or {}) | {
+            f"bwd/{k}": c for k, c in (self.layers_backward(B, S, mode, tokens_per_expert, w)
+                                       | ends).items()}
+
+    def layers_backward(self, B: Any, S: Any, mode: str, tokens_per_expert: Any, w: Widths
+                        ) -> dict[str, Cost]:
+        """The backward rows of all L layers, block by block (keys without ``bwd/``): the
+        residual's post norm, the dense MLP's (its layers), the MLP norm and residual sum
+        (all L), the experts' (the MoE layers), then the attention block's: o_proj, the
+        core (windowed and global layers), its projections, the norm and residual sum."""
+        L, res, att = self.L, self.residual, self.attention
+
+        def each(rows: dict[str, Cost], layers: Any = L) -> dict[str, Cost]:
+            return {k: layers * c for k, c in rows.items()} if layers != 0 else {}
+
+        rows = each(res.backward_mlp_out(w)) | each(self.mlp.backward(w), self.dense_layers)
+        rows |= each(res.backward_mlp_in(w))
+        if self.experts is not None:
+            rows |= self.experts.backward(w, self.moe_layers, tokens_per_expert)
+        rows |= each(res.backward_attention_out(w) | att.backward_out(w))
+        rows |= att.backward_core(mode, L, B, S, self.stream)
+        return rows | each(att.backward_in(w, S, self.positions) | res.backward_attention_in(w))
+
+    def layer_graph(self, mode: str = "naive", moe: bool | None = None) -> LayerGraph:
+        """One layer's forward as data (:class:`~symroof.models.blocks.LayerGraph`), its
+        blocks' pieces in order: the attention norm, the attention block, the post norm and
+        residual add, the MLP norm, the MLP (the experts' with ``moe``; default: the MoE
+        layers' when there are experts), the post norm and residual add.
+
+        >>> from symroof.models import model
+        >>> g = model("gemma-2-9b").blocks.layer_graph()
+        >>> g.writer["yn"], g.reads[-3:]
+        ('attn/post_norm', ('u', 'a', 'y2'))
+        """
+        res = self.residual
+        moe = self.experts is not None if moe is None else moe
+        mlp = self.experts.graph() if moe else self.mlp.graph()
+        return LayerGraph.of(res.graph_attention_in()
+                             | self.attention.graph(mode, self.positions)
+                             | res.graph_attention_out() | res.graph_mlp_in() | mlp
+                             | res.graph_mlp_out())
+
+    def layer_graphs(self, mode: str = "naive") -> tuple[tuple[Any, LayerGraph], ...]:
+        """Each kind of layer: (how many layers, its graph); one kind but for experts after
+        dense first layers (DeepSeek's).
+
+        >>> from symroof.models import model
+        >>> [(n, "moe/router" in g.ops) for n, g in model("deepseek-v3").blocks.layer_graphs()]
+        [(3, False), (58, True)]
+        """
+        if self.experts is None:
+            return ((self.L, self.layer_graph(mode)),)
+        kinds = ((self.dense_layers, False), (self.moe_layers, True))
+        return tuple((n, self.layer_graph(mode, moe)) for n, moe in kinds if n != 0)
+
+    def tensors(self, B: Any, S: Any, mode: str) -> dict[str, Any]:
+        """Elements per layer of every tensor a layer may keep, by the graphs' names: the
+        residual stream's, the attention block's, the MLP's and the experts'.
+
+        >>> from symroof.models import model
+        >>> model("llama-3.1-8b").blocks.tensors(1, 2, "naive")["p"]    # 32 heads x 2 x 2
+        128
+        """
+        n, D = B * S, self.stream.D
+        out = self.residual.tensors(n, D) | self.attention.tensors(B, S, mode)
+        out |= self.mlp.tensors(n)
+        return out | ({} if self.experts is None else self.experts.tensors(n, D))
 
 
 @dataclass(frozen=True)

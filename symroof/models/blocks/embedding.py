@@ -18,7 +18,10 @@ import sympy as sp
 
 from ...cost import Cost, as_dimension
 from ...symbols import V as _V
+from .. import backward as bw
+from .. import backward_dense as bd
 from .. import rows as rw
+from .backprop import Widths
 from .base import Array, Stream, Uses, cap
 from .norm import Norm
 
@@ -59,6 +62,19 @@ class Embedding:
     def twin(self) -> dict[str, Any]:
         """The twin's ``V``, ``tied`` and ``embed_scale``."""
         return {"V": self.V, "tied": self.tied, "embed_scale": self.scale}
+
+    def backward(self, w: Widths) -> dict[str, Cost]:
+        """``embed``: the scatter-add of the n gradient rows into W_embed's gradient (tied:
+        added to the lm_head's; scaled: times sqrt(D) first,
+        :func:`~symroof.models.backward.embedding_backward`).
+
+        >>> from symroof.symbols import B, D
+        >>> Embedding(scale=True).backward(Widths(B, Stream(D, 2, 2, 2), 2))["embed"].flops
+        2*B*D
+        """
+        return {"embed": bw.embedding_backward(w.n, w.s.D, self.V, x_bytes=w.s.ab,
+                                               grad_bytes=w.gb, accumulate=self.tied,
+                                               scaled=self.scale)}
 
     def uses(self) -> dict[str, Uses]:
         """Its row's arrays: the gather from W_embed starts the stream ``x``."""
@@ -113,6 +129,10 @@ class Rope:
         """The twin's ``positions`` and ``rotary_dim``."""
         return {"positions": "rope", "rotary_dim": self.rotary_dim}
 
+    def backward(self, B: Any, S: Any, w: Widths) -> dict[str, Cost]:
+        """None of its own: the inverse rotation is the attention's ``attn/rope``."""
+        return {}
+
     def uses(self) -> dict[str, Uses]:
         """None of its own (``attn/rope`` is the attention's)."""
         return {}
@@ -155,6 +175,12 @@ class Learned:
     def twin(self) -> dict[str, Any]:
         """The twin's ``positions``."""
         return {"positions": "learned"}
+
+    def backward(self, B: Any, S: Any, w: Widths) -> dict[str, Cost]:
+        """``pos_embed``: the table's gradient, summed over the B sequences of S positions
+        (:func:`~symroof.models.backward_dense.pos_embed_backward`)."""
+        return {"pos_embed": bd.pos_embed_backward(B, S, w.s.D, x_bytes=w.s.ab,
+                                                   grad_bytes=w.gb)}
 
     def uses(self) -> dict[str, Uses]:
         """Its row's arrays: the table's rows added to the stream ``x``."""
@@ -201,6 +227,33 @@ class Head:
     def twin(self) -> dict[str, Any]:
         """The twin's ``final_softcap``."""
         return {"final_softcap": None if self.softcap is None else float(self.softcap)}
+
+    def backward(self, V: Any, w: Widths) -> dict[str, Cost]:
+        """The loss's gradient over the n positions' V logits, (``logit_softcap``),
+        ``lm_head/dx``, ``lm_head/dw`` and ``final_norm``, in the order they run.
+
+        >>> from symroof.symbols import B, D, V
+        >>> list(Head(softcap=30).backward(V, Widths(B, Stream(D, 2, 2, 2), 2)))
+        ['loss', 'logit_softcap', 'lm_head/dx', 'lm_head/dw', 'final_norm']
+        """
+        rows = {"loss": bw.cross_entropy_backward(w.n, V, x_bytes=w.s.ab)}
+        if self.softcap is not None:
+            rows["logit_softcap"] = bd.softcap_backward(w.n * V, x_bytes=w.s.ab)
+        per = rw.lm_head_flops  # the lm_head's own count of a multiply-add, as its forward's
+        return rows | {"lm_head/dx": w.dx(w.s.D, V, per), "lm_head/dw": w.dw(w.s.D, V, count=per),
+                       "final_norm": self.norm.backward(w.n, w.s.D, w)}
+
+    def tensors(self, n: Any, D: Any, V: Any) -> dict[str, Any]:
+        """Elements of what its backward reads, kept under every remat policy, by the op
+        that wrote them: the final norm's input and output (n*D each), the logits the loss
+        reads (the capped ones under a softcap, n*V) and the loss's logsumexp per token.
+
+        >>> from symroof.symbols import B, D, V
+        >>> Head(softcap=30).tensors(B, D, V)
+        {'final_input': B*D, 'final_norm': B*D, 'logit_softcap': B*V, 'loss': B}
+        """
+        logits = "lm_head" if self.softcap is None else "logit_softcap"
+        return {"final_input": n * D, "final_norm": n * D, logits: n * V, "loss": n}
 
     def uses(self, tied: bool) -> dict[str, Uses]:
         """Per row, its arrays: the final norm reads the stream into ``norms/h``, the

@@ -10,19 +10,21 @@ a shared one, the routing).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import sympy as sp
 
 from ...cost import Cost
 from ...symbols import F as _F
+from .. import backward_dense as bd
 from .. import rows as rw
-from ..moe_rows import moe_rows
+from ..moe_rows import loads, moe_rows
 from ..spec import MoE, spec_fields
+from .backprop import Graph, Widths
 from .base import Array, Stream, Uses
 
-__all__ = ["DenseMLP", "Experts"]
+__all__ = ["DenseMLP", "Experts", "route_backward_flops"]
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,57 @@ class DenseMLP:
         """The twin's ``F``, ``act``, ``gated``, ``fused_gate_up``, ``mlp_bias``."""
         return {"F": self.F, "act": self.act, "gated": self.gated,
                 "fused_gate_up": self.fused, "mlp_bias": self.bias}
+
+    # -- training -----------------------------------------------------------------------
+    def backward(self, w: Widths, part: str = "mlp") -> dict[str, Cost]:
+        """One layer's backward rows from down to the input's gradient: down's dX and dW,
+        the activation, up's and gate's (or the fused gate_up's) and the sum of their two
+        dX (the norm before it and the residual are the layer's, :class:`Residual`).
+        ``part``: the key prefix (an MoE's shared expert is ``moe/shared``).
+
+        >>> from symroof.symbols import B, D, F
+        >>> w = Widths(B, Stream(D, 2, 2, 2), 2)
+        >>> list(DenseMLP(gated=False, act="gelu").backward(w))
+        ['mlp/down/dx', 'mlp/down/dw', 'mlp/gelu', 'mlp/up/dx', 'mlp/up/dw']
+        >>> DenseMLP().backward(w)["mlp/swiglu"].flops              # SwiGLU's 12
+        12*B*F
+        """
+        D, F, b = w.s.D, self.F, self.bias
+        rows = {"down/dx": w.dx(F, D), "down/dw": w.dw(F, D, b),
+                rw.act_key(self.act, self.gated): bd.activation_backward(
+                    self.act, gated=self.gated, n=w.n * F, x_bytes=w.s.ab)}
+        if not self.gated:
+            rows |= {"up/dx": w.dx(D, F), "up/dw": w.dw(D, F, b)}
+        elif self.fused:
+            rows |= {"gate_up/dx": w.dx(D, 2 * F), "gate_up/dw": w.dw(D, 2 * F, b)}
+        else:
+            rows |= {"up/dx": w.dx(D, F), "up/dw": w.dw(D, F, b), "gate/dx": w.dx(D, F),
+                     "gate/dw": w.dw(D, F, b), "gate_up_sum": w.sum(2)}
+        return {f"{part}/{key}": cost for key, cost in rows.items()}
+
+    def graph(self) -> Graph:
+        """Its ops from the norm's output h2 to the down projection's y2 (gate g, up u,
+        activation a); its backward reads h2, g, u, a; its matmuls write g and u.
+
+        >>> DenseMLP(fused=True).graph().ops["mlp/gate_up"]
+        (('h2',), ('g', 'u'))
+        """
+        ops: dict = {}
+        if not self.gated:
+            ops["mlp/up"] = (("h2",), ("u",))
+        elif self.fused:
+            ops["mlp/gate_up"] = (("h2",), ("g", "u"))
+        else:
+            ops |= {"mlp/gate": (("h2",), ("g",)), "mlp/up": (("h2",), ("u",))}
+        ops[f"mlp/{rw.act_key(self.act, self.gated)}"] = (("g", "u") if self.gated
+                                                           else ("u",), ("a",))
+        ops["mlp/down"] = (("a",), ("y2",))
+        g = ("g",) if self.gated else ()
+        return Graph(ops, ("h2", *g, "u", "a"), (*g, "u"))
+
+    def tensors(self, n: Any) -> dict[str, Any]:
+        """Elements per layer of g, u and a: n*F each."""
+        return dict.fromkeys("gua", n * self.F)
 
     def uses(self) -> dict[str, Uses]:
         """Per row, its arrays: gate and up read the norm's output ``norms/h`` into ``u``,
@@ -163,6 +216,96 @@ class Experts:
         """The record's fields (the twin's ``MoESpec`` has the same names)."""
         return spec_fields(self.moe)
 
+    # -- training -----------------------------------------------------------------------
+    def expert(self, F: Any) -> DenseMLP:
+        """One expert as a dense MLP of width F (gated, its activation)."""
+        return DenseMLP(F, self.act)
+
+    def backward(self, w: Widths, layers: Any, tokens_per_expert: Any) -> dict[str, Cost]:
+        """The backward rows of ``layers`` MoE layers (summed), in the order they run
+        (docs/accounting.md, "Training MoE and MLA"):
+
+        - ``moe/combine``: dY = dy*w (n*k*D) and dw = dy . Y (n*k*(2D - 1)); reads dy, Y,
+          w, writes dY, dw;
+        - ``moe/shared/scale`` (Qwen2-MoE's gate y = ys*sigmoid(x . w)): per token the
+          gate recomputed (2D + 4), dys = dy*gate (D), d(gate) = dy . ys (2D - 1), dz (3),
+          dx = dz w (2D), dw = x^T dz (2D): 9D + 6; reads x, w, ys, dy, writes dys, dx, dw;
+        - ``moe/shared/...``: the shared expert's dense backward on every token;
+        - ``moe/down/dx`` ... ``moe/gate_up_sum``: each expert's on its own tokens (the
+          routing's loads, :func:`~symroof.models.moe_rows.loads`): FLOPs follow the
+          assignments, weight (and gradient) bytes the experts that got a token;
+        - ``moe/route``: :func:`route_backward_flops` per token; reads the logits and dw,
+          writes d(logits); the top-k choice and the routing bias pass no gradient;
+        - ``moe/router/dx``, ``moe/router/dw``; ``moe/dx_sum`` adds k + 1 (+ 1 shared,
+          + 1 its gate) contributions to d(h) per token.
+
+        >>> from symroof.models import model
+        >>> b = model("mixtral-8x7b").blocks        # 2 tokens, both to experts 0 and 1
+        >>> rows = b.experts.backward(Widths(2, b.stream, 2), 1, [[2, 2, 0, 0, 0, 0, 0, 0]])
+        >>> rows["moe/up/dw"].weight_bytes == 2 * 4096 * 14336 * 2      # 2 experts read
+        True
+        """
+        moe, D, ab, wb, gb = self.moe, w.s.D, w.s.ab, w.s.wb, w.gb
+        n, E, k, shared = w.n, moe.E, moe.k, moe.shared_F != 0
+        count = int(layers) if sp.sympify(layers).is_Integer else None
+        if count is None and tokens_per_expert not in (None, "balanced", "worst"):
+            raise ValueError("per-layer tokens_per_expert needs a number of layers")
+        experts: dict[str, Cost] = {}
+        for assigned, read, _ in loads(n, E, k, count or 1, tokens_per_expert):
+            for key, c in self.expert(moe.F).backward(w._replace(n=assigned), "moe").items():
+                experts[key] = experts.get(key, Cost()) + replace(  # the experts read
+                    c, weight_bytes=read * c.weight_bytes)
+        rows = {"moe/combine": Cost(flops=n * k * (3 * D - 1),
+                                    act_bytes=(n * D + 2 * n * k * D + 2 * n * k) * ab)}
+        if moe.shared_gate:  # y = ys * sigmoid(x . w)
+            rows["moe/shared/scale"] = Cost(flops=n * (9 * D + 6), weight_bytes=D * (wb + gb),
+                                            act_bytes=5 * n * D * ab)
+        if shared:
+            rows |= self.expert(moe.shared_F).backward(w, "moe/shared")
+        rows = {key: layers * cost for key, cost in rows.items()}
+        rows |= {key: (1 if count else layers) * cost for key, cost in experts.items()}
+        parts = k + 1 + (1 if shared else 0) + (1 if moe.shared_gate else 0)
+        tail = {"moe/route": Cost(flops=n * route_backward_flops(moe),
+                                  act_bytes=n * (2 * E + k) * ab),
+                "moe/router/dx": w.dx(D, E), "moe/router/dw": w.dw(D, E),
+                "moe/dx_sum": w.sum(parts)}
+        return rows | {key: layers * cost for key, cost in tail.items()}
+
+    def graph(self) -> Graph:
+        """Its ops from h2 to the combination y2: router, routing (indices, weights), each
+        expert on its tokens (eg, eu, ea; outputs Y), the shared expert (sg, su, sa, ys)
+        and its sigmoid gate (ysg: Qwen2-MoE).
+
+        >>> from symroof.models import model
+        >>> model("mixtral-8x7b").blocks.experts.graph().ops["moe/combine"]
+        (('Y', 'w'), ('y2',))
+        """
+        moe, shared = self.moe, self.moe.shared_F != 0
+        ops: dict = {"moe/router": (("h2",), ("logits",)),
+                     "moe/route": (("logits",), ("idx", "w")),
+                     "moe/gate": (("h2", "idx"), ("eg",)), "moe/up": (("h2", "idx"), ("eu",)),
+                     "moe/swiglu": (("eg", "eu"), ("ea",)), "moe/down": (("ea", "idx"), ("Y",))}
+        sh: tuple[str, ...] = ()
+        if shared:
+            ops |= {"moe/shared/gate": (("h2",), ("sg",)), "moe/shared/up": (("h2",), ("su",)),
+                    "moe/shared/swiglu": (("sg", "su"), ("sa",)),
+                    "moe/shared/down": (("sa",), ("ys",))}
+            sh = ("sg", "su", "sa", *(("ys",) if moe.shared_gate else ()))
+        if moe.shared_gate:
+            ops["moe/shared/scale"] = (("h2", "ys"), ("ysg",))
+        out = ("ysg",) if moe.shared_gate else ("ys",) if shared else ()
+        ops["moe/combine"] = (("Y", "w", *out), ("y2",))
+        reads = ("h2", "logits", "idx", "w", "eg", "eu", "ea", "Y", *sh)
+        return Graph(ops, reads, ("logits", "eg", "eu", "Y", *(("sg", "su") if shared else ())))
+
+    def tensors(self, n: Any, D: Any) -> dict[str, Any]:
+        """Elements per layer of its tensors: a = n*k assignments (the routing's indices
+        are not counted)."""
+        moe, a = self.moe, n * self.moe.k
+        return {"logits": n * moe.E, "idx": 0, "w": a, "Y": a * D, "ys": n * D,
+                "ysg": n * D} | dict.fromkeys(("eg", "eu", "ea"), a * moe.F) | \
+            dict.fromkeys(("sg", "su", "sa"), n * moe.shared_F)
+
     def uses(self) -> dict[str, Uses]:
         """Per row, its arrays: the router reads the norm's output ``norms/h`` into the
         logits ``r``, the routing reads them; the routed experts (and the shared one) as a
@@ -189,3 +332,19 @@ class Experts:
         if moe.shared_gate:
             out["moe/shared/scale"] = Uses((h,), weight="moe/w_shared_gate")
         return out
+
+
+def route_backward_flops(moe: MoE) -> sp.Expr:
+    """FLOPs per token of d(logits) from the k weights' gradient: the scores recomputed
+    (softmax 5E - 2, sigmoid 4E), the scale (k), the renormalisation (6k - 2: the sum
+    k - 1, the k weights k, their product with the gradient k, its sum k - 1, subtract k,
+    divide k), then softmax's backward s*(ds - sum(ds*s)) (4E - 1) or sigmoid's
+    ds*s*(1 - s) (3E).
+
+    >>> route_backward_flops(MoE(E=8, k=2, F=14336, norm_topk=True))    # 9*8 - 3 + 6*2 - 2
+    79
+    """
+    E, k = moe.E, moe.k
+    flops = 9 * E - 3 if moe.router == "softmax" else 7 * E
+    flops += k if moe.scale != 1 else 0
+    return flops + (6 * k - 2 if moe.norm_topk else 0)

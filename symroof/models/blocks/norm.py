@@ -70,3 +70,15 @@ class Norm:
         {'norm': 'layer'}
         """
         return {"norm": self.kind}
+
+    def backward(self, rows: Any, d: Any, w: Any) -> Cost:
+        """Its backward over ``rows`` rows of width d at the step's widths ``w``
+        (:class:`~symroof.models.blocks.Widths`;
+        :func:`~symroof.models.backward_dense.norm_backward`).
+
+        >>> from symroof.symbols import B, D
+        >>> from symroof.models.blocks import Widths
+        >>> Norm().backward(B, D, Widths(B, Stream(D, 2, 2, 2), 2)).flops   # 9D + 2 a row; dw
+        B*(9*D + 2) + D*(2*B - 1)
+        """
+        return w.norm(self.kind, rows, d)

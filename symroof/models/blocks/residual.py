@@ -16,6 +16,7 @@ from typing import Any
 
 from ...cost import Cost
 from .. import rows as rw
+from .backprop import Graph, Widths
 from .base import Array, Stream, Uses
 from .norm import Norm
 
@@ -73,6 +74,69 @@ class Residual:
     def twin(self) -> dict[str, Any]:
         """The twin's ``parallel_residual`` and ``post_norms``."""
         return {"parallel_residual": self.parallel, "post_norms": self.post_norms}
+
+    # -- training: one layer's backward rows, backwards, and its pieces of the layer graph
+    def backward_mlp_out(self, w: Widths) -> dict[str, Cost]:
+        """[the MLP output's norm], the first of a layer's backward rows."""
+        return {"mlp/post_norm": self.norm.backward(w.n, w.s.D, w)} if self.post_norms else {}
+
+    def backward_mlp_in(self, w: Widths) -> dict[str, Cost]:
+        """The MLP norm and the sum of the residual stream's two gradients (parallel: the
+        MLP norm's gradient meets x's at the attention's sum instead).
+
+        >>> from symroof.symbols import B, D
+        >>> w = Widths(B, Stream(D, 2, 2, 2), 2)
+        >>> list(Residual().backward_mlp_in(w)), list(Residual(parallel=True).backward_mlp_in(w))
+        (['mlp_norm', 'mlp/residual'], ['mlp_norm'])
+        """
+        rows = {"mlp_norm": self.norm.backward(w.n, w.s.D, w)}
+        return rows if self.parallel else rows | {"mlp/residual": w.sum(2)}
+
+    def backward_attention_out(self, w: Widths) -> dict[str, Cost]:
+        """[the attention output's norm]."""
+        return {"attn/post_norm": self.norm.backward(w.n, w.s.D, w)} if self.post_norms \
+            else {}
+
+    def backward_attention_in(self, w: Widths) -> dict[str, Cost]:
+        """The attention norm and the residual stream's sum: two gradients (parallel: three,
+        the MLP norm's too), the last of a layer's backward rows.
+
+        >>> from symroof.symbols import B, D
+        >>> w = Widths(B, Stream(D, 2, 2, 2), 2)
+        >>> Residual(parallel=True).backward_attention_in(w)["attn/residual"].flops
+        2*B*D
+        """
+        return {"attn_norm": self.norm.backward(w.n, w.s.D, w),
+                "attn/residual": w.sum(3 if self.parallel else 2)}
+
+    def graph_attention_in(self) -> Graph:
+        """The attention norm: x -> h1 (its backward reads x)."""
+        return Graph({"attn_norm": (("x",), ("h1",))}, ("x",))
+
+    def graph_attention_out(self) -> Graph:
+        """[the post norm y -> yn (its backward reads y)], the residual add -> x1."""
+        if not self.post_norms:
+            return Graph({"attn/residual": (("x", "y"), ("x1",))})
+        return Graph({"attn/post_norm": (("y",), ("yn",)),
+                      "attn/residual": (("x", "yn"), ("x1",))}, ("y",))
+
+    def graph_mlp_in(self) -> Graph:
+        """The MLP norm -> h2, of x1 (parallel: of x, the layer input)."""
+        x = "x" if self.parallel else "x1"
+        return Graph({"mlp_norm": ((x,), ("h2",))}, (x,))
+
+    def graph_mlp_out(self) -> Graph:
+        """[the post norm y2 -> y2n: the down projection's output is read, and kept as a
+        matmul output], the residual add -> x2, the next layer's input."""
+        if not self.post_norms:
+            return Graph({"mlp/residual": (("x1", "y2"), ("x2",))})
+        return Graph({"mlp/post_norm": (("y2",), ("y2n",)),
+                      "mlp/residual": (("x1", "y2n"), ("x2",))}, ("y2",), ("y2",))
+
+    def tensors(self, n: Any, D: Any) -> dict[str, Any]:
+        """Elements per layer of the residual stream's tensors (x, h1, y, yn, x1, h2, y2,
+        y2n: n*D each)."""
+        return dict.fromkeys(("x", "h1", "y", "yn", "x1", "h2", "y2", "y2n"), n * D)
 
     def uses(self) -> dict[str, Uses]:
         """Per row, its arrays: a norm reads the stream ``embed/x`` (summing squares over D)
