@@ -134,7 +134,8 @@ LABELS: dict[str, str] = {
     "kv_written_by": "KV cache writer", "prefill_q_heads": "query heads read in prefill",
     "fused_core": "fused attention bytes", "head_dim": "head width", "omit": "rows left out",
     "ring_factor": "ring factor", "gpu_level": "GPU switch levels",
-    "allreduce_latency": "AllReduce latency", "optimizer_bytes": "optimizer bytes per parameter",
+    "allreduce_latency": "AllReduce latency", "base_latency": "collective call overhead",
+    "optimizer_bytes": "optimizer bytes per parameter",
     "condition_layer": "layer the conditions are solved from",
 }
 
