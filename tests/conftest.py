@@ -5,6 +5,11 @@ generator runs it (``symroof.surfaces.notes.load_script``). What the script prin
 program is its ``if __name__ == "__main__":`` block, run on the namespace the script left,
 so a script's body runs once, however many tests read it. ``cli``: the ``symroof`` command
 run in this process (``main(argv)`` with its streams captured).
+
+Under xdist (``-n auto``) a session or module fixture is built once per *worker* that runs a
+test needing it, so the tests of the modules in :data:`GROUPS` go to one worker per group
+(:func:`pytest_xdist_make_scheduler`): the derivations and each costly module fixture are
+built once a run, not once a worker; every other test goes wherever a worker is free.
 """
 
 from __future__ import annotations
@@ -24,6 +29,36 @@ from symroof.surfaces.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = sorted((ROOT / "derivations").glob("[0-9][0-9]_*.py"))
+
+
+#: the test modules that read the session's derivations (``derivations``, ``cached_run_script``)
+READ_DERIVATIONS = ("test_cli", "test_derivations", "test_figure_overlaps", "test_handout",
+                    "test_notes")
+#: the other test modules whose tests share a module fixture
+SHARE_MODULE_FIXTURES = ("test_benchmarks", "test_compare", "test_conventions",
+                         "test_llm_analysis", "test_measure", "test_measure_jax",
+                         "test_models_list", "test_plots", "test_render", "test_search",
+                         "test_tour", "test_xla", "test_xla_layers", "test_xla_property",
+                         "test_xla_training")
+#: test module -> its group: the tests of one group run on one worker (the derivations'
+#: readers together, each other module on its own); tests/test_suite_groups.py checks that
+#: every module that needs to be is listed
+GROUPS = {f"tests/{name}.py": "derivations" for name in READ_DERIVATIONS} | {
+    f"tests/{name}.py": f"tests/{name}.py" for name in SHARE_MODULE_FIXTURES}
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's default (``--dist load``) with the tests of each group of :data:`GROUPS` sent
+    to one worker as one unit (largest first); any other ``--dist`` is xdist's own."""
+    if config.getvalue("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return GROUPS.get(nodeid.split("::")[0], nodeid)
+
+    return GroupScheduling(config, log)
 
 
 @dataclass

@@ -2,6 +2,7 @@
 integers) against the exact rows substituted one configuration at a time. Every count is
 equal exactly, and so is every float (each is the exact value rounded once)."""
 
+import math
 from fractions import Fraction
 
 import pytest
@@ -93,3 +94,28 @@ def test_every_preset_compiles_to_its_exact_rows(name):
             rows = model.ops(b, t, c, last_only=True, attention=attention)
             slow = RooflineTable(rows=rows, chip=H100, whole=model.whole(b, t, c))
             assert "rows" not in vars(fast) and fast.numbers == slow.numbers, (attention, b, t)
+
+
+@pytest.mark.parametrize("case", CASES, ids=range(len(CASES)))
+def test_as_dict_holds_the_numbers(case):
+    """as_dict()'s rows and total are the table's numbers, field by field (counts exactly),
+    with each intensity the exact ratio of counted FLOPs to bytes."""
+    model, chip, dtype, b, t, c, groups, attention, last_only = case
+    table = sr.roofline_table(model, chip, batch=b, new_tokens=t, cached=c, dtype=dtype,
+                              groups=groups, attention=attention, last_only=last_only)
+    d = table.as_dict()
+    assert list(d["rows"]) == list(table.numbers)
+    for name, v, out in [*((n, v, d["rows"][n]) for n, v in table.numbers.items()),
+                         ("total", table._total, d["total"])]:
+        assert (out["flops"], out["useful_flops"], out["weight_bytes"], out["act_bytes"],
+                out["kv_bytes"]) == (v.flops, v.useful_flops, v.weight_bytes, v.act_bytes,
+                                     v.kv_bytes), name
+        assert all(type(out[k]) is int for k in ("flops", "useful_flops", "weight_bytes",
+                                                  "act_bytes", "kv_bytes")), name
+        assert (out["t_math_s"], out["t_mem_s"], out["t_lower_s"], out["t_upper_s"],
+                out["bound"]) == (v.t_math, v.t_mem, v.lower, v.upper, v.bound), name
+        if v.bytes:
+            ratio = Fraction(v.useful_flops) / Fraction(v.bytes)
+            assert Fraction(out["intensity_exact"]) == ratio, name
+            assert out["intensity"] == float(ratio) or math.isclose(
+                out["intensity"], float(ratio), rel_tol=1e-15), name

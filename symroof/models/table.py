@@ -245,15 +245,15 @@ class RooflineTable:
             out = {}
             for name, v in items:  # one loop, no call per row: most of as_dict's time
                 f, u, w, a, k, _, t_math, t_mem, _, lower, upper, bound = v
-                counted, nbytes = (u if useful else f), w + a + k
-                if type(counted) is int and type(nbytes) is int and nbytes:  # the common case
+                nbytes = w + a + k  # an int only where w, a and k all are
+                if type(f) is int and type(u) is int and type(nbytes) is int and nbytes:
+                    counted = u if useful else f  # the common case: Python ints throughout
                     g = gcd(counted, nbytes)
                     intensity = counted / nbytes
                     exact = str(counted // g) if g == nbytes else \
                         f"{counted // g}/{nbytes // g}"
                 else:
                     intensity, exact = pair(v)
-                if not type(f) is type(u) is type(w) is type(a) is type(k) is int:
                     f, u, w, a, k = int(f), int(u), int(w), int(a), int(k)
                 out[name] = {"flops": f, "useful_flops": u, "weight_bytes": w, "kv_bytes": k,
                              "act_bytes": a, "intensity": intensity, "intensity_exact": exact,

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import sympy as sp
@@ -92,11 +93,11 @@ class ServePlan:
     def n(self) -> Any:
         return self.mesh.n_chips
 
-    @property
+    @cached_property  # a plan is immutable: summed and timed once, however often read
     def cost(self) -> Cost:
         return sum(self.rows.values(), Cost())
 
-    @property
+    @cached_property
     def time(self) -> TimeBound:
         return time(self.cost, self.mesh, self.compute_dtype, per_chip=True,
                     conventions=self.conventions)

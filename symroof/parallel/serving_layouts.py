@@ -15,7 +15,8 @@ G d_h, ``E`` (H + 2G) d_h. By array (its partition's name):
   attention's output ``o[B, H]``, ``attn/K``, ``attn/V`` (MLA: ``attn/C_kv``) the cache
   ``KV[B, S, G]``; absorbed MLA's core reads its query and writes its output in the latent,
   ``attn/q_lat`` ``q[B, Hq]`` (Hq = H (kv_rank + d_rope)) and ``attn/o_lat`` ``o[B, Ho]``
-  (Ho = H kv_rank);
+  (Ho = H kv_rank); MLA's latents, read whole, ``attn/c`` ``c[B, G]`` and ``attn/q_a``
+  ``c_q[B, Q]`` (Q = q_rank);
 - ``mlp/u`` the MLP's up (and gate) ``u[B, F2]`` (F2 = 2F when gated), ``mlp/h`` its
   activation ``a[B, F]``; a mixture of experts' router logits ``moe/r`` ``r[B, R]``, its
   experts' up and gate ``moe/m`` (and the shared expert's ``moe/m_s``) ``m[B, M]`` (M = k 2F
@@ -108,10 +109,10 @@ def widths(m: Any) -> dict[str, sp.Expr]:
     docstring), read from the blocks' arrays (:meth:`~symroof.models.blocks.Blocks.shape`,
     the product past B and T): ``H`` the queries, ``G`` a new key (MLA: the latent),
     ``E`` q, k and v together (absorbed MLA: ``Hq``, ``Ho`` the core's query and output in
-    the latent), ``F2`` a dense MLP's gate and up (2F when gated), ``F`` its
-    activation, and with experts ``M`` the k routed experts' gate and up and the shared
-    expert's (its gate's one logit, x . w_shared_gate, too) and ``R`` the router's logits
-    (a model without dense layers: ``F``, ``F2`` the routed experts').
+    the latent; ``Q`` MLA's query latent), ``F2`` a dense MLP's gate and up (2F when
+    gated), ``F`` its activation, and with experts ``M`` the k routed experts' gate and up
+    and the shared expert's (its gate's one logit, x . w_shared_gate, too) and ``R`` the
+    router's logits (a model without dense layers: ``F``, ``F2`` the routed experts').
 
     >>> import symroof as sr
     >>> w = widths(sr.model("mixtral-8x7b"))
@@ -131,6 +132,8 @@ def _widths(blocks: Any) -> tuple[tuple[str, sp.Expr], ...]:
     qkv = tok("attn/Q", "attn/k", "attn/v")
     out = {"H": tok("attn/Q"), "G": tok("attn/k") if "attn/k" in arrays else tok("attn/c"),
            "E": qkv}
+    if "attn/q_a" in arrays:  # MLA's query latent
+        out["Q"] = tok("attn/q_a")
     if "attn/q_lat" in arrays:  # absorbed MLA: the core's query and output, in the latent
         out |= {"Hq": tok("attn/q_lat"), "Ho": tok("attn/o_lat")}
     dense = "mlp/u" in arrays
@@ -202,13 +205,14 @@ def _tables_1d(A: Axes, h: Axes, b: Axes, r: Axes) -> tuple[dict, dict]:
     k, v = (_p(n, ("B", b), ("G", h)) for n in ("k", "v"))
     cache = _p("KV", ("B", b), ("S", ()), ("G", h))
     up, act = _p("u", ("B", ()), ("F2", A)), _p("a", ("B", ()), ("F", A))
-    experts, latent = _p("m", ("B", ()), ("M", A)), _p("c", ("B", ()), ("P", ()))
+    experts, latent = _p("m", ("B", ()), ("M", A)), _p("c", ("B", ()), ("G", ()))
     whole, logits = W(("P", ())), _p("logits", ("B", ()), ("V", A))
     q_lat, o_lat = _p("q", ("B", ()), ("Hq", A)), _p("o", ("B", ()), ("Ho", A))  # MLA's
     part = {"embed/x": x, "norms/h": hh, "norms/y": y, "attn/Q": q, "attn/k": k, "attn/v": v,
             "attn/q_lat": q_lat, "attn/o_lat": o_lat,
             "attn/K": cache, "attn/V": cache, "attn/C_kv": cache, "attn/O": o,
-            "attn/q_a": latent, "attn/c": latent, "mlp/u": up, "mlp/h": act,
+            "attn/q_a": _p("c_q", ("B", ()), ("Q", ())), "attn/c": latent,
+            "mlp/u": up, "mlp/h": act,
             "moe/r": _p("r", ("B", ()), ("R", ())), "moe/m": experts, "moe/m_s": experts,
             "moe/a": act, "moe/a_s": act, "head/logits": logits,
             "attn/W_q": W(("D", ()), ("H", A)), "attn/W_qkv": W(("D", ()), ("E", A)),
