@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Conventions", "PROFILES", "FIELDS", "profile", "current", "using",
+__all__ = ["Conventions", "PROFILES", "FIELDS", "LABELS", "profile", "current", "using",
            "as_conventions", "parse_assignment"]
 
 #: field -> (allowed values, what it decides, where it is read); "int" allows an integer
@@ -120,6 +120,25 @@ FIELDS: dict[str, tuple[tuple[Any, ...], str, str]] = {
                         "conditions are solved from: one whole layer of the model's training "
                         "rows (attention and MLP), or the book's one MLP block (ch. 5)",
                         "parallel.rows.condition_rows"),
+}
+
+#: field -> its name in plain words, for a reader who does not read code (the students'
+#: notes print these; the code name stays in the teacher's edition and the CLI)
+LABELS: dict[str, str] = {
+    "flops_per_mac": "FLOPs per multiply-add", "attention_pairs": "attention pairs counted",
+    "time_flops": "FLOPs a time counts", "lm_head_positions": "LM head positions",
+    "lm_head_flops_per_mac": "LM head FLOPs per multiply-add",
+    "lm_head_act": "LM head activation bytes", "activation_traffic": "activation traffic",
+    "kv_traffic": "KV cache traffic", "softmax_flops": "softmax FLOPs",
+    "norm_flops": "norm FLOPs", "act_flops": "activation-function FLOPs",
+    "transcendentals": "transcendentals", "mlp_act_width": "MLP activation width",
+    "norm_weights": "norm weight reads", "residual_reads": "residual-add reads",
+    "kv_written_by": "KV cache writer", "prefill_q_heads": "query heads read in prefill",
+    "fused_core": "fused attention bytes", "head_dim": "head width", "omit": "rows left out",
+    "ring_factor": "ring factor", "gpu_level": "GPU switch levels",
+    "allreduce_latency": "AllReduce latency", "base_latency": "collective call overhead",
+    "optimizer_bytes": "optimizer bytes per parameter",
+    "condition_layer": "layer the conditions are solved from",
 }
 
 

@@ -20,6 +20,8 @@ def test_no_text_overlaps_in_the_notes_figures(derivations):
     # the figures of the plots fixed for overlaps are among them (06's caps once crowded)
     assert {"04_sharded_matmuls.png", "05_memory_by_remat.png",
             "06_latency_throughput.png"} <= set(overlaps)
+    # and those fixed for lines through labels (a ridge's line, the 4M batch's line)
+    assert {"02_ops_roofline.png", "05_step_time.png"} <= set(overlaps)
     assert {name: found for name, found in overlaps.items() if found} == {}
 
 
@@ -34,7 +36,10 @@ def test_overlaps_are_found():
     ax.legend(loc="center left")
     assert text_overlaps(fig) == [
         ("a label", "on a label"), ("under the legend", "a long legend entry over the bars"),
-        ("legend", "under the legend"), ("legend", "a bar")]  # the first bar, not the second
+        ("legend", "under the legend"), ("legend", "a bar"),  # the first bar, not the second
+        # and the legend's line, drawn at the labels' height, runs through both
+        ("line 'a long legend entry over the bars'", "a label"),
+        ("line 'a long legend entry over the bars'", "on a label")]
 
 
 def test_slanted_texts_are_compared_by_their_outlines():
@@ -58,3 +63,53 @@ def test_no_text_overlaps_in_the_measured_roofline():
     from symroof.surfaces.measure import measure
 
     assert text_overlaps(measured_figure(measure("tiny", repeats=1))) == []
+
+
+def _labelled(line_y: float, arrow_to: tuple[float, float] | None = None) -> Figure:
+    """A tiny figure: one label at (0.4, 0.5) of the axes, a horizontal line at ``line_y``,
+    and an annotation whose arrow runs to ``arrow_to`` (axes fractions)."""
+    fig = Figure(figsize=(4, 3))
+    ax = fig.subplots()
+    ax.set(xlim=(0, 1), ylim=(0, 1))
+    ax.text(0.4, 0.5, "a label", fontsize=10, va="center")
+    ax.plot([0, 1], [line_y, line_y], label="roof")
+    if arrow_to is not None:
+        ax.annotate("a note", arrow_to, xytext=(0.05, 0.9), arrowprops={"arrowstyle": "->"})
+    return fig
+
+
+def _at_pixel(fig: Figure, y: float) -> float:
+    """The data y of the canvas row ``y`` (pixels) in the figure's axes."""
+    return fig.axes[0].transData.inverted().transform((0, y))[1]
+
+
+def test_a_line_through_a_label_is_found_and_one_beside_it_is_not():
+    assert text_overlaps(_labelled(0.5)) == [("line 'roof'", "a label")]
+    assert text_overlaps(_labelled(0.2)) == []  # well clear of it
+    # a line 1 pixel inside the label's box grazes it: within the tolerance (2 pixels by
+    # default) it is no crossing, with a tolerance of half a pixel it is one
+    fig = _labelled(0.5)
+    box = fig.axes[0].texts[0].get_window_extent(FigureCanvasAgg(fig).get_renderer())
+    fig.axes[0].lines[0].set_ydata([_at_pixel(fig, box.y1 - 1)] * 2)
+    assert text_overlaps(fig) == []
+    assert text_overlaps(fig, line_margin=0.5) == [("line 'roof'", "a label")]
+
+
+def test_a_clipped_line_is_checked_where_it_is_drawn():
+    """A line below the view runs through the x tick labels' row only if it is drawn there
+    (not clipped to the axes)."""
+    fig = _labelled(0.2)
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw_without_rendering()
+    ticks = [t for t in fig.axes[0].get_xticklabels() if t.get_text()]
+    row = ticks[0].get_window_extent(renderer)
+    fig.axes[0].lines[0].set_ydata([_at_pixel(fig, (row.y0 + row.y1) / 2)] * 2)
+    assert text_overlaps(fig) == []
+    fig.axes[0].lines[0].set_clip_on(False)
+    assert {t for _, t in text_overlaps(fig)} == {t.get_text() for t in ticks}
+
+
+def test_an_arrow_through_a_label_is_found():
+    crossing = _labelled(0.2, arrow_to=(0.9, 0.15))  # from the top left through the label
+    assert text_overlaps(crossing) == [("arrow of 'a note'", "a label")]
+    assert text_overlaps(_labelled(0.2, arrow_to=(0.9, 0.9))) == []  # along the top

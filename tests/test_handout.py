@@ -143,3 +143,72 @@ def test_chapters_select_scripts(cli, tmp_path, derivations, cached_run_script, 
     assert bad.returncode == 2 and "--chapters 99: no chapter 99; the chapters are 1 (rooflines)" \
         in bad.stderr
     assert "--chapters 'one'" in cli(["notes", "--chapters", "one"]).stderr
+
+
+def _training_report(derivations):
+    return derivations["runs"]["05_training.py"].ok()["checks"]["none"]
+
+
+def test_the_training_table_is_summed_by_pass_and_block(derivations):
+    """The students' training table sums the same rows the teacher's lists: every group,
+    each pass and the whole step add up exactly to the rows (the prefixes read here with
+    the test's own rule), and no op's row is printed."""
+    from symroof.models.check import QUANTITIES
+    from symroof.surfaces.handout import grouped_rows
+    from symroof.surfaces.notes import latex_item
+
+    report = _training_report(derivations)
+    rows, groups = report.counted, grouped_rows(report)
+    assert len(rows) > 60 and sum(g["ops"] for g in groups.values()) == len(rows)
+    for q in QUANTITIES:
+        assert sum(g[q] for g in groups.values()) == sum(r[q] for r in rows.values())
+        for prefix, name in (("fwd/", "forward"), ("bwd/", "backward"), ("saved/", "kept"),
+                             ("optimizer/", "optimizer")):
+            assert sum(g[q] for k, g in groups.items() if k.startswith(name + "/")) == \
+                sum(r[q] for k, r in rows.items() if k.startswith(prefix)), (q, name)
+    mlp = [k for k in rows if re.match(r"bwd/mlp[/_]", k)]  # the MLP's backward, norm too
+    assert groups["backward/MLP"]["flops"] == sum(rows[k]["flops"] for k in mlp)
+    assert groups["backward/MLP"]["ops"] == len(mlp) == 10
+    students, teacher = latex_item(report, audience="students"), latex_item(report)
+    assert "bwd/" not in students and "teacher's edition lists all" in students
+    assert all(op.replace("_", r"\_") in teacher for op in rows)  # the teacher keeps them
+    # the step's total row shows the sum of every pass's FLOPs, kept tensors aside
+    step_flops = sum(r["flops"] for k, r in rows.items() if not k.startswith("saved/"))
+    total = next(line for line in students.splitlines() if line.startswith("step & total"))
+    mantissa = float(re.search(r"\$([\d.]+)\\,\\mathrm\{MFLOP\}\$", total).group(1))
+    assert abs(mantissa * 1e6 - step_flops) <= 0.005 * step_flops, (total, step_flops)
+
+
+#: a code-style name as LaTeX prints it in text: words joined by escaped underscores
+SNAKE = re.compile(r"[A-Za-z]+(?:\\_[A-Za-z0-9]+)+")
+
+
+def _conventions_section(tex: str) -> str:
+    start = tex.index(r"\section{Conventions")
+    end = tex.find(r"\section{", start + 1)
+    return tex[start:end if end > 0 else None]
+
+
+def test_the_conventions_section_says_its_fields_in_words(handout, derivations,
+                                                          cached_run_script):
+    """No code-style name (``attention\\_pairs``, ``lm\\_head``) in the students' conventions
+    section: each field is its label; the teacher's edition keeps the code names."""
+    from symroof.conventions import FIELDS, LABELS
+    from symroof.surfaces.notes import notes_latex
+
+    assert set(LABELS) == set(FIELDS)  # every field has its words, and no other name does
+    assert not [label for label in LABELS.values() if "_" in label]
+    students = _conventions_section(handout[1])
+    assert not SNAKE.findall(students), SNAKE.findall(students)
+    # the labels the section's statements name (LLM-Viewer's and llm-analysis's fields)
+    assert all(LABELS[f] in students for f in ("lm_head_flops_per_mac", "attention_pairs",
+                                               "softmax_flops", "fused_core"))
+    # the per-op sums its statements give "in milliseconds" carry the unit
+    sums = re.findall(r"t_\\text\{(?:decode|prefill)\} &= (.*?) \\\\\n", students)
+    assert len(sums) == 2 and all(v.endswith(r"\end{matrix}\right]\,\mathrm{ms}") for v in sums)
+    # nor in any caption of the handout (a check table's "lm_head on the last position")
+    assert not [c for c in re.findall(r"\\caption\{.*\}", handout[1]) if SNAKE.search(c)]
+    teacher, _ = notes_latex([cached_run_script(p, derivations["figures"])
+                              for p in find_scripts() if p.name.startswith("07_")])
+    assert {"attention\\_pairs", "lm\\_head\\_flops\\_per\\_mac"} <= \
+        set(SNAKE.findall(_conventions_section(teacher)))

@@ -25,7 +25,7 @@ from ..models.inference import ctx_star, step_time
 from ..models.transformer import Transformer, group
 from ..symbols import B as _B
 from ..symbols import S as _S
-from .roofline import _pyplot, plain_log_ticks, unclash
+from .roofline import _pyplot, place_label, plain_log_ticks
 
 __all__ = ["ops_roofline_plot", "throughput_plot", "attention_share_plot"]
 
@@ -100,7 +100,7 @@ def ops_roofline_plot(model: Any, chip: Any, *, context: int = 2048, prefill_bat
     fig.subplots_adjust(left=0.1, right=0.97, top=0.93, bottom=0.13)
     x = np.logspace(np.log10(lo), np.log10(hi), 400)
     ax.plot(x, np.minimum(peak, x * bw), color="k", lw=1.2, label=f"{chip.name} HBM roof ({dtype})")
-    ax.axvline(ridge, ls=":", lw=0.8, color="grey")
+    ax.plot([ridge, ridge], [lo * bw / 3, peak], ls=":", lw=0.8, color="grey")  # to the knee
     ax.text(ridge, 0.02, f"ridge {ridge:.0f} FLOP/B ", transform=ax.get_xaxis_transform(),
             rotation=90, ha="right", va="bottom", fontsize=7, color="grey")
     ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo * bw / 3, peak * 30),
@@ -116,11 +116,8 @@ def ops_roofline_plot(model: Any, chip: Any, *, context: int = 2048, prefill_bat
                    color=color, alpha=0.6, edgecolors="k", linewidths=0.5, zorder=3,
                    label=f"{phase}: B={batch}, S={S}")
         for idx in _clusters(xs):  # one label per cluster of nearby points, names stacked
-            label = ax.annotate("\n".join(pts[i][0] for i in idx), (xs[idx[0]], ys[idx[0]]),
-                                fontsize=7, color=color, textcoords="offset points",
-                                xytext=(-6 * sign, 8 * sign), ha="right" if sign > 0 else "left",
-                                va="bottom" if sign > 0 else "top")
-            unclash(fig, label, boxes, sign)
+            place_label(fig, ax, "\n".join(pts[i][0] for i in idx), (xs[idx[0]], ys[idx[0]]),
+                        (6, -8), [(ridge, peak)], boxes, sign, fontsize=7, color=color)
     ax.set_title(title or f"{m.name} on {chip.name}: ops of one prefill and one decode step "
                  f"({attention} attention)", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)

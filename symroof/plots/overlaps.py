@@ -1,8 +1,10 @@
 """Which texts of a figure overlap: every title, axis and tick label, annotation and legend
 entry that a draw really renders, as rectangles on the canvas (matplotlib's renderer gives
-each text's window extent; a slanted text's rectangle is turned with it), and every
-legend's frame against the other texts and the bars; the tests run it on every figure the
-notes and the tour make, and on the measured roofline.
+each text's window extent; a slanted text's rectangle is turned with it), every legend's
+frame against the other texts and the bars, and every plotted line and annotation arrow
+that runs through a text (its segments on the canvas, clipped as drawn, against the text's
+rectangle shrunk by a tolerance); the tests run it on every figure the notes and the tour
+make, and on the measured roofline.
 
 >>> from matplotlib.figure import Figure
 >>> fig = Figure(figsize=(3, 2))
@@ -10,6 +12,9 @@ notes and the tour make, and on the measured roofline.
 >>> _ = ax.text(0.5, 0.5, "one label"), ax.text(0.52, 0.5, "another label")
 >>> text_overlaps(fig)
 [('one label', 'another label')]
+>>> _ = ax.axhline(0.52, label="roof")    # a line through both labels
+>>> text_overlaps(fig)[1:]
+[("line 'roof'", 'one label'), ("line 'roof'", 'another label')]
 """
 
 from __future__ import annotations
@@ -21,13 +26,17 @@ import numpy as np
 __all__ = ["text_overlaps"]
 
 
-def text_overlaps(fig: Any, margin: float = 1.0) -> list[tuple[str, str]]:
+def text_overlaps(fig: Any, margin: float = 1.0,
+                  line_margin: float = 2.0) -> list[tuple[str, str]]:
     """The pairs of drawn texts of ``fig`` whose outlines overlap by more than ``margin``
-    pixels, and ``("legend", text)`` or ``("legend", "a bar")`` where a legend's frame
-    covers another text or a bar; a tick label outside the view (never drawn) is not
-    counted. A slanted text is its own rotated rectangle, not the upright box around it (30
-    degree tick labels' boxes overlap where their letters do not). The figure is laid out
-    without rendering (Agg, the figure's own dpi).
+    pixels, ``("legend", text)`` or ``("legend", "a bar")`` where a legend's frame
+    covers another text or a bar, and ``("line 'label'", text)`` or ``("arrow of 'text'",
+    text)`` where a plotted line (a Line2D, its label named unless private) or an
+    annotation's arrow runs through a text's rectangle shrunk by ``line_margin`` pixels (an
+    arrow is not checked against its own text); a tick label outside the view (never drawn)
+    is not counted. A slanted text is its own rotated rectangle, not the upright box around
+    it (30 degree tick labels' boxes overlap where their letters do not). The figure is laid
+    out without rendering (Agg, the figure's own dpi).
 
     >>> from matplotlib.figure import Figure
     >>> fig = Figure()
@@ -46,20 +55,21 @@ def text_overlaps(fig: Any, margin: float = 1.0) -> list[tuple[str, str]]:
 
     if fig.canvas is None or not hasattr(fig.canvas, "get_renderer"):
         FigureCanvasAgg(fig)
-    drawn: list[tuple[str, Any, np.ndarray]] = []
+    drawn: list[tuple[str, Any, np.ndarray, np.ndarray, Text]] = []
     plain_draw = Text.draw
 
     def draw(self: Text, renderer: Any) -> None:
         plain_draw(self, renderer)
         if self.get_visible() and self.get_text().strip():
             box = Text.get_window_extent(self, renderer)  # an annotation's text, not its arrow
-            drawn.append((self.get_text(), box, _outline(self, box, renderer, margin)))
+            drawn.append((self.get_text(), box, _outline(self, box, renderer, margin),
+                          _outline(self, box, renderer, line_margin), self))
 
     with mock.patch.object(Text, "draw", draw):
         fig.draw_without_rendering()
     out = []
-    for i, (a, box_a, poly_a) in enumerate(drawn):
-        for b, box_b, poly_b in drawn[i + 1:]:
+    for i, (a, box_a, poly_a, *_) in enumerate(drawn):
+        for b, box_b, poly_b, *_ in drawn[i + 1:]:
             if box_a.padded(-margin).overlaps(box_b.padded(-margin)) and \
                     _convex_overlap(poly_a, poly_b):
                 out.append((a, b))
@@ -70,11 +80,93 @@ def text_overlaps(fig: Any, margin: float = 1.0) -> list[tuple[str, str]]:
             continue
         frame = legend.get_window_extent(renderer).padded(-margin)
         own = {t.get_text() for t in legend.get_texts()} | {legend.get_title().get_text()}
-        out += [("legend", a) for a, box, poly in drawn if a not in own
+        out += [("legend", a) for a, box, poly, *_ in drawn if a not in own
                 and frame.overlaps(box) and _convex_overlap(_corners(frame), poly)]
         out += [("legend", "a bar") for bar in ax.patches if bar.get_height() != 0
                 and frame.overlaps(bar.get_window_extent(renderer))]
+    for name, own, segments, clip in _strokes(fig):
+        out += [(name, a) for a, _, _, poly, text in drawn if text is not own
+                and _crosses(segments, poly if clip is None else _clipped(poly, clip))]
     return out
+
+
+def _strokes(fig: Any) -> list[tuple[str, Any, np.ndarray, np.ndarray | None]]:
+    """(name, the Text it belongs to or None, segments ``(n, 2, 2)`` on the canvas, clip rectangle's
+    corners or None) of every drawn line of the axes and every annotation's arrow."""
+    from matplotlib.path import Path
+
+    out = []
+    for ax in fig.axes:
+        for line in ax.lines:
+            if not line.get_visible() or line.get_linestyle() in ("None", "none", "", " ") \
+                    or line.get_linewidth() <= 0:
+                continue
+            label = line.get_label()
+            name = "a line" if label.startswith("_") else f"line {label!r}"
+            out.append((name, None, line.get_transform().transform_path(line.get_path()),
+                        line))
+    for text in [t for ax in fig.axes for t in ax.texts] + list(fig.texts):
+        arrow = getattr(text, "arrow_patch", None)
+        if arrow is not None and arrow.get_visible() and text.get_visible():
+            out.append((f"arrow of {text.get_text()!r}", text,
+                        arrow.get_transform().transform_path(arrow.get_path()), arrow))
+    strokes = []
+    for name, own, path, artist in out:
+        v = np.asarray(path.vertices, dtype=float)
+        if len(v) < 2:
+            continue
+        keep = np.ones(len(v) - 1, dtype=bool) if path.codes is None else \
+            path.codes[1:] != Path.MOVETO
+        seg = np.stack([v[:-1], v[1:]], axis=1)[keep]
+        seg = seg[np.isfinite(seg).all(axis=(1, 2))]
+        box = artist.get_clip_box() if artist.get_clip_on() else None
+        strokes.append((name, own, seg, None if box is None else _corners(box)))
+    return strokes
+
+
+def _clipped(poly: np.ndarray, rect: np.ndarray) -> np.ndarray:
+    """The convex polygon ``poly`` cut to the upright rectangle ``rect`` (its corners), the
+    part of a text where a clipped line can be seen (Sutherland-Hodgman)."""
+    (x0, y0), (x1, y1) = rect[0], rect[2]
+    for axis, bound, keep_above in ((0, x0, True), (0, x1, False), (1, y0, True),
+                                    (1, y1, False)):
+        inside = (poly[:, axis] >= bound) if keep_above else (poly[:, axis] <= bound)
+        cut = []
+        for k in range(len(poly)):
+            p, q = poly[k], poly[(k + 1) % len(poly)]
+            a, b = inside[k], inside[(k + 1) % len(poly)]
+            if a:
+                cut.append(p)
+            if a != b:
+                cut.append(p + (q - p) * (bound - p[axis]) / (q[axis] - p[axis]))
+        if len(cut) < 3:
+            return np.empty((0, 2))
+        poly = np.array(cut)
+    return poly
+
+
+def _crosses(segments: np.ndarray, poly: np.ndarray) -> bool:
+    """Whether any segment meets the convex polygon's interior: no axis separates them
+    (the separating axis theorem, over the polygon's edge normals and each segment's)."""
+    if len(poly) < 3 or not len(segments):
+        return False
+    lo, hi = poly.min(axis=0), poly.max(axis=0)
+    near = (segments.max(axis=1) > lo).all(axis=1) & (segments.min(axis=1) < hi).all(axis=1)
+    seg = segments[near]
+    if not len(seg):
+        return False
+    apart = np.zeros(len(seg), dtype=bool)
+    for k in range(len(poly)):
+        edge = poly[(k + 1) % len(poly)] - poly[k]
+        axis = np.array([-edge[1], edge[0]])
+        p, s = poly @ axis, seg @ axis
+        apart |= (s.max(axis=1) <= p.min()) | (s.min(axis=1) >= p.max())
+    d = seg[:, 1] - seg[:, 0]
+    normal = np.stack([-d[:, 1], d[:, 0]], axis=1)
+    s = np.einsum("ij,ij->i", seg[:, 0], normal)
+    p = poly @ normal.T  # (corners, segments)
+    apart |= (s <= p.min(axis=0)) | (s >= p.max(axis=0))
+    return bool((~apart).any())
 
 
 def _corners(box: Any) -> np.ndarray:

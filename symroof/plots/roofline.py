@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["roofline_plot", "batch_plot", "plain_log_ticks", "unclash"]
+__all__ = ["roofline_plot", "batch_plot", "plain_log_ticks", "unclash", "place_label"]
 
 
 def _pyplot():
@@ -84,6 +84,51 @@ def unclash(fig: Any, label: Any, boxes: list, sign: int = 1, step: float = 6,
     boxes.append(label.get_window_extent(renderer))
 
 
+def place_label(fig: Any, ax: Any, text: str, xy: tuple, offset: tuple, drops: Sequence,
+                boxes: list, sign: int = -1, **style: Any) -> Any:
+    """Annotate ``text`` at the point ``xy`` (data), ``offset`` points from it (``(6, -12)``:
+    below and right, ``sign`` -1; mirrored above and left, ``sign`` 1), off every ridge's
+    drop line (``drops``: ``(x, y_top)`` in data, drawn from the axis up to ``y_top``): a
+    line close to the label's inner edge pushes it outwards past the line (up to ``_PUSH``
+    pixels), a line further in sends it to the mirrored side, the roof's other side; then
+    :func:`unclash` moves it off the labels already placed (``boxes``).
+
+    >>> plt = _pyplot()
+    >>> fig, ax = plt.subplots()
+    >>> _ = ax.set(xscale="log", yscale="log", xlim=(1, 1e4), ylim=(1, 1e4))
+    >>> _ = ax.plot([240, 240], [1, 200], ls=":")   # a ridge's line up to its knee
+    >>> far = place_label(fig, ax, "a long op name", (30, 30), (6, -12), [(240, 200)], [])
+    >>> far.get_ha(), far.xyann   # across the line below: above and left instead
+    ('right', (-6, 12))
+    >>> near = place_label(fig, ax, "B=256", (250, 200), (6, -12), [(300, 1e3)], [])
+    >>> near.get_ha(), bool(near.xyann[0] > 6)   # the line beside it: pushed right, past it
+    ('left', True)
+    >>> plt.close(fig)
+    """
+    renderer = fig.canvas.get_renderer()
+    tops = [ax.transData.transform(drop) for drop in drops]
+    (dx, dy), first = offset, sign
+    for _ in range(3):
+        label = ax.annotate(text, xy, textcoords="offset points", xytext=(-dx * sign, dy * -sign),
+                            ha="left" if sign < 0 else "right",
+                            va="top" if sign < 0 else "bottom", **style)
+        box = label.get_window_extent(renderer)
+        across = [x for x, y in tops if box.x0 < x < box.x1 and box.y0 < y]
+        if not across or sign != first:
+            break
+        label.remove()
+        push = max(across) - box.x0 + 3 if sign < 0 else box.x1 - min(across) + 3
+        if dx == offset[0] and push < _PUSH:
+            dx += push * 72 / fig.dpi
+        else:
+            (dx, dy), sign = offset, -first
+    unclash(fig, label, boxes, sign)
+    return label
+
+
+_PUSH = 30  # pixels: how far a label moves right to clear a drop line beside its point
+
+
 def roofline_plot(chips: Any, points: Mapping[str, Any] | None = None, *, dtype: str = "bf16",
                   network: bool = False, against: Any = None, path: str | None = None,
                   title: str | None = None, roof: str = "hbm"):
@@ -136,19 +181,21 @@ def roofline_plot(chips: Any, points: Mapping[str, Any] | None = None, *, dtype:
         if network:
             ax.plot(x, np.minimum(peak, x * float(c.link_bw)), color=colour, lw=1, ls="--",
                     label=f"{c.name} network-link roof")
-        ax.axvline(ridge, ls=":", lw=0.8, color=colour)
         ax.plot([ridge], [peak], "D", color=colour, ms=4)
         ax.annotate(f"{ridge:,.0f}", (ridge, peak), textcoords="offset points", xytext=(0, 4),
                     ha="center", va="bottom", fontsize=7, color=colour)
     peak_ref, bw_ref = (float(v) for v in levels[ref])
+    ax.set(xscale="log", yscale="log", xlim=(lo, hi))
+    ax.set_ylim(ax.get_ylim())  # the roofs' limits, kept: the labels are placed in them
+    drops = [(ridge, float(top)) for ridge, (top, _) in zip(ridges, levels)]
+    for i, (ridge, top) in enumerate(drops):  # each ridge's line from the axis to its knee
+        ax.plot([ridge, ridge], [ax.get_ylim()[0], top], ls=":", lw=0.8, color=f"C{i}")
     boxes: list = []
     for n, ((label, _), i) in enumerate(zip(points.items(), intensities)):
         y = min(peak_ref, i * bw_ref)
         ax.plot([i], [y], "o", ms=6, color=f"C{ref}", mec="k", zorder=3,
                 label=f"ops, on the {chips[ref].name} roof" if n == 0 else None)
-        text = ax.annotate(label, (i, y), textcoords="offset points", xytext=(6, -12),
-                           fontsize=8)
-        unclash(fig, text, boxes, sign=-1)
+        place_label(fig, ax, label, (i, y), (6, -12), drops, boxes, fontsize=8)
     ax.set(xscale="log", yscale="log", xlim=(lo, hi), xlabel="arithmetic intensity (FLOP / byte)",
            ylabel=f"attainable {dtype} TFLOP/s")
     plain_log_ticks(ax.xaxis)

@@ -19,12 +19,15 @@ from typing import Any
 
 import sympy as sp
 
+from ..conventions import LABELS
 from ..derivation import Derivation, DerivationStep
+from ..models.check import QUANTITIES, CheckReport
 from ..prose import tex_text
-from ..render import latex
+from ..render import latex, number
 
 __all__ = ["INTERNAL", "for_students", "short_claim", "unit_of", "stated_unit",
-           "derivation_latex"]
+           "derivation_latex", "WORDS", "in_words", "PASSES", "BLOCKS", "pass_and_block",
+           "grouped_rows", "grouped_latex"]
 
 #: what a handout never shows: internal references, errata and the book's slips, code
 INTERNAL = re.compile(
@@ -73,10 +76,32 @@ def _internal(text: str, maths: list[str]) -> bool:
     return INTERNAL.search(_unmasked(text, maths)) is not None
 
 
+#: code names a handout says in words: the conventions' fields (their labels,
+#: :data:`symroof.conventions.LABELS`) and the lm_head row
+WORDS = {**{f: label for f, label in LABELS.items() if "_" in f}, "lm_head": "LM head"}
+_WORD = re.compile(r"\b(?:fields? (?=(?:" + "|".join(WORDS) + r")\b))?("
+                   + "|".join(sorted(WORDS, key=len, reverse=True)) + r")\b")
+
+
+def in_words(text: str) -> str:
+    """``text`` with the code names of :data:`WORDS` in words (a field's label stands for
+    "field NAME"); LaTeX's escaped ``lm\\_head`` too.
+
+    >>> in_words("one FLOP a multiply-add (field lm_head_flops_per_mac) in the lm_head")
+    'one FLOP a multiply-add (LM head FLOPs per multiply-add) in the LM head'
+    >>> in_words(r"\\text{FLOPs}_\\text{lm\\_head}")
+    '\\\\text{FLOPs}_\\\\text{LM head}'
+    """
+    text = _WORD.sub(lambda m: WORDS[m.group(1)], text)
+    return re.sub("|".join(re.escape(w.replace("_", r"\_")) for w in WORDS),
+                  lambda m: WORDS[m.group().replace(r"\_", "_")], text)
+
+
 def for_students(text: str, *, asides: bool = True) -> str:
     """``text`` without its internal references: an erratum to the end of its paragraph,
     asides in parentheses and then whole sentences that cite the seeds, commits, revisions,
-    the book's slips or code; ``asides=False`` drops every parenthetical aside too."""
+    the book's slips or code; ``asides=False`` drops every parenthetical aside too. Code
+    names are said in words (:func:`in_words`)."""
     masked, maths = _masked(text)
     masked = re.split(r"\s*\bErrat(?:um|a)\b", masked)[0]
     masked = _drop(masked, [(a, b) for a, b in _parentheticals(masked)
@@ -84,7 +109,7 @@ def for_students(text: str, *, asides: bool = True) -> str:
     kept = [s for s in _SENTENCE.split(masked) if s.strip() and not _internal(s, maths)]
     out = re.sub(r"\s+([,.;:])", r"\1", " ".join(kept)).strip()
     out = re.sub(r"[,;:]\s*$", "", out)
-    return _unmasked(out, maths)
+    return _unmasked(in_words(out), maths)
 
 
 def short_claim(text: str) -> str:
@@ -112,13 +137,16 @@ def unit_of(lhs: Any) -> str:
 
 
 def _tex(x: Any, unit: str = "") -> str:
-    if isinstance(x, str):  # a left side: microseconds as such, not "us"
-        return x.replace(r"\text{us}", r"\mu\text{s}")
+    if isinstance(x, str):  # a left side: microseconds as such, not "us"; code in words
+        return in_words(x.replace(r"\text{us}", r"\mu\text{s}"))
     return latex(x, unit=unit)
 
 
 #: a statement that names its value's unit last, in brackets: "attention core (ms)"
 _STATED = re.compile(r"\((ms|us|ns|s|kB|MB|GB|TB|GB/s|TB/s|%|days|years)\)\s*$")
+#: or in words, last: "the per-op sums, in milliseconds"
+_IN_WORDS = {"milliseconds": "ms", "microseconds": "us", "seconds": "s"}
+_STATED_WORDS = re.compile(r",? in (" + "|".join(_IN_WORDS) + r")\s*$")
 
 
 def stated_unit(statement: str) -> str | None:
@@ -126,15 +154,21 @@ def stated_unit(statement: str) -> str | None:
 
     >>> stated_unit("decode: attention core (ms)"), stated_unit("the ridge")
     ('ms', None)
+    >>> stated_unit("the per-op sums under four profiles, in milliseconds")
+    'ms'
     """
     m = _STATED.search(statement)
-    return None if m is None else m.group(1)
+    if m is None:
+        words = _STATED_WORDS.search(statement)
+        return None if words is None else _IN_WORDS[words.group(1)]
+    return m.group(1)
 
 
 def _in_unit(x: Any, unit: str) -> str:
     """A pure number in a stated unit: ``3.69\\,\\mathrm{ms}``."""
     shown = latex(x)
-    if not (isinstance(x, sp.Basic) and x.is_number):
+    numbers = isinstance(x, sp.MatrixBase) and all(v.is_number for v in x)  # a row of them
+    if not (isinstance(x, sp.Basic) and x.is_number or numbers):
         return shown
     tex = {"us": r"\mu\mathrm{s}", "%": r"\%"}.get(unit, rf"\mathrm{{{unit}}}")
     return rf"{shown}\,{tex}"
@@ -182,3 +216,87 @@ def derivation_latex(d: Derivation) -> str:
         lines += [rf"\item {tex_text(t)}" for t in claims if t]
         lines.append(r"\end{itemize}")
     return "\n".join(lines)
+
+
+#: a row key's pass, by its first part (``bwd/mlp/down/dx``: backward); a key with none of
+#: these (an inference step's ``attn/q_proj``) is a forward row. "kept" rows are the
+#: activations a training step keeps for its backward: bytes held, not bytes moved.
+PASSES = {"fwd": "forward", "bwd": "backward", "recompute": "recompute",
+          "optimizer": "optimizer", "saved": "kept"}
+#: a row's block, by the first word of its key past the pass (``attn_norm``, ``attn/av``:
+#: attention); a word not listed here is its own block
+BLOCKS = {"embed": "embedding", "pos": "embedding", "layer": "attention", "attn": "attention",
+          "mlp": "MLP", "moe": "MLP", "final": "head", "lm": "head", "logit": "head",
+          "loss": "head", "adam": "Adam"}
+
+
+def pass_and_block(key: str) -> tuple[str, str]:
+    """The pass and the block of a row key (:data:`PASSES`, :data:`BLOCKS`).
+
+    >>> pass_and_block("bwd/mlp/down/dx"), pass_and_block("saved/layer_input")
+    (('backward', 'MLP'), ('kept', 'attention'))
+    >>> pass_and_block("attn/q_proj"), pass_and_block("optimizer/adam")
+    (('forward', 'attention'), ('optimizer', 'Adam'))
+    """
+    first, _, rest = key.partition("/")
+    step, rest = (PASSES[first], rest) if first in PASSES and rest else ("forward", key)
+    word = re.split(r"[/_]", rest)[0]
+    return step, BLOCKS.get(word, word)
+
+
+def grouped_rows(report: CheckReport) -> dict[str, dict[str, int]]:
+    """The counted rows of ``report`` summed by pass and block, ``"pass/block"`` keys in the
+    order the rows run, each with the five quantities and ``"ops"`` (how many rows).
+
+    >>> import symroof as sr
+    >>> g = grouped_rows(sr.check_training(sr.model("tiny"), batch=2, seq=8, remat="full"))
+    >>> list(g)[:3], g["optimizer/Adam"]["ops"]
+    (['forward/embedding', 'forward/attention', 'forward/MLP'], 1)
+    """
+    groups: dict[str, dict[str, int]] = {}
+    for op in report.rows:
+        group = groups.setdefault("/".join(pass_and_block(op)),
+                                  {"ops": 0, **{q: 0 for q in QUANTITIES}})
+        group["ops"] += 1
+        for q in QUANTITIES:
+            group[q] += report.counted.get(op, {}).get(q, 0)
+    return groups
+
+
+#: the grouped table's columns: heading, unit, the quantities summed into the cell
+_COLUMNS = [("FLOPs", "FLOP", ("flops",)), ("weights", "B", ("weight_bytes",)),
+            ("KV cache", "B", ("kv_bytes",)), ("activations", "B", ("act_bytes",))]
+
+
+def grouped_latex(report: CheckReport, caption: str) -> str:
+    """The students' form of a long check report: one row per pass and block
+    (:func:`grouped_rows`) with the step's total (the kept activations apart: bytes held,
+    not moved), readable numbers, the verdict, and where the op-by-op table is."""
+    groups = grouped_rows(report)
+    columns = [c for c in _COLUMNS if any(g[q] for g in groups.values() for q in c[2])]
+
+    def cells(name: str, block: str, g: dict[str, int]) -> str:
+        values = [f"${number(sum(g[q] for q in qs), unit)}$" if name != "kept"
+                  or qs == ("act_bytes",) else "--" for _, unit, qs in columns]
+        return " & ".join([name, block, str(g["ops"]), *values]) + r" \\"
+    step = {k: g for k, g in groups.items() if not k.startswith("kept/")}
+    kept = {k: g for k, g in groups.items() if k.startswith("kept/")}
+    body = [cells(*k.split("/", 1), g) for k, g in step.items()]
+    total = {q: sum(g[q] for g in step.values()) for q in ["ops", *QUANTITIES]}
+    body += [r"\midrule", cells("step", "total", total)]
+    if kept:
+        body += [r"\midrule", *[cells(*k.split("/", 1), g) for k, g in kept.items()],
+                 cells("kept", "total", {q: sum(g[q] for g in kept.values())
+                                         for q in ["ops", *QUANTITIES]})]
+    head = " & ".join(["pass", "block", "ops", *[h for h, _, _ in columns]]) + r" \\"
+    verdict = ("counted and symbolic are equal for every op and quantity" if report.ok
+               else f"{len(report.mismatches)} figures differ between counted and symbolic")
+    where = (f"Each line sums the ops of one pass through one block; the teacher's edition "
+             f"lists all {len(report.rows)} ops one by one.")
+    note = " Kept: the activations held for the backward (bytes held, not moved)." \
+        if kept else ""
+    return "\n".join([r"\begin{table}[htbp]", r"\centering", r"\small",
+                      r"\begin{tabular}{ll" + "r" * (1 + len(columns)) + "}", r"\toprule",
+                      head, r"\midrule", *body, r"\bottomrule", r"\end{tabular}",
+                      rf"\caption{{{caption}}}", r"\end{table}",
+                      rf"\noindent {tex_text(verdict.capitalize() + '. ' + where + note)}\par"])

@@ -28,6 +28,7 @@ import runpy
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ from ..derivation import Derivation
 from ..models.check import QUANTITIES, CheckReport
 from ..models.table import RooflineTable
 from ..prose import tex_escape, tex_text
-from .handout import derivation_latex, for_students
+from .handout import derivation_latex, for_students, grouped_latex, in_words
 
 __all__ = ["Notes", "LatexError", "AUDIENCES", "find_scripts", "run_script", "load_script",
            "section", "latex_item", "notes_latex", "select_chapters", "build_notes",
@@ -143,7 +144,11 @@ _CHECK_LABEL = [(r"\bbatch=(\d+)", r"$B = \1$"), (r"\bnew_tokens=(\d+)", r"$T = 
                 (r"\bcached=(\d+)", r"\1 cached"),
                 (r"\blast_only=False", "lm_head on every position"),
                 (r"\blast_only=True", "lm_head on the last position"),
-                (r"\battention=(\w+)", r"\1 attention")]
+                (r"\battention=(\w+)", r"\1 attention"), (r"\bseq=(\d+)", r"$S = \1$"),
+                (r"\bremat=(\w+)", r"remat \1"), (r"\bgrad_bytes=(\d+)", r"\1-byte gradients"),
+                (r"\bmoment_bytes=(\d+)", r"\1-byte Adam moments"),
+                (r"\bmaster_bytes=0\b", "no master copy"),
+                (r"\bmaster_bytes=(\d+)", r"\1-byte master weights")]
 
 
 def _check_caption(label: str) -> str:
@@ -151,13 +156,18 @@ def _check_caption(label: str) -> str:
 
     >>> print(_check_caption("tiny: batch=8, new_tokens=1, cached=127, last_only=True"))
     tiny: $B = 8$, $T = 1$ new tokens, 127 cached, lm\\_head on the last position
+    >>> print(_check_caption("tiny: seq=8, remat=none, grad_bytes=2, moment_bytes=4, "
+    ...                      "master_bytes=0"))
+    tiny: $S = 8$, remat none, 2-byte gradients, 4-byte Adam moments, no master copy
     """
     for pattern, words in _CHECK_LABEL:
         label = re.sub(pattern, words, label)
     return tex_text(label)
 
 
-def _check_latex(report: CheckReport) -> str:
+def _check_latex(report: CheckReport, words: Callable[[str], str] | None = None) -> str:
+    """The op-by-op table of a check report; ``words`` rewrites its caption (the
+    handout's :func:`~symroof.surfaces.handout.in_words`)."""
     bad = {(m.op, m.quantity): m for m in report.mismatches}
     head = ["op", "FLOPs", "useful FLOPs", "weight B", "KV B", "act B", "verdict"]
     body = []
@@ -171,7 +181,8 @@ def _check_latex(report: CheckReport) -> str:
         body.append(" & ".join(cells) + r" \\")
     verdict = ("all equal: counted == symbolic for every op and quantity" if report.ok
                else f"{len(report.mismatches)} mismatch(es)")
-    caption = r"\caption{Counted (NumPy) against symbolic: " + _check_caption(report.label) + "}"
+    label = _check_caption(report.label)
+    caption = r"\caption{Counted (NumPy) against symbolic: " + (words or str)(label) + "}"
     head = [" & ".join(head) + r" \\"]
     if len(body) > LONG_TABLE:  # a long table breaks across pages, its head repeated
         return "\n".join([r"\begingroup\scriptsize", r"\begin{longtable}{lrrrrrl}",
@@ -203,7 +214,9 @@ def latex_item(obj: Any, base: str | os.PathLike | None = None,
     """LaTeX for one published object: a Derivation, RooflineTable, CheckReport, a Path to a
     figure (or a ``(Path, caption)`` pair) or a str paragraph; figure paths are written
     relative to ``base``. For ``audience="students"`` derivations, paragraphs and captions
-    are the handout's (:mod:`symroof.surfaces.handout`)."""
+    are the handout's (:mod:`symroof.surfaces.handout`), and a check report longer than
+    ``LONG_TABLE`` rows is summed by pass and block
+    (:func:`~symroof.surfaces.handout.grouped_latex`)."""
     students = _audience(audience) == "students"
     if isinstance(obj, Derivation):
         return derivation_latex(obj) if students else obj.to_latex()
@@ -211,8 +224,13 @@ def latex_item(obj: Any, base: str | os.PathLike | None = None,
         fit = r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{"
         return obj.to_latex().replace(r"\begin{tabular}", fit + r"\begin{tabular}", 1).replace(
             r"\end{tabular}", r"\end{tabular}}", 1)
-    if isinstance(obj, CheckReport):
-        return _check_latex(obj)
+    if isinstance(obj, CheckReport):  # a handout sums a long report by pass and block
+        if not students:
+            return _check_latex(obj)
+        if len(obj.rows) <= LONG_TABLE:
+            return _check_latex(obj, in_words)
+        return grouped_latex(obj, "Counted (NumPy) against symbolic, summed by pass and "
+                             "block: " + in_words(_check_caption(obj.label)))
     if isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[0], Path):
         return _figure(obj[0], for_students(str(obj[1])) if students else str(obj[1]), base)
     if isinstance(obj, Path):  # caption from the name: 01_rooflines_problem3 -> rooflines problem3
