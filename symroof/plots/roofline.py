@@ -24,7 +24,10 @@ __all__ = ["roofline_plot", "batch_plot", "plain_log_ticks", "unclash", "place_l
 def _pyplot():
     import matplotlib
 
-    if matplotlib.get_backend().lower() not in ("agg", "module://matplotlib_inline.backend_inline"):
+    # the backend as chosen so far, without resolving an automatic one (get_backend() would
+    # try the GUI backends first: a third of a second, for a figure that is only saved)
+    chosen = getattr(matplotlib.rcParams, "_get_backend_or_none", matplotlib.get_backend)()
+    if (chosen or "").lower() not in ("agg", "module://matplotlib_inline.backend_inline"):
         matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
