@@ -67,19 +67,21 @@ TENSORS = ("layer_input", "attn_norm", "attn/q_proj", "attn/k_proj", "attn/v_pro
 def _policy(remat: Any, attention: str) -> str | tuple[str, ...]:
     """A policy name, or a tuple of kept tensors checked against :data:`TENSORS`."""
     if attention not in ATTENTION_MODES:
-        raise ValueError(f"attention must be one of {ATTENTION_MODES}, got {attention!r}")
+        raise ValueError(f"attention must be one of {', '.join(ATTENTION_MODES)}, got "
+                         f"{attention!r}")
     if isinstance(remat, (tuple, list)):
         unknown = [k for k in remat if k not in TENSORS]
         if unknown or not remat:
-            raise ValueError(f"remat={tuple(remat)!r}: unknown tensor(s) {unknown}; a "
-                             f"kept-tensor tuple takes {', '.join(TENSORS)}")
+            raise ValueError(f"remat={','.join(map(str, remat))}: unknown tensor(s) "
+                             f"{', '.join(map(str, unknown)) or '(none given)'}; a kept-tensor "
+                             f"tuple takes {', '.join(TENSORS)}")
         if "layer_input" not in remat:
-            raise ValueError(f"remat={tuple(remat)!r} must keep 'layer_input': every "
+            raise ValueError(f"remat={','.join(map(str, remat))} must keep 'layer_input': every "
                              "recomputation starts from it")
         return tuple(dict.fromkeys(remat))
     if remat not in REMAT_POLICIES:
-        raise ValueError(f"unknown remat policy {remat!r}; known: {list(REMAT_POLICIES)} or a "
-                         "tuple of kept tensors")
+        raise ValueError(f"unknown remat policy {remat!r}; known: {', '.join(REMAT_POLICIES)}, "
+                         "or a tuple of kept tensors")
     return remat
 
 
@@ -90,7 +92,8 @@ def _kept_tensors(g: LayerGraph, m: Transformer, remat: str | tuple[str, ...]
         known = set(g.writer.values()) - {"mlp/residual"}
         unknown = [k for k in remat if k not in known]
         if unknown:
-            raise ValueError(f"remat={remat!r}: unknown tensor(s) {unknown} for {m.name}; "
+            raise ValueError(f"remat={','.join(remat)}: unknown tensor(s) {', '.join(unknown)} "
+                             f"for {m.name}; "
                              f"its layers keep {', '.join(k for k in TENSORS if k in known)}")
         return tuple(t for t, key in g.writer.items() if key in remat)
     if remat == "none":

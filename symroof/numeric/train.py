@@ -77,12 +77,13 @@ def _kept(cfg: Config, remat: Any, moe: bool | None = None) -> tuple[str, ...]:
         known = [k for k in by_key if k != "mlp/residual"]
         unknown = [k for k in remat if k not in known]
         if unknown or "layer_input" not in remat:
-            raise ValueError(f"remat={tuple(remat)!r}: keep 'layer_input' and tensors of "
-                             f"{known}; unknown: {unknown}")
+            raise ValueError(f"remat={','.join(map(str, remat))}: keep layer_input and "
+                             f"tensors of {', '.join(known)}; unknown: "
+                             f"{', '.join(map(str, unknown)) or 'none'}")
         return tuple(t for k in dict.fromkeys(remat) for t in by_key[k])
     if remat not in REMAT:
-        raise ValueError(f"unknown remat policy {remat!r}; known: {list(REMAT)} or a tuple of "
-                         "kept tensors")
+        raise ValueError(f"unknown remat policy {remat!r}; known: {', '.join(REMAT)}, or a "
+                         "tuple of kept tensors")
     return tl.policy_keeps(cfg, remat, moe)
 
 
