@@ -234,3 +234,12 @@ def test_deepseek_counts_are_checked_naming_the_field(field):
             from_hf_config({**config, field: bad})
     none = from_hf_config({**config, field: 0}).moe  # 0 is a count: no shared expert, no
     assert (none.shared_F, none.dense_layers)[field == "first_k_dense_replace"] == 0  # dense
+
+
+def test_deepseek_routed_scaling_factor_is_checked_naming_the_field():
+    config = _cfg("deepseek-v3")  # its config.json: routed_scaling_factor 2.5
+    assert from_hf_config(config).moe.scale == sp.Rational(5, 2)  # made exact
+    for bad in ("2.5", 0, -1.0, True, None):
+        with pytest.raises(ValueError, match="config field 'routed_scaling_factor' must be a "
+                           f"positive number, got {re.escape(repr(bad))}$"):
+            from_hf_config({**config, "routed_scaling_factor": bad})

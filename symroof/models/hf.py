@@ -186,6 +186,9 @@ def _deepseek_v3(config: Mapping[str, Any], source: str) -> Transformer:
         raise ValueError(f"config field 'scoring_func' = {scoring!r}: known sigmoid, softmax")
     shared = _positive_int(config, "n_shared_experts", default=0, minimum=0)
     scale = config.get("routed_scaling_factor", 1.0)
+    if isinstance(scale, bool) or not isinstance(scale, int | float) or not scale > 0:
+        raise ValueError(f"config field 'routed_scaling_factor' must be a positive number, "
+                         f"got {scale!r}")
     moe = MoE(E=n["n_routed_experts"], k=n["num_experts_per_tok"],
               F=n["moe_intermediate_size"], shared_F=shared * n["moe_intermediate_size"],
               router=scoring, router_bias=config.get("topk_method") == "noaux_tc",
