@@ -119,8 +119,7 @@ def _same(a: ArraySpec, b: ArraySpec) -> bool:
 
 
 def redistribute(src: ArraySpec | str, dst: ArraySpec | str, mesh: Mesh,
-                 sizes: Mapping[str, Any], bytes_per_element: Any = 2,
-                 cache: dict | None = None) -> dict[str, Collective]:
+                 sizes: Mapping[str, Any], bytes_per_element: Any = 2) -> dict[str, Collective]:
     """The collectives that turn partition ``src`` into ``dst`` (same dimensions), in order,
     keyed by the step in the book's notation (see the module for the rules).
 
@@ -133,11 +132,11 @@ def redistribute(src: ArraySpec | str, dst: ArraySpec | str, mesh: Mesh,
     {}
     """
     return {str(m): m.collective
-            for m in moves(src, dst, mesh, sizes, bytes_per_element, cache)}
+            for m in moves(src, dst, mesh, sizes, bytes_per_element)}
 
 
 def moves(src: ArraySpec | str, dst: ArraySpec | str, mesh: Mesh, sizes: Mapping[str, Any],
-          bytes_per_element: Any = 2, cache: dict | None = None) -> list[Move]:
+          bytes_per_element: Any = 2, *, _cache: dict | None = None) -> list[Move]:
     """:func:`redistribute`'s steps as :class:`Move` records (the partitions between them).
 
     >>> import symroof as sr
@@ -156,7 +155,9 @@ def moves(src: ArraySpec | str, dst: ArraySpec | str, mesh: Mesh, sizes: Mapping
                          f"{', '.join(more)} cannot be made by communication")
     w = as_exact(bytes_per_element, "bytes_per_element")
     out: list[Move] = []
-    cache = {} if cache is None else cache  # (kind, axes, V) -> Collective: one walk's
+    # (kind, axes, V) -> Collective: shared by one walk of one layout only (same mesh, same
+    # conventions), so it is private; a caller's own cache could hand back another mesh's
+    cache = {} if _cache is None else _cache
     used = set(a.mesh_axes) | set(a.unreduced)
     cur = a
     for d in a.dims:  # 1. free slices: axes the target splits d over and nothing here uses
@@ -348,7 +349,7 @@ def _walk(keys: Iterable[str], layout: Layout, mesh: Mesh, sizes: Mapping[str, A
             src = copies.get((r.name, rule.repeats), written.get(r.name))
             if src is not None and not _same(src, r):
                 steps += [(r, m.collective)
-                          for m in moves(src, r, mesh, sizes, act_bytes, cache)]
+                          for m in moves(src, r, mesh, sizes, act_bytes, _cache=cache)]
             copies[(r.name, rule.repeats)] = r
             written.setdefault(r.name, r)
         if rule.sums and rule.reads and rule.sums in rule.reads[0].dims and \
@@ -357,7 +358,7 @@ def _walk(keys: Iterable[str], layout: Layout, mesh: Mesh, sizes: Mapping[str, A
             keep = [i for i, d in enumerate(x.dims) if d != rule.sums]
             part = ArraySpec(x.name, tuple(x.dims[i] for i in keep),
                              tuple(x.axes[i] for i in keep), axes)  # its sums of squares
-            sums = moves(part, part.with_unreduced(()), mesh, sizes, act_bytes, cache)
+            sums = moves(part, part.with_unreduced(()), mesh, sizes, act_bytes, _cache=cache)
             steps += [(None, m.collective) for m in sums]  # named after the row itself
         if rule.writes is not None:
             name = rule.writes.name
