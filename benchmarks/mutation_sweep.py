@@ -36,7 +36,7 @@ MUTANTS: list[tuple[str, str, str, str, list[str]]] = [
      "bw = min(lv.bw_per_gpu for lv in mesh.levels((name,)))", "bw = axis.link_bw",
      ["tests/test_placement.py"]),
     ("MoE matmul params count all E experts", "symroof/models/blocks/mlp.py",
-     "return (m.k * m.expert_params(s.D)", "return (m.E * m.expert_params(s.D)",
+     "return m.k * m.expert_params(s.D)", "return m.E * m.expert_params(s.D)",
      ["tests/test_family_quantities.py"]),
     ("serve JSON t_net_s in milliseconds", "symroof/surfaces/cli_serve.py",
      '"t_net_s": float(t.t_net)', '"t_net_s": float(t.t_net) * 1000',

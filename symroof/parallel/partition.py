@@ -60,7 +60,7 @@ from .sharding import ArraySpec, parse_array, subscript
 
 __all__ = ["redistribute", "moves", "Move", "Operands", "operands", "Layout", "shard",
            "layer_collectives", "shard_layers", "local_elements", "as_partition",
-           "array_layout"]
+           "array_layout", "ways"]
 
 _BOOK = {"all-gather": "AllGather", "reduce-scatter": "ReduceScatter",
          "all-reduce": "AllReduce", "all-to-all": "AllToAll"}
@@ -325,7 +325,13 @@ def array_layout(name: str, uses: Mapping[str, Any], partitions: Mapping[str, Ar
     return Layout(name, rules)
 
 
-def _ways(spec: ArraySpec | None, mesh: Mesh) -> Any:
+def ways(spec: ArraySpec | None, mesh: Mesh) -> Any:
+    """How many ways ``spec`` splits its array over ``mesh`` (1: replicated, or no array).
+
+    >>> import symroof as sr
+    >>> ways(as_partition("W[D, F_XY]"), sr.mesh("tpu-v5e", "2x4")), ways(None, None)
+    (8, 1)
+    """
     return mesh.size(spec.mesh_axes) if spec is not None and spec.mesh_axes else 1
 
 
@@ -437,7 +443,7 @@ def _per_chip(rows: Mapping[str, Cost], walk: list, mesh: Mesh) -> dict[str, Cos
         c = rows[key]
         work = mesh.size(rule.work_axes) if rule.work_axes else 1
         out[key] = Cost(flops=c.flops / work, useful_flops=c.useful_flops / work,
-                        weight_bytes=c.weight_bytes / _ways(rule.weight, mesh),
-                        act_bytes=c.act_bytes / work, kv_bytes=c.kv_bytes / _ways(rule.kv, mesh),
+                        weight_bytes=c.weight_bytes / ways(rule.weight, mesh),
+                        act_bytes=c.act_bytes / work, kv_bytes=c.kv_bytes / ways(rule.kv, mesh),
                         net_bytes=c.net_bytes, net_time=c.net_time, host_bytes=c.host_bytes)
     return out

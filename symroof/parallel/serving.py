@@ -47,7 +47,7 @@ from ..hardware.chip import STORAGE_BYTES
 from ..hardware.mesh import Mesh
 from ..render import fmt_si
 from ..workload import Step
-from .partition import shard_layers
+from .partition import shard_layers, ways
 from .serving_2d import LAYOUTS, ici_condition, layout_conditions, split_axes
 from .serving_layouts import serving_layout
 
@@ -291,16 +291,12 @@ def serve(model: Any, mesh: Mesh, step: Step | None = None, *, batch: Any = None
         lay, sizes = serving_layout(m, mesh, B, S, layout, d)
         ops = m.ops(B, 1, S - 1, last_only=True, attention="fused")
         rows, layer = shard_layers(ops, lay, mesh, sizes, act_bytes=m.act_bytes)
-    kv_ways = _ways(lay.rule("attn/core").kv, mesh)
+    kv_ways = ways(lay.rule("attn/core").kv, mesh)
     memory = {"weights": m.params * m.w_bytes / mesh.n_chips,
               "kv": B * m.kv_cache_bytes(S) / kv_ways}
     return ServePlan(m, mesh, B, S, weights, kv or _name(m.kv_bytes), rows, memory,
                      compute_dtype, layout=layout, d_axes=d, layer_comm=layer, partitions=lay,
                      conventions=cv)
-
-
-def _ways(spec: Any, mesh: Mesh) -> Any:
-    return mesh.size(spec.mesh_axes) if spec is not None and spec.mesh_axes else 1
 
 
 def _si(x: Any, unit: str) -> str:

@@ -166,8 +166,7 @@ class Experts:
         """What a token multiplies by in one MoE layer: the router, k routed experts, the
         shared expert and its gate vector."""
         m = self.moe
-        return (m.k * m.expert_params(s.D) + s.D * m.E + 3 * s.D * m.shared_F
-                + (s.D if m.shared_gate else 0))
+        return m.k * m.expert_params(s.D) + s.D * m.E + m.shared_params(s.D)
 
     def params(self, s: Stream) -> dict[str, sp.Expr]:
         """One MoE layer's parameters by part: ``experts``, ``shared_experts``, ``router``.
