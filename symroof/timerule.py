@@ -56,8 +56,67 @@ def _pick(c: Any, a: Any, b: Any) -> Any:
 
 
 EXACT = Ops(max, operator.add, operator.gt, _pick)
+
+_POSITIVE = sp.Symbol("x", positive=True).assumptions0
+_POSITIVE_INTEGER = sp.Symbol("n", positive=True, integer=True).assumptions0
+
+
+def _samples(symbols: Sequence[sp.Symbol]) -> list[dict[sp.Symbol, sp.Rational]]:
+    """Points of the symbols' domain: every symbol at 1, then each in turn large (2^40)
+    and, where it is no integer, small (2^-40); none at all where a symbol's assumptions are not
+    those of symbols.py (positive, or a positive integer): its domain is not known here."""
+    if any(s.assumptions0 not in (_POSITIVE, _POSITIVE_INTEGER) for s in symbols):
+        return []
+    one = dict.fromkeys(symbols, sp.Integer(1))
+    points = [one]
+    for s in symbols:
+        points.append({**one, s: sp.Integer(2**40)})
+        if not s.is_integer:
+            points.append({**one, s: sp.Rational(1, 2**40)})
+    return points
+
+
+def _unordered(a: sp.Expr, b: sp.Expr) -> bool:
+    """Whether two points of the symbols' domain order ``a`` and ``b`` both ways: then no
+    assumption orders them, and ``sp.Max`` keeps both (False: not shown, ask SymPy)."""
+    signs = set()
+    for point in _samples(sorted((a - b).free_symbols, key=str)):
+        d = (a - b).xreplace(point)
+        if not (d.is_Rational or d.is_Float) or d.is_finite is not True:
+            return False
+        signs.add(1 if d > 0 else -1 if d < 0 else 0)
+        if {1, -1} <= signs:
+            return True
+    return False
+
+
+def _max(a: Any, b: Any) -> sp.Expr:
+    """``sp.Max(a, b)``, the same expression, built without SymPy's search for an order
+    where none can exist: two numbers compared directly; symbolic terms (no Min or Max of
+    their own, no number) that two points of their domain order both ways (:func:`_unordered`)
+    kept as they are, unevaluated. Anything else goes to ``sp.Max``.
+
+    >>> from symroof.symbols import B, C, W
+    >>> _max(2 * B / C, 3 * B / W) == sp.Max(2 * B / C, 3 * B / W)
+    True
+    >>> _max(2 * B / C, 3 * B / C)                     # ordered: SymPy keeps the larger
+    3*B/C
+    """
+    a, b = sp.sympify(a), sp.sympify(b)
+    if a.is_Rational and b.is_Rational:
+        return max(a, b)
+    args = [*(a.args if isinstance(a, sp.Max) else (a,)),
+            *(b.args if isinstance(b, sp.Max) else (b,))]
+    plain = all(isinstance(x, sp.Expr) and not x.is_number and not isinstance(x, (sp.Min, sp.Max))
+                for x in args)
+    if plain and len(set(args)) == len(args) and all(
+            _unordered(x, y) for i, x in enumerate(args) for y in args[i + 1:]):
+        return sp.Max(*args, evaluate=False)
+    return sp.Max(a, b)
+
+
 #: symbolic terms: Max and Add; which term is largest is left undecided (None)
-SYMPY = Ops(sp.Max, operator.add, lambda a, b: None, lambda c, a, b: None)
+SYMPY = Ops(_max, operator.add, lambda a, b: None, lambda c, a, b: None)
 
 
 def _where_source(c: str, a: Any, b: Any) -> str:
