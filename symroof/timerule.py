@@ -90,24 +90,47 @@ def _unordered(a: sp.Expr, b: sp.Expr) -> bool:
     return False
 
 
+def _sign(d: sp.Expr) -> int:
+    """1 (or -1) where every term of ``d``, expanded, is a positive (negative) number times
+    powers of positive symbols, so that ``d`` is positive (negative) wherever the symbols
+    are; 0 where that does not show."""
+    signs = set()
+    for term in sp.Add.make_args(sp.expand(d)):
+        c, rest = term.as_coeff_Mul()
+        if not (c.is_Rational and c != 0) or (rest != 1 and not all(
+                base.is_Symbol and base.is_positive and p.is_Rational
+                for base, p in rest.as_powers_dict().items())):
+            return 0
+        signs.add(1 if c > 0 else -1)
+    return signs.pop() if len(signs) == 1 else 0
+
+
 def _max(a: Any, b: Any) -> sp.Expr:
-    """``sp.Max(a, b)``, the same expression, built without SymPy's search for an order
-    where none can exist: two numbers compared directly; symbolic terms (no Min or Max of
-    their own, no number) that two points of their domain order both ways (:func:`_unordered`)
-    kept as they are, unevaluated. Anything else goes to ``sp.Max``.
+    """``sp.Max(a, b)`` without SymPy's search for an order where the order is known or
+    cannot exist: two numbers compared directly; the larger alone where ``a - b`` expands
+    to terms of one sign (:func:`_sign`); symbolic terms (no Min or Max of their own, no
+    number) that two points of their domain order both ways (:func:`_unordered`) kept as
+    they are, unevaluated, as SymPy keeps them. Anything else goes to ``sp.Max``. The value
+    is always SymPy's; so is the expression, except where SymPy cannot see an order that
+    expanding shows (it keeps both terms; this keeps the larger).
 
     >>> from symroof.symbols import B, C, W
     >>> _max(2 * B / C, 3 * B / W) == sp.Max(2 * B / C, 3 * B / W)
     True
-    >>> _max(2 * B / C, 3 * B / C)                     # ordered: SymPy keeps the larger
-    3*B/C
+    >>> _max(2 * B / C, 3 * B / C + 1 / W)             # ordered: the larger alone
+    3*B/C + 1/W
     """
     a, b = sp.sympify(a), sp.sympify(b)
     if a.is_Rational and b.is_Rational:
         return max(a, b)
+    minmax = (sp.Min, sp.Max)
+    if not isinstance(a, minmax) and not isinstance(b, minmax):
+        sign = _sign(a - b)
+        if sign:
+            return a if sign > 0 else b
     args = [*(a.args if isinstance(a, sp.Max) else (a,)),
             *(b.args if isinstance(b, sp.Max) else (b,))]
-    plain = all(isinstance(x, sp.Expr) and not x.is_number and not isinstance(x, (sp.Min, sp.Max))
+    plain = all(isinstance(x, sp.Expr) and not x.is_number and not isinstance(x, minmax)
                 for x in args)
     if plain and len(set(args)) == len(args) and all(
             _unordered(x, y) for i, x in enumerate(args) for y in args[i + 1:]):

@@ -13,7 +13,7 @@ import sympy as sp
 
 import symroof as sr
 from symroof.evaluate import NUMPY, evaluate
-from symroof.symbols import B
+from symroof.symbols import B, S
 from symroof.timerule import EXACT, SOURCE, SYMPY, combine, source
 
 H100_C, H100_W = 989 * 10**12, 335 * 10**10  # NVIDIA H100 SXM sheet: dense bf16, HBM3 B/s
@@ -86,6 +86,10 @@ def _max_cases() -> list:
         (t_math, sp.Min(t_mem, t_net)),         # a Min of its own
         (s, t_mem),
         (t_mem, t_mem),
+        # numbers for the chip (an H100's norms, decode): memory-bound at every batch
+        (sp.Rational(106509, 98900000000000) * B, (208 * B + 104) / sp.Integer(654296875)),
+        (B * S, B - 1),                         # ordered, but not term by term
+        (B * S - B, 2 * B),                     # unordered, with a negative term
     ]
 
 
