@@ -189,4 +189,24 @@ def vectorised(exprs: tuple[Any, ...], symbols: tuple[sp.Symbol, ...]) -> Callab
     # elementwise, never amax; NumPy as the module itself, not "numpy": lambdify's
     # "from numpy import *" for the name costs about 0.1 s a process, the same functions
     modules = [{"Max": np.maximum, "Min": np.minimum}, np]
+    exprs = tuple(_nested(sp.sympify(e), symbols) for e in exprs)
     return sp.lambdify(symbols, list(exprs), modules=modules, cse=len(exprs) > 1)
+
+
+def _nested(expr: sp.Expr, symbols: Sequence[sp.Symbol]) -> sp.Expr:
+    """A polynomial in one or two symbols in Horner form over ``symbols`` (in their order),
+    anything else as is.
+
+    Over a grid (``B[:, None]``, ``S[None, :]``) the nested form does the small products
+    first and touches the full grid once per level: ``B*(c*S + d)`` is one pass over the
+    grid where ``c*B*S + d*B`` (or a shared ``x0 = B*S``, as cse would find it) is three.
+    The sweeps' grids have two axes; expressions in more symbols (the strategy search's
+    template) are left to cse as they are.
+
+    >>> from symroof.symbols import B, S
+    >>> _nested(3 * B * S + 5 * B, (B, S))
+    B*(3*S + 5)
+    """
+    if expr.is_number or len(expr.free_symbols) > 2 or not expr.is_polynomial(*symbols):
+        return expr
+    return sp.horner(expr, *symbols)
