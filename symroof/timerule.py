@@ -62,13 +62,14 @@ _POSITIVE_INTEGER = sp.Symbol("n", positive=True, integer=True).assumptions0
 
 
 def _samples(symbols: Sequence[sp.Symbol]) -> list[dict[sp.Symbol, sp.Rational]]:
-    """Points of the symbols' domain: every symbol at 1, then each in turn large (2^40)
-    and, where it is no integer, small (2^-40); none at all where a symbol's assumptions are not
-    those of symbols.py (positive, or a positive integer): its domain is not known here."""
+    """Points of the symbols' domain: every symbol at 1, every one large (2^40), then each
+    in turn large and, where it is no integer, small (2^-40); none at all where a symbol's
+    assumptions are not those of symbols.py (positive, or a positive integer): its domain
+    is not known here."""
     if any(s.assumptions0 not in (_POSITIVE, _POSITIVE_INTEGER) for s in symbols):
         return []
     one = dict.fromkeys(symbols, sp.Integer(1))
-    points = [one]
+    points = [one, dict.fromkeys(symbols, sp.Integer(2**40))]
     for s in symbols:
         points.append({**one, s: sp.Integer(2**40)})
         if not s.is_integer:
@@ -107,34 +108,35 @@ def _sign(d: sp.Expr) -> int:
 
 def _max(a: Any, b: Any) -> sp.Expr:
     """``sp.Max(a, b)`` without SymPy's search for an order where the order is known or
-    cannot exist: two numbers compared directly; the larger alone where ``a - b`` expands
-    to terms of one sign (:func:`_sign`); symbolic terms (no Min or Max of their own, no
-    number) that two points of their domain order both ways (:func:`_unordered`) kept as
-    they are, unevaluated, as SymPy keeps them. Anything else goes to ``sp.Max``. The value
-    is always SymPy's; so is the expression, except where SymPy cannot see an order that
-    expanding shows (it keeps both terms; this keeps the larger).
+    cannot exist. The arguments (a Max's own flattened, numbers included) lose each one
+    that another exceeds wherever the symbols are (the difference expands to positive
+    terms, :func:`_sign`); the rest must be pairwise unordered (two points of the domain
+    order each pair both ways, :func:`_unordered`), and are kept unevaluated, as SymPy
+    keeps them. Anything else (a Min, a pair neither shown ordered nor unordered) goes to
+    ``sp.Max``. The value is always SymPy's; so is the expression, except where SymPy cannot
+    see an order that expanding shows (it keeps both terms; this keeps the larger).
 
     >>> from symroof.symbols import B, C, W
     >>> _max(2 * B / C, 3 * B / W) == sp.Max(2 * B / C, 3 * B / W)
     True
     >>> _max(2 * B / C, 3 * B / C + 1 / W)             # ordered: the larger alone
     3*B/C + 1/W
+    >>> _max(sp.Max(2 * B / C, 3 * B / W), 0)          # a zero term (no network) drops
+    Max(2*B/C, 3*B/W)
     """
     a, b = sp.sympify(a), sp.sympify(b)
     if a.is_Rational and b.is_Rational:
         return max(a, b)
-    minmax = (sp.Min, sp.Max)
-    if not isinstance(a, minmax) and not isinstance(b, minmax):
-        sign = _sign(a - b)
-        if sign:
-            return a if sign > 0 else b
-    args = [*(a.args if isinstance(a, sp.Max) else (a,)),
-            *(b.args if isinstance(b, sp.Max) else (b,))]
-    plain = all(isinstance(x, sp.Expr) and not x.is_number and not isinstance(x, minmax)
-                for x in args)
-    if plain and len(set(args)) == len(args) and all(
-            _unordered(x, y) for i, x in enumerate(args) for y in args[i + 1:]):
-        return sp.Max(*args, evaluate=False)
+    args = list(dict.fromkeys([*(a.args if isinstance(a, sp.Max) else (a,)),
+                               *(b.args if isinstance(b, sp.Max) else (b,))]))
+    if any(not isinstance(x, sp.Expr) or isinstance(x, (sp.Min, sp.Max)) for x in args):
+        return sp.Max(a, b)
+    keep = [x for x in args if not any(y is not x and _sign(y - x) > 0 for y in args)]
+    if len(keep) == 1:
+        return keep[0]
+    if all(not x.is_number for x in keep) and all(
+            _unordered(x, y) for i, x in enumerate(keep) for y in keep[i + 1:]):
+        return sp.Max(*keep, evaluate=False)
     return sp.Max(a, b)
 
 

@@ -90,6 +90,9 @@ def _max_cases() -> list:
         (sp.Rational(106509, 98900000000000) * B, (208 * B + 104) / sp.Integer(654296875)),
         (B * S, B - 1),                         # ordered, but not term by term
         (B * S - B, 2 * B),                     # unordered, with a negative term
+        (sp.Max(t_math, t_mem), sp.Integer(0)),  # a step's zero network term
+        (sp.Max(t_math, t_mem), t_mem + t_net),  # exceeds one of the two, not the other
+        (sp.Max(t_math, t_mem), 2 * t_math + t_mem),  # exceeds both
     ]
 
 
