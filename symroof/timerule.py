@@ -34,6 +34,9 @@ from typing import Any, NamedTuple
 
 import sympy as sp
 
+from .symbols import B as _B
+from .symbols import C as _C
+
 __all__ = ["TERMS", "Ops", "EXACT", "SYMPY", "SOURCE", "source", "combine", "terms",
            "present"]
 
@@ -57,8 +60,8 @@ def _pick(c: Any, a: Any, b: Any) -> Any:
 
 EXACT = Ops(max, operator.add, operator.gt, _pick)
 
-_POSITIVE = sp.Symbol("x", positive=True).assumptions0
-_POSITIVE_INTEGER = sp.Symbol("n", positive=True, integer=True).assumptions0
+#: the assumptions of the symbol table's symbols: a dimension's, and a chip figure's
+_POSITIVE_INTEGER, _POSITIVE = _B.assumptions0, _C.assumptions0
 
 
 def _samples(symbols: Sequence[sp.Symbol]) -> list[dict[sp.Symbol, sp.Rational]]:
