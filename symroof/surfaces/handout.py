@@ -21,19 +21,21 @@ import sympy as sp
 
 from ..conventions import LABELS
 from ..derivation import Derivation, DerivationStep
+from ..hardware import CHIPS
 from ..models.check import QUANTITIES, CheckReport
+from ..models.presets import MODELS
 from ..prose import tex_text
 from ..render import latex, number
 
 __all__ = ["INTERNAL", "for_students", "short_claim", "unit_of", "stated_unit",
-           "derivation_latex", "WORDS", "in_words", "PASSES", "BLOCKS", "pass_and_block",
-           "grouped_rows", "grouped_latex"]
+           "derivation_latex", "product_name", "WORDS", "in_words", "ROW_WORDS", "row_words",
+           "PASSES", "BLOCKS", "pass_and_block", "grouped_rows", "grouped_latex"]
 
 #: what a handout never shows: internal references, errata and the book's slips, code
 INTERNAL = re.compile(
     r"\bseeds?\b|\bseed's\b|\bcommits?\b|\brevisions?\b|errat|\.py\b|\.md\b|CS349|"
     r"Feb 2025|lecture[- ]\d|\bscript\b|``|\\texttt|\btruncat|\bslip|\bderivations? \d|"
-    r"the book's|book prints|the book (?:writes|rounds|prints|gives|says)|"
+    r"(?i:the book's|book prints|the book (?:writes|rounds|prints|gives|says|evaluates|reads))|"
     r"\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7}\b")
 _MATH = re.compile(r"(?<!\\)\$(?:[^$\\]|\\.)+?(?<!\\)\$")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\x00(`\"'])")
@@ -76,11 +78,35 @@ def _internal(text: str, maths: list[str]) -> bool:
     return INTERNAL.search(_unmasked(text, maths)) is not None
 
 
+def product_name(name: str) -> str:
+    """A chip or model preset's name as people write it: ``tpu-v5e`` is "TPU v5e",
+    ``llama-3.1-70b`` "Llama-3.1-70B"; any other name as it is.
+
+    >>> product_name("h100"), product_name("tpu-v5e"), product_name("llama-3.1-70b")
+    ('H100', 'TPU v5e', 'Llama-3.1-70B')
+    >>> product_name("mixtral-8x7b"), product_name("gpt2"), product_name("the 8B")
+    ('Mixtral-8x7B', 'GPT-2', 'the 8B')
+    """
+    if name in CHIPS and "/" not in name:
+        return "TPU " + name[4:] if name.startswith("tpu-") else name.upper()
+    if name not in MODELS:
+        return name
+    if name in _MODEL_NAMES:
+        return _MODEL_NAMES[name]
+    return name[0].upper() + re.sub(r"(?<=[-x])(a?\d+(?:\.\d+)?[bm])$", lambda m: m[1].upper(),
+                                    name[1:])
+
+
+#: the presets whose names no rule gives
+_MODEL_NAMES = {"gpt2": "GPT-2", "deepseek-v3": "DeepSeek-V3", "qwen1.5-moe-a2.7b":
+                "Qwen1.5-MoE-A2.7B", "phi-3-mini": "Phi-3-mini", "tiny": "tiny"}
 #: code names a handout says in words: the conventions' fields (their labels,
-#: :data:`symroof.conventions.LABELS`) and the lm_head row
-WORDS = {**{f: label for f, label in LABELS.items() if "_" in f}, "lm_head": "LM head"}
-_WORD = re.compile(r"\b(?:fields? (?=(?:" + "|".join(WORDS) + r")\b))?("
-                   + "|".join(sorted(WORDS, key=len, reverse=True)) + r")\b")
+#: :data:`symroof.conventions.LABELS`), the lm_head row, the chip and model presets
+WORDS = {**{f: label for f, label in LABELS.items() if "_" in f}, "lm_head": "LM head",
+         **{n: product_name(n) for n in (*CHIPS, *MODELS) if product_name(n) != n}}
+_NAMES = "|".join(re.escape(w) for w in sorted(WORDS, key=len, reverse=True))
+_WORD = re.compile(r"(?<![\w/.-])(?:fields? (?=(?:" + _NAMES + r")\b))?(" + _NAMES
+                   + r")(?![\w/-]|\.\w)")
 
 
 def in_words(text: str) -> str:
@@ -91,9 +117,11 @@ def in_words(text: str) -> str:
     'one FLOP a multiply-add (LM head FLOPs per multiply-add) in the LM head'
     >>> in_words(r"\\text{FLOPs}_\\text{lm\\_head}")
     '\\\\text{FLOPs}_\\\\text{LM head}'
+    >>> in_words("llama-3.1-8b on a tpu-v5e, not llm-viewer/nvidia-h100")
+    'Llama-3.1-8B on a TPU v5e, not llm-viewer/nvidia-h100'
     """
     text = _WORD.sub(lambda m: WORDS[m.group(1)], text)
-    return re.sub("|".join(re.escape(w.replace("_", r"\_")) for w in WORDS),
+    return re.sub("|".join(re.escape(w.replace("_", r"\_")) for w in WORDS if "_" in w),
                   lambda m: WORDS[m.group().replace(r"\_", "_")], text)
 
 
@@ -143,7 +171,7 @@ def _tex(x: Any, unit: str = "") -> str:
 
 
 #: a statement that names its value's unit last, in brackets: "attention core (ms)"
-_STATED = re.compile(r"\((ms|us|ns|s|kB|MB|GB|TB|GB/s|TB/s|%|days|years)\)\s*$")
+_STATED = re.compile(r"\((ms|us|ns|s|kB|MB|GB|TB|GB/s|TB/s|FLOP/B|%|days|years)\)\s*$")
 #: or in words, last: "the per-op sums, in milliseconds"
 _IN_WORDS = {"milliseconds": "ms", "microseconds": "us", "seconds": "s"}
 _STATED_WORDS = re.compile(r",? in (" + "|".join(_IN_WORDS) + r")\s*$")
@@ -167,8 +195,8 @@ def stated_unit(statement: str) -> str | None:
 def _in_unit(x: Any, unit: str) -> str:
     """A pure number in a stated unit: ``3.69\\,\\mathrm{ms}``."""
     shown = latex(x)
-    numbers = isinstance(x, sp.MatrixBase) and all(v.is_number for v in x)  # a row of them
-    if not (isinstance(x, sp.Basic) and x.is_number or numbers):
+    numbers = isinstance(x, (sp.MatrixBase, sp.Tuple)) and all(v.is_number for v in x)
+    if not (isinstance(x, sp.Basic) and x.is_number or numbers):  # numbers: a row of them
         return shown
     tex = {"us": r"\mu\mathrm{s}", "%": r"\%"}.get(unit, rf"\mathrm{{{unit}}}")
     return rf"{shown}\,{tex}"
@@ -242,6 +270,52 @@ def pass_and_block(key: str) -> tuple[str, str]:
     step, rest = (PASSES[first], rest) if first in PASSES and rest else ("forward", key)
     word = re.split(r"[/_]", rest)[0]
     return step, BLOCKS.get(word, word)
+
+
+#: the words of a row key's parts (``attn/q_proj``: "attention: Q projection"), the one
+#: place a handout reads them from; the teacher's edition prints the keys
+ROW_WORDS = {
+    "attn": "attention", "mlp": "MLP", "moe": "MoE", "shared": "shared expert",
+    "embed": "embedding", "pos_embed": "position embedding", "attn_norm": "attention norm",
+    "mlp_norm": "MLP norm", "final_norm": "final norm", "lm_head": "LM head",
+    "logit_softcap": "logit soft-cap", "loss": "loss", "adam": "Adam update",
+    "q_proj": "Q projection", "k_proj": "K projection", "v_proj": "V projection",
+    "qkv_proj": "QKV projection", "o_proj": "output projection", "rope": "RoPE",
+    "kv_write": "KV cache write", "scores": "scores $QK^T$", "softmax": "softmax",
+    "av": "probabilities times V", "residual": "residual add", "post_norm": "post-norm",
+    "q_norm": "Q norm", "k_norm": "K norm",
+    "gate": "gate projection", "up": "up projection", "down": "down projection",
+    "gate_up": "gate and up projection", "swiglu": "SwiGLU", "geglu": "GeGLU",
+    "gelu": "GELU", "router": "router", "route": "dispatch to experts",
+    "combine": "combine experts", "q_a_proj": "Q down-projection", "q_a_norm": "Q latent norm",
+    "q_b_proj": "Q up-projection", "kv_a_proj": "KV down-projection",
+    "kv_a_norm": "KV latent norm", "q_absorb": "Q absorbed into the latent",
+    "o_absorb": "output absorbed from the latent", "gate_up_sum": "gate and up gradients summed",
+    "qkv_sum": "Q, K and V gradients summed", "layer_input": "layer input",
+    "final_input": "final norm input",
+    # a gradient, the last part of a backward row
+    "dx": "input gradient", "dw": "weight gradient", "dp": "probabilities' gradient",
+    "dv": "V gradient", "dq": "Q gradient", "dk": "K gradient"}
+
+
+def row_words(key: str) -> str:
+    """A row key in words (:data:`ROW_WORDS`): the pass first for a training row, then the
+    block, then the op; a name in words already (a table's group) stays as it is.
+
+    >>> row_words("attn/q_proj"), row_words("lm_head"), row_words("attention core")
+    ('attention: Q projection', 'LM head', 'attention core')
+    >>> row_words("bwd/mlp/down/dw"), row_words("moe/shared/gate")
+    ('backward, MLP: down projection, weight gradient', 'MoE shared expert: gate projection')
+    """
+    parts = key.split("/")
+    if len(parts) == 1 and "_" not in key:
+        return ROW_WORDS.get(key, key)
+    step = PASSES[parts.pop(0)] if len(parts) > 1 and parts[0] in PASSES else ""
+    grad = ROW_WORDS[parts.pop()] if len(parts) > 1 and parts[-1] in ("dx", "dw", "dp", "dv",
+                                                                     "dq", "dk") else ""
+    said = [ROW_WORDS.get(p, p.replace("_", " ")) for p in parts]
+    words = (" ".join(said[:-1]) + ": " if len(said) > 1 else "") + said[-1]
+    return ", ".join(w for w in (step, words, grad) if w)
 
 
 def grouped_rows(report: CheckReport) -> dict[str, dict[str, int]]:
