@@ -692,7 +692,8 @@ mem_d.claim("3 checkpoints (41731a7): 16.4 TB (the book's 16.5), 172 chips (the 
             "'8GB')", round(float(later.total / TB), 1) == 16.4 and later.chips == 172
             and round(float(later.per_chip(8960) / GB), 1) == 1.8
             and round(float(twelve.per_chip(8960) / GB), 1) == 7.1)
-mem_d.claim(r"so small a slice would take $44 \times 8960/171$ = 2305 days. Erratum: the Feb "
+mem_d.claim(r"so small a slice would take $44 \times 8960 / 171$ days, about 2300 days. "
+            r"Erratum: the Feb "
             r"2025 answer prints '44 days $\times$ 8960 / 171 = 1752 days', which is 8960/225",
             round(44 * 8960 / 171) == 2305 and round(44 * 8960 / 225) == 1752)
 mem_d.claim("block remat as symroof counts it (layer inputs and the 1.1 TB of logits) needs 7.4 "
