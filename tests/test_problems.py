@@ -135,7 +135,7 @@ def test_teacher_templates():
     assert p.statement == "How long does an H100 take to read 8e9 bf16 parameters?"
     assert p.answers["T"][0] == sp.Rational(16 * 10**9, 335 * 10**10)  # 4.78 ms
     tex = sheet_latex(problem_set("mine", 7, templates=[mine]), "Mine", solutions=True)
-    assert r"\textbf{Answer.} $T = " in tex and "(seed 7)" in tex
+    assert r"\textbf{Answer.} $T = " in tex and "(variant 7)" in tex
     with pytest.raises(ValueError, match="placeholders chip have no value"):
         Template("mine", "x", "X", "a {chip}", solve, {})
     with pytest.raises(ValueError, match="--chapter 'nope'"):

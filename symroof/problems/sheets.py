@@ -72,7 +72,7 @@ def sheet_latex(problems: list[Problem], title: str, *, solutions: bool,
     if not problems:
         raise ValueError("no problems to write")
     seed = problems[0].seed
-    numbers = "the book's numbers" if seed == BOOK_SEED else f"seed {seed}"
+    numbers = "the book's numbers" if seed == BOOK_SEED else f"variant {seed}"
     full = f"{title}: {'solutions' if solutions else 'problems'} ({numbers})"
     body = [line for i, p in enumerate(problems, 1) for line in _problem(i, p, solutions)]
     head = _preamble(full, author, date, contents=False)
