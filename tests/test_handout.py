@@ -306,3 +306,23 @@ def test_what_students_read_is_clean(handout):
                 problems, "Course", solutions=solutions)
     defects = {name: student_defects(tex) for name, tex in documents.items()}
     assert not any(defects.values()), defects
+
+
+def test_every_row_key_has_words():
+    """Every part of every preset's row keys, inference and training (each remat policy),
+    has its words: no row reaches a student as a code name."""
+    import symroof as sr
+    from symroof.models.presets import MODELS
+    from symroof.models.training import train_ops
+    from symroof.surfaces.handout import PASSES, ROW_WORDS, row_words
+
+    keys = {k for n in MODELS for k in sr.model(n).ops(1, 1, 7)}
+    keys |= {k for n in MODELS for remat in ("none", "selective", "full")
+             for k in train_ops(sr.model(n), 2, 8, remat)}
+    missing = {p for k in keys for p in k.split("/") if p not in ROW_WORDS and p not in PASSES}
+    assert len(keys) > 150 and not missing, missing
+    assert not [k for k in keys if "_" in row_words(k)]
+    # the words as a student reads them (MLA's, a training row's, a shared expert's)
+    assert row_words("attn/kv_a_proj") == "attention: KV down-projection"
+    assert row_words("bwd/attn/q_proj/dx") == "backward, attention: Q projection, input gradient"
+    assert row_words("recompute/moe/shared/up") == "recompute, MoE shared expert: up projection"

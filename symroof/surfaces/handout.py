@@ -289,9 +289,11 @@ ROW_WORDS = {
     "gelu": "GELU", "router": "router", "route": "dispatch to experts",
     "combine": "combine experts", "q_a_proj": "Q down-projection", "q_a_norm": "Q latent norm",
     "q_b_proj": "Q up-projection", "kv_a_proj": "KV down-projection",
-    "kv_a_norm": "KV latent norm", "q_absorb": "Q absorbed into the latent",
+    "kv_a_norm": "KV latent norm", "kv_b_proj": "KV up-projection",
+    "q_absorb": "Q absorbed into the latent", "scale": "scaled by its gate",
     "o_absorb": "output absorbed from the latent", "gate_up_sum": "gate and up gradients summed",
-    "qkv_sum": "Q, K and V gradients summed", "layer_input": "layer input",
+    "qkv_sum": "Q, K and V gradients summed", "k_rope_sum": "RoPE key gradients summed",
+    "dx_sum": "input gradients summed", "layer_input": "layer input",
     "final_input": "final norm input",
     # a gradient, the last part of a backward row
     "dx": "input gradient", "dw": "weight gradient", "dp": "probabilities' gradient",
