@@ -128,7 +128,7 @@ q256 = agg_d.step(r"at $B = 256$, in the general form (the MLP compute-bound)",
                   r"T_\text{step}(256) / \text{ms}", quiz(256).book_time * ms)
 agg_d.claim("ch. 2: 'the load takes around 10ms' (10.4 ms, memory-bound)",
             round(float(t_load)) == 10 and load.bound == "memory")
-agg_d.claim("ch. 7: 2.5 ms at $B = 4$ (2.54) and 21 ms at $B = 256$ (20.9); the book reads "
+agg_d.claim("ch. 7: 2.5 ms at $B = 4$ (2.54) and 21 ms at $B = 256$ (20.9). The book reads "
             "the v5e's HBM as 8.1e11, the record 8.2e11",
             round(float(q4), 1) == 2.5 and round(float(q256)) == 21)
 
