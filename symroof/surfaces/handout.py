@@ -28,8 +28,9 @@ from ..prose import tex_text
 from ..render import latex, number
 
 __all__ = ["INTERNAL", "for_students", "short_claim", "unit_of", "stated_unit",
-           "derivation_latex", "product_name", "WORDS", "in_words", "ROW_WORDS", "row_words",
-           "PASSES", "BLOCKS", "pass_and_block", "grouped_rows", "grouped_latex"]
+           "derivation_latex", "handout_latex", "product_name", "WORDS", "in_words",
+           "ROW_WORDS", "row_words", "PASSES", "BLOCKS", "pass_and_block", "grouped_rows",
+           "grouped_latex"]
 
 #: what a handout never shows: internal references, errata and the book's slips, code
 INTERNAL = re.compile(
@@ -164,10 +165,24 @@ def unit_of(lhs: Any) -> str:
     return next((unit for pattern, unit in _UNITS if re.search(pattern, lhs)), "")
 
 
+def handout_latex(x: Any, unit: str = "") -> str:
+    """A value as the handout prints it: readable numbers (:func:`symroof.render.latex`)
+    and a symbol's word subscript upright, as the prose writes it (``C_\text{int8}``).
+
+    >>> from symroof.symbols import W, d_h, quantity
+    >>> print(handout_latex(quantity("C_int8") * d_h / (2 * W)))
+    \\frac{C_\\text{int8} d_{h}}{2 W}
+    """
+    words = {s: rf"{s.name.split('_')[0]}_\text{{{s.name.split('_', 1)[1]}}}"
+             for s in getattr(x, "free_symbols", ()) if re.fullmatch(r"[A-Za-z]+_[A-Za-z]\w+",
+                                                                     s.name)}
+    return latex(x, unit=unit, **({"symbol_names": words} if words else {}))
+
+
 def _tex(x: Any, unit: str = "") -> str:
     if isinstance(x, str):  # a left side: microseconds as such, not "us"; code in words
         return in_words(x.replace(r"\text{us}", r"\mu\text{s}"))
-    return latex(x, unit=unit)
+    return handout_latex(x, unit)
 
 
 #: a statement that names its value's unit last, in brackets: "attention core (ms)"
@@ -194,7 +209,7 @@ def stated_unit(statement: str) -> str | None:
 
 def _in_unit(x: Any, unit: str) -> str:
     """A pure number in a stated unit: ``3.69\\,\\mathrm{ms}``."""
-    shown = latex(x)
+    shown = handout_latex(x)
     numbers = isinstance(x, (sp.MatrixBase, sp.Tuple)) and all(v.is_number for v in x)
     if not (isinstance(x, sp.Basic) and x.is_number or numbers):  # numbers: a row of them
         return shown
