@@ -202,7 +202,7 @@ looped = np.stack([np.stack([q[0, :, kv, r] @ k[0, :, kv].T for r in range(3)], 
                    for kv in range(2)], -2)[None]  # one matmul per query head: (b, t, s, k, g)
 diff = d3.step("largest difference: 'btkgh,bskh->btskg' vs 'btgrd,bsgd->bgrts'",
                r"\max|\Delta|", sp.Float(float(np.max(np.abs(book - grouped))), 3))
-d3.claim("the book's einsum equals the grouped formulation to within 1e-15",
+d3.claim("the einsum of How to Scale Your Model equals the grouped formulation to within 1e-15",
          diff < 1e-14 and np.max(np.abs(book - looped)) < 1e-14)
 
 # --- Demo 4: when attention FLOPs catch up with the matmuls ----------------------------

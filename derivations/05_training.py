@@ -155,7 +155,7 @@ bwd_d.claim("attention adds $12 B L H S^2 d_h$ (the book's $12 B T^2 N H$ a laye
             "$S = 8D$ and the QKVO projections at $S = 2D$",
             attn == 12 * B * L * H * S**2 * d_h and useful == 6 * B * L * H * S * (S + 1) * d_h
             and share == S / (8 * D) and s_qkvo == S / (2 * D))
-bwd_d.claim("under the book's conventions the useful attention FLOPs are its $12 B T^2 N H$ a "
+bwd_d.claim("under the book conventions the useful attention FLOPs are $12 B T^2 N H$ a "
             "layer: symroof's causal count differs by the convention attention_pairs alone",
             book_attn == attn)
 bwd_d.claim("the vocabulary costs $6 B S D V$ and the embedding $B S D$ adds. Erratum: ch. 4's "
@@ -483,8 +483,8 @@ flop_time = {k: plans[k].lower / sum(t.t_math for t in plans[k].time.values())
 within = per_chip[np.argmax(t_step["FSDP"] / t_compute < 1.01)]
 pod_d.claim("so FSDP + TP on whole axes keeps its step within 22% of its FLOPs (TP's excess, "
             "its norms' AllReduces included, hides under the backward's) down to 56 tokens a "
-            r"chip, and FSDP alone within 1% down to about 840; at the book's batch they take "
-            r"$1.13\times$ and $1.35\times$ their FLOP time",
+            r"chip, and FSDP alone within 1% down to about 840; at the batch of How to Scale "
+            r"Your Model they take $1.13\times$ and $1.35\times$ their FLOP time",
             knee == 56 and float(max(t_step["FSDP+TP"][per_chip > 60]
                                      / t_compute[per_chip > 60])) < 1.22
             and 820 < within < 860 and abs(float(flop_time["FSDP+TP"]) - 1.13) < 0.01
@@ -581,13 +581,13 @@ book_node, book_pod = (C_h / book_w[k] for k in ("one node", "SuperPod"))
 gpu_d.step(r"the book's form in one call: the same AllGathers under the book conventions "
            "(ring factor: the book's, no $(N - 1)/N$), one node and the SuperPod",
            r"(B/N)^*_\text{book}", sp.ImmutableMatrix([[rnd(book_node, 4), rnd(book_pod, 4)]]))
-gpu_d.claim("the book-form calls give the book's 2200 and 2475 tokens a GPU at its C = 990e12 "
+gpu_d.claim("at $C$ = 990e12 the book-form calls give 2200 and 2475 tokens a GPU "
             "(2198 and 2472.5 at the record's 989e12); symroof's 1923 and 2395 differ from them "
             "by the ring's 7/8 and 31/32 and nothing else",
             book_node * 990 / 989 == 2200 and book_pod * 990 / 989 == 2475
             and dp_node == book_node * sp.Rational(7, 8)
             and dp_pod == book_pod * sp.Rational(31, 32))
-gpu_d.claim("the book's 2200 in a node and 2475 beyond (990e12 over 450e9 and 400e9; 2198 and "
+gpu_d.claim("2200 tokens a GPU in a node and 2475 beyond (990e12 over 450e9 and 400e9; 2198 and "
             "2473 with the record's 989e12) leave out the ring's $(N - 1)/N$: DP needs 1923 "
             "tokens a GPU on a node (7/8) and 2395 on the SuperPod (31/32, the leaf level)",
             round(float(C_h / W_gpu), -2) == 2200 and round(float(C_h / W_node), -1) == 2470
@@ -611,7 +611,7 @@ gpu_d.claim("16-way TP over two nodes is comms-bound (16 > 14.9): the node level
             "too. Erratum: the book's $F > 2475 (Y - 8)$ ('up to 19-way') counts only the "
             "cross-node traffic", W_eff["two nodes"] == W_eff["one node"] and 16 > y_node)
 gpu_d.claim("with model parallelism over 8 nodes the ZeRO-1 reduction needs 290 tokens a GPU "
-            "(289.7): the book's 990e12/3200e9 = 309, times the ring's 15/16",
+            "(289.7): 990e12/3200e9 = 309, times the ring's 15/16",
             round(float(pp_c), 1) == 289.7
             and pp_c == C_h / (8 * W_node) * sp.Rational(15, 16))
 gpu_d.claim("a B200 SuperPod needs 5449 tokens a GPU beyond a node (the book's 2250e12/400e9 "

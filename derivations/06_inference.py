@@ -225,7 +225,7 @@ kv_d.claim("the book's tables: 5.0 ms at $B = 1$ (book 4.98, from 32.7 GB), 249 
            and round(float(t_gqa.subs(B, 240) * ms)) == 53
            and round(float(240 / t_gqa.subs(B, 240)), -2) == 4500)
 kv_d.claim("multi-head fits 15 sequences on 8 chips (the book's 'OOM beyond 16' reads 128 GB "
-           "as GiB); GQA fits 75, above the book's batch 64",
+           "as GiB); GQA fits 75, above the batch of 64 the book serves",
            cap13 == 15 and cap13g == 75
            and sr.serve(llama13, slice8, batch=1, context=CTX).max_batch == 15)
 kv_d.claim("LLaMA-3-70B: 163840 B a token in int8 (the book's '160kB', and 327680 in bf16, its "
@@ -364,7 +364,8 @@ ici_us = [ici_d.step(text, rf"T_\text{{{name}}} / \text{{us}}", t.subs(at_4x8) *
     ("ch. 8's check of one bf16 matmul on a v5e 4x8: $B = 64$, $D = 8192$, $F = 28672$, "
      "$Y = 32$; the ICI", "ICI", t_ici),
     ("the HBM", "HBM", t_hbm), ("the math", "math", up.t_math))]
-ici_d.claim(r"$Y_\text{ICI} = F/(B \beta)$ and $Y_\text{math} = F/\alpha$: the book's forms",
+ici_d.claim(r"$Y_\text{ICI} = F/(B \beta)$ and $Y_\text{math} = F/\alpha$, the forms of How to "
+            "Scale Your Model",
             y_ici.subs(W, beta_s * W_ici) == F / (B * beta_s)
             and y_math.subs(C, alpha_s * W_ici) == F / alpha_s)
 ici_d.claim(r"$\beta$ = 9.1 on a v5e (the book: 'around 8'); ch. 7's example gives $Y = 56$ (the "

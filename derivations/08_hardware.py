@@ -151,7 +151,8 @@ gpu_d.claim("NCCL's tree floor is $118.4\\,\\mu$s where a flat ring's would be 4
 gpu_d.claim("GB200: 128 NVL72 racks, 16 scalable units of 8 under a spine, are NVIDIA's 9216 "
             "GPUs", nvl.n_chips == 9216 and [lv.degree for lv in nvl.levels("RG")]
             == [72, 8, 16])
-gpu_d.claim(r"over 64 nodes the AllToAll is the book's $V_b (M - 1)/(M^2 W_\text{node})$",
+gpu_d.claim(r"over 64 nodes the AllToAll is $V_b (M - 1)/(M^2 W_\text{node})$, as in How to "
+            "Scale Your Model",
             a2a == sp.Rational(M - 1, M**2))
 gpu_d.claim(r"the book's 'more than $4\times$ degradation' from one node to two compares "
             r"$V_b/(8 W_\text{GPU})$ with $V_b/(2 W_\text{node})$ ($4.5\times$); the exact "
