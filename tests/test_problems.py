@@ -14,6 +14,7 @@ import pytest
 import sympy as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from student_scan import student_defects
 
 import symroof as sr
 from symroof.problems import CHAPTERS, TEMPLATES, Problem, Template, problem_set
@@ -118,6 +119,8 @@ def test_every_seed_gives_a_well_posed_problem(template, seed):
     for value, unit in p.answers.values():  # the answers print readable, with their units
         shown = sr.latex(value, unit=unit)
         assert not re.search(r"\\frac\{\d{4,}\}", shown), shown
+    # and its solution sheet reads cleanly: short numbers with units, no code names
+    assert not student_defects(sheet_latex([p], "Course", solutions=True))
 
 
 def test_teacher_templates():
