@@ -244,7 +244,7 @@ remat_d.claim(r"for LLaMA-3-70B the $S \times S$ softmax is 65% of what no remat
               and round(float(cost70[3]), 2) == 1.33 and round(float(cost70[1]), 3) == 1.012)
 
 # --- Optimizer memory -----------------------------------------------------------------------
-opt_d = Derivation("Parameters and Adam: the book's 10 bytes a parameter",
+opt_d = Derivation("Parameters and Adam: 10 bytes a parameter",
                    source=CH5 + " (Data Parallelism); " + CH6 + "; " + CH12 + " (quiz 5)")
 P = sp.Symbol("P", positive=True)  # parameters
 
@@ -281,7 +281,8 @@ opt_d.claim("LLaMA-3-70B: 706 GB (the book's 700 GB takes 70e9), 9 H100s at leas
             and round(float(tp8)) == 88 and tp8 > 80)
 
 # --- The conditions, in the book's letters --------------------------------------------------
-cond_d = Derivation("When each strategy stays compute-bound: the book's formulas",
+cond_d = Derivation("When each strategy stays compute-bound: the formulas of How to Scale "
+                    "Your Model",
                     source=CH5 + " (Data Parallelism; Fully-Sharded Data Parallelism; Tensor "
                     "Parallelism; Combining FSDP and Tensor Parallelism; Scaling Across Pods)")
 chip = sr.symbolic_chip(W_net=W_ici / 2)  # one link each way: a wrapped axis gathers at W_ici

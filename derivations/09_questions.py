@@ -133,7 +133,8 @@ agg_d.claim("ch. 7: 2.5 ms at $B = 4$ (2.54) and 21 ms at $B = 256$ (20.9). The 
             round(float(q4), 1) == 2.5 and round(float(q256)) == 21)
 
 # --- Serving in the book's units -------------------------------------------------------------
-units_d = Derivation("Serving in the book's units: prefill, requests, the ICI limit",
+units_d = Derivation("Serving in the units of How to Scale Your Model: prefill, requests, "
+                     "the ICI limit",
                      source=CH7 + " (Distributing Inference); " + CH8 + " (What about "
                      "prefill?; Thinking about throughput; Visualizing the Latency Throughput "
                      "Tradeoff)")

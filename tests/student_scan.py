@@ -52,6 +52,7 @@ def student_defects(tex: str) -> list[str]:
            if len(re.sub(r"\D", "", m.group())) > 6]
     bad += [f"{name}: {m.group()!r} in ...{text[max(0, m.start() - 40):m.end() + 20]!r}"
             for name, pattern in CODE.items() for m in re.finditer(pattern, text)]
+    bad += ["a heading with no words"] * len(re.findall(r"\\(?:sub)*section\*?\{\}", text))
     for said, lhs, value in _numeric_results(body):
         row = re.fullmatch(r"\\left[\[(]\s*(?:\\begin\{matrix\})?(.*?)(?:\\end\{matrix\})?"
                            r"\s*\\right[\])](.*)", value)  # a row of numbers, its unit after

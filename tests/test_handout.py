@@ -228,13 +228,13 @@ def test_what_students_read_is_clean(handout):
         "llama-3.1-8b on a tpu-v5e", r"\begin{align*}", r"\intertext{the time}",
         r"T_\text{math} &= 0.00101 \\", r"\intertext{the shares (\%)}",
         r"\text{share} &= \left( 12.34, 5\right) \\", r"C / W &= 240", r"\end{align*}",
-        r"\noindent\textbf{Answer.} $M = 7.2$\par"])
+        r"\noindent\textbf{Answer.} $M = 7.2$\par", r"\subsection*{}"])
     found = student_defects(planted)
     for defect in ("fraction 128/241455078125", "snake_case: 'step\\\\_time'", "row key",
                    "seed", "commit hash", "file", "typewriter", "model identifier",
                    "chip identifier", r"no unit: T_\text{math} = 0.00101",
                    r"more than 3 figures: \text{share}", r"no unit: \text{share}",
-                   "no unit: C / W", "no unit: M = 7.2"):
+                   "no unit: C / W", "no unit: M = 7.2", "a heading with no words"):
         assert any(f.startswith(defect) for f in found), (defect, found)
     documents = {"handout": handout[1]}
     for seed in (2027, 31):

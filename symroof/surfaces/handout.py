@@ -248,7 +248,8 @@ def derivation_latex(d: Derivation) -> str:
     &= 240
     \\end{align*}
     """
-    lines = [rf"\subsection*{{{tex_text(for_students(d.title))}}}"]
+    title = for_students(d.title) or for_students(d.title.split(":")[0])  # never a bare head
+    lines = [rf"\subsection*{{{tex_text(title)}}}"]
     rows = [_row(s) for s in d.steps  # a quantity named for an internal reference goes too
             if not (isinstance(s.lhs, str) and INTERNAL.search(s.lhs))]
     if rows:
