@@ -120,7 +120,7 @@ attn = bwd_d.step(r"beside them the attention core's six matmuls ($QK^\top$ and 
                   sp.factor(fl(rows, ATTENTION_MATMUL_KEYS)))
 useful = bwd_d.step("of which a causal mask uses", r"\text{FLOPs}^\text{attn}_\text{useful}",
                     sp.factor(fl(rows, ATTENTION_MATMUL_KEYS, "useful_flops")))
-book_attn = bwd_d.step(r"the book's count in one call: the same rows under the book "
+book_attn = bwd_d.step(r"the same count in one call: the rows under the book "
                        "conventions (attention pairs: all), useful FLOPs",
                        r"\text{FLOPs}^\text{attn}_\text{book}",
                        sp.factor(fl(BOOK_ROWS, ATTENTION_MATMUL_KEYS, "useful_flops")))
@@ -289,8 +289,9 @@ chip = sr.symbolic_chip(W_net=W_ici / 2)  # one link each way: a wrapped axis ga
 mesh3 = sr.mesh(chip, {"X": X, "Y": Y, "Z": Z})
 mixed = plan(sym, mesh3, "fsdp+tp", fsdp="XY", tp="Z")  # FSDP on two axes, TP on the third
 lay = plan(sym, sr.mesh(chip, {"X": X}), "fsdp").layer
-t_math = cond_d.step(r"FSDP over one axis of $X$ chips, forward pass of the book's MLP layer "
-                     r"$\text{In}[B_X, D] \cdot W_\text{in}[D_X, F] \cdot W_\text{out}[F, D_X]$",
+t_math = cond_d.step(r"FSDP over one axis of $X$ chips, forward pass of the MLP layer "
+                     r"$\text{In}[B_X, D] \cdot W_\text{in}[D_X, F] \cdot W_\text{out}[F, D_X]$ "
+                     "of How to Scale Your Model",
                      r"T_\text{math}",
                      lay["forward/compute"].flops / C)
 t_comm = cond_d.step(r"its two weight AllGathers ($2DF$ bytes each, at $W_\text{ici}$)",
@@ -546,7 +547,8 @@ gpu_d.step("TP over $Y$ GPUs, forward pass: $4BDF/Y$ FLOPs against $4BD$ bytes",
 W_gpu = h100.link_bw * h100.network.nvlink_ports  # 450 GB/s a GPU, NVLink egress
 W_node = h100.network.levels[1].bw_per_gpu * 8  # 400 GB/s a node (8 x 50 GB/s NICs)
 C_h = h100.peak()
-gpu_d.step(r"H100 (989e12 FLOP/s), the book's form: $C / W_\text{GPU}$ inside a node",
+gpu_d.step(r"H100 (989e12 FLOP/s), as How to Scale Your Model forms it: $C / W_\text{GPU}$ "
+           "inside a node",
            r"C / W_\text{GPU}",
            C_h / W_gpu)
 gpu_d.step(r"and $C / W_\text{node}$ beyond it", r"C / W_\text{node}", C_h / W_node)
@@ -579,8 +581,8 @@ b2 = gpu_d.step(r"a B200 SuperPod (2250e12 FLOP/s, $W_\text{node}$ unchanged)",
 book_w = {k: V_b / sr.all_gather(sr.mesh("h100", GROUPS[k][1]), V_b, GROUPS[k][2],
                                   conventions="book").t_bw for k in ("one node", "SuperPod")}
 book_node, book_pod = (C_h / book_w[k] for k in ("one node", "SuperPod"))
-gpu_d.step(r"the book's form in one call: the same AllGathers under the book conventions "
-           "(ring factor: the book's, no $(N - 1)/N$), one node and the SuperPod",
+gpu_d.step(r"the same form in one call: the AllGathers under the book conventions "
+           "(ring factor: no $(N - 1)/N$), one node and the SuperPod",
            r"(B/N)^*_\text{book}", sp.ImmutableMatrix([[rnd(book_node, 4), rnd(book_pod, 4)]]))
 gpu_d.claim("at $C$ = 990e12 the book-form calls give 2200 and 2475 tokens a GPU "
             "(2198 and 2472.5 at the record's 989e12); symroof's 1923 and 2395 differ from them "

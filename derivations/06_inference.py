@@ -99,7 +99,8 @@ t_min = step_d.step("small batch: every matmul and the attention memory-bound; t
                     "read once, each of $B$ sequences reads its $S$ tokens of KV cache, $N$ chips "
                     "share the bytes", r"T_\text{min}", (B * S * KV + P * b_w) / (N * W))
 mlp_math, mlp_mem = 2 * B * P / (N * C), P * b_w / (N * W)
-t_book = step_d.step("the book's general form: attention never compute-bound, the MLP a "
+t_book = step_d.step("the general form of How to Scale Your Model: attention never "
+                     "compute-bound, the MLP a "
                      "roofline of its own, the two not overlapped", r"T_\text{step}",
                      B * S * KV / (N * W) + sp.Max(mlp_math, mlp_mem))
 b_crit = step_d.step("the MLP turns compute-bound above", r"B_\text{crit}",
@@ -346,7 +347,7 @@ t_hbm = ici_d.step("each chip reads its $2DF/Y$ bytes of weights", r"T_\text{HBM
 ici_d.step("and does its share of the FLOPs", r"T_\text{math}", up.t_math)
 y_ici = ici_d.step("memory-bound decode turns ICI-bound above",
                    r"Y_\text{ICI}", sr.crossover(t_ici, t_hbm, Y))
-ici_d.step(r"in the book's letters, $\beta = W/W_\text{ici}$", r"Y_\text{ICI}",
+ici_d.step(r"in the letters of How to Scale Your Model, $\beta = W/W_\text{ici}$", r"Y_\text{ICI}",
            y_ici.subs(W, beta_s * W_ici))
 y_math = ici_d.step("compute-bound decode turns ICI-bound above", r"Y_\text{math}",
                     up.crossover(Y))

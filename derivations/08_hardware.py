@@ -82,7 +82,8 @@ ch2_v6e = v6e.replace(peaks={"bf16": 9.2e14}, pcie_bw=1.5e10,
 pcie_b = roof_d.step("a bf16 matmul streamed from host DRAM on a v6e, $B \\ll D$, with the "
                      "problem's 9.2e14 FLOP/s and 1.5e10 B/s", r"B^*_\text{PCIe}",
                      sr.critical_batch(ch2_v6e, roof="pcie"))
-pcie_rec = roof_d.step("... with the record's 9.1e14 and the book's v6e PCIe of 3.2e10 B/s",
+pcie_rec = roof_d.step("... with the record's 9.1e14 and a v6e PCIe of 3.2e10 B/s, as in How "
+                       "to Scale Your Model",
                        r"B^*_\text{PCIe, record}", sr.critical_batch(v6e, roof="pcie"))
 load = sr.time(sr.Cost(host_bytes=10**9),
                v5e.replace(pcie_bw=1.5e10, note="ch. 2's problems: 1.5e10 B/s of PCIe"))

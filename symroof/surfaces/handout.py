@@ -250,8 +250,9 @@ def derivation_latex(d: Derivation) -> str:
     """
     title = for_students(d.title) or for_students(d.title.split(":")[0])  # never a bare head
     lines = [rf"\subsection*{{{tex_text(title)}}}"]
-    rows = [_row(s) for s in d.steps  # a quantity named for an internal reference goes too
-            if not (isinstance(s.lhs, str) and INTERNAL.search(s.lhs))]
+    rows = [_row(s) for s in d.steps  # a step about an internal reference goes: its quantity
+            if not (isinstance(s.lhs, str) and INTERNAL.search(s.lhs))  # or all its words
+            and not (s.statement and not for_students(s.statement))]
     if rows:
         lines += [r"\begin{align*}", " \\\\\n".join(rows), r"\end{align*}"]
     claims = [short_claim(t) for t, ok in d.claims if ok]
