@@ -51,6 +51,15 @@ def test_prose_loses_its_internal_references():
         ("s", "s", "s")
     assert (unit_of(r"T / \text{days}"), unit_of(r"T^*_\text{prefill}"), unit_of("B^*")) == \
         ("", "", "")
+    # a step about an internal reference goes whole; a title that empties keeps its head
+    from symroof.derivation import Derivation
+    from symroof.surfaces.handout import derivation_latex
+    d = Derivation("Adam: the book's 10 bytes")
+    d.step("lecture 1: the seed's count", "N", 2)
+    d.step("the count", "K", 3)
+    assert derivation_latex(d).splitlines() == [
+        r"\subsection*{Adam}", r"\begin{align*}", r"\intertext{the count}", "K &= 3",
+        r"\end{align*}"]
 
 
 def test_handout_has_no_internal_reference(handout):
