@@ -273,3 +273,26 @@ def test_every_row_key_has_words():
     assert row_words("attn/kv_a_proj") == "attention: KV down-projection"
     assert row_words("bwd/attn/q_proj/dx") == "backward, attention: Q projection, input gradient"
     assert row_words("recompute/moe/shared/up") == "recompute, MoE shared expert: up projection"
+
+
+def test_a_quantity_over_its_unit_reads_as_the_quantity_with_its_unit():
+    """``T / \\mu\\text{s} = 23.3`` is ``T = 23.3 µs`` in the handout (a single number with
+    its SI prefix, a row of them with the unit written once); a formula keeps its left side."""
+    import sympy as sp
+
+    from symroof.derivation import Derivation
+    from symroof.surfaces.handout import derivation_latex
+    from symroof.symbols import C
+
+    d = Derivation("Units")
+    d.step("a gather", r"T_\text{AG} / \mu\text{s}", sp.Float(23.3, 3))
+    d.step("a pod", r"M_\text{pod} / \text{TB}", 860)
+    d.step("a prefill", r"T / \text{s}", sp.Rational(917, 1000))
+    d.step("levels", r"W / (\text{GB/s})", sp.ImmutableMatrix([[514, 413]]))
+    d.step("a run", r"T / \text{days}", sp.Float(44.7, 3))
+    d.step("a formula", r"T / \text{s}", 10**12 / C)
+    rows = [r.split(r" \\")[0] for r in derivation_latex(d).splitlines() if "&=" in r]
+    assert rows == [r"T_\text{AG} &= 23.3\,\mu\mathrm{s}", r"M_\text{pod} &= 860\,\mathrm{TB}",
+                    r"T &= 917\,\mathrm{ms}",
+                    r"W &= \left[\begin{matrix}514 & 413\end{matrix}\right]\,\mathrm{GB/s}",
+                    r"T &= 44.7\,\mathrm{days}", r"T / \text{s} &= \frac{10^{12}}{C}"]

@@ -25,10 +25,10 @@ from ..hardware import CHIPS
 from ..models.check import QUANTITIES, CheckReport
 from ..models.presets import MODELS
 from ..prose import tex_text
-from ..render import latex, number
+from ..render import PREFIXED, latex, number
 
 __all__ = ["INTERNAL", "for_students", "short_claim", "unit_of", "stated_unit",
-           "derivation_latex", "handout_latex", "product_name", "WORDS", "in_words",
+           "derivation_latex", "handout_latex", "per_unit", "product_name", "WORDS", "in_words",
            "ROW_WORDS", "row_words", "PASSES", "BLOCKS", "pass_and_block", "grouped_rows",
            "grouped_latex"]
 
@@ -217,6 +217,56 @@ def _in_unit(x: Any, unit: str) -> str:
     return rf"{shown}\,{tex}"
 
 
+#: a left side divided by its unit (``T_\text{AG} / \mu\text{s}``, ``W / (\text{GB/s})``)
+_PER = re.compile(r"^(.+?)\s*/\s*(?:(\\mu)\\text\{s\}|\\text\{\(?([\w/]+?)\)?\}|"
+                  r"\(\\text\{([\w/]+)\}\))$")
+#: the base units a divided left side may name, with SI prefixes (and those without)
+_BASES, _WORD_UNITS = ("FLOP/s", "B/s", "s", "B", "Hz"), {"byte": "B", "days": "days",
+                                                         "years": "years"}
+_SCALE = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,
+          "m": sp.Rational(1, 10**3), "u": sp.Rational(1, 10**6), "n": sp.Rational(1, 10**9)}
+
+
+def per_unit(lhs: str) -> tuple[str, str, str, Any] | None:
+    r"""A left side divided by a unit, as (the quantity, the unit as written, its base unit,
+    the unit in base units), or None: the handout writes ``T_\text{AG} = 23.3\,\mu\mathrm{s}``
+    for ``T_\text{AG} / \mu\text{s} = 23.3``.
+
+    >>> per_unit(r"T_\text{AG} / \mu\text{s}"), per_unit(r"W / (\text{GB/s})")
+    (('T_\\text{AG}', 'us', 's', 1/1000000), ('W', 'GB/s', 'B/s', 1000000000))
+    >>> per_unit(r"P / 10^{9}"), per_unit(r"\text{bytes} / \text{KiB}")
+    (None, None)
+    """
+    m = _PER.match(lhs)
+    if m is None:
+        return None
+    said = "us" if m[2] else m[3] or m[4]
+    if said in _WORD_UNITS:
+        return m[1], said, _WORD_UNITS[said], 1
+    base = next((b for b in _BASES if said.endswith(b) and said[:-len(b)] in _SCALE), None)
+    return None if base is None else (m[1], said, base, _SCALE[said[:-len(base)]])
+
+
+def _per_unit_row(s: DerivationStep) -> str | None:
+    """``lhs &= value`` for a left side divided by its unit and a numeric value: the
+    quantity, and the value with its unit (one number: with its SI prefix)."""
+    per = per_unit(s.lhs) if isinstance(s.lhs, str) else None
+    x = s.rhs if s.at_value is None else None
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        x = sp.nsimplify(x) if isinstance(x, float) else sp.Integer(x)
+    numbers = isinstance(x, (sp.MatrixBase, sp.Tuple)) and all(v.is_number for v in x)
+    if per is None or not (isinstance(x, sp.Basic) and x.is_number and x.is_real or numbers):
+        return None
+    lhs, said, unit, scale = per
+    if numbers:  # a row of numbers: the unit as written, once, after it
+        shown = _in_unit(x, said)
+    elif unit in PREFIXED:
+        shown = number(x * scale, unit)
+    else:
+        shown = rf"{number(x)}\,\mathrm{{{unit}}}"
+    return f"{_tex(lhs)} &= {shown}"
+
+
 def _row(s: DerivationStep) -> str:
     statement = for_students(s.statement)
     stated = stated_unit(s.statement)
@@ -224,7 +274,7 @@ def _row(s: DerivationStep) -> str:
 
     def value(x: Any) -> str:
         return _tex(x, unit) if stated is None or isinstance(x, str) else _in_unit(x, stated)
-    row = f"{_tex(s.lhs)} &= {value(s.rhs)}"
+    row = (stated is None and _per_unit_row(s)) or f"{_tex(s.lhs)} &= {value(s.rhs)}"
     if s.at_value is not None:
         row += r" \\*" + "\n" + f"&= {value(s.at_value)}"
     if s.because and for_students(s.because):  # beside its equation, not at the far margin
