@@ -38,7 +38,7 @@ import sympy as sp
 
 from ..derivation import Derivation
 from ..render import number
-from ..surfaces.handout import product_name
+from ..surfaces.handout_words import product_name
 
 __all__ = ["Template", "Problem", "BOOK_SEED", "shown"]
 
@@ -64,7 +64,7 @@ def articled(text: str) -> str:
 def shown(value: Any) -> str:
     """A parameter as a statement prints it: integers as they are, other numbers at up to 4
     significant figures in e-notation past 10^4 (``8.1e11``), chips and models by their
-    product names (:func:`~symroof.surfaces.handout.product_name`), other names as they are.
+    product names (:func:`~symroof.surfaces.handout_words.product_name`), other names as they are.
 
     >>> shown(4096), shown(8.1e11), shown(sp.Rational(1, 2)), shown("tpu-v5e"), shown("h100")
     ('4096', '8.1e11', '1/2', 'TPU v5e', 'H100')
