@@ -296,3 +296,17 @@ def test_a_quantity_over_its_unit_reads_as_the_quantity_with_its_unit():
                     r"T &= 917\,\mathrm{ms}",
                     r"W &= \left[\begin{matrix}514 & 413\end{matrix}\right]\,\mathrm{GB/s}",
                     r"T &= 44.7\,\mathrm{days}", r"T / \text{s} &= \frac{10^{12}}{C}"]
+
+
+def test_a_roofline_table_names_its_rows_in_words_for_students():
+    """Each row of an op-by-op roofline table, the bottleneck it names and the notes under it
+    in words for the students; the teacher's edition keeps the row keys."""
+    import symroof as sr
+    from symroof.surfaces.notes import latex_item
+
+    table = sr.roofline_table(sr.model("llama-3.1-8b"), sr.chip("h100"), sr.Step(1, context=64))
+    students, teacher = latex_item(table, audience="students"), latex_item(table)
+    assert "\nattention: Q projection & " in students and "\nLM head & " in students
+    assert "LM head on the last position" in students or "LM head on every position" in students
+    assert not re.findall(r".{30}(?:\\_|attn/|mlp/).{30}", students)
+    assert "\nattn/q\\_proj & " in teacher and "lm\\_head on" in teacher

@@ -166,7 +166,7 @@ def _check_caption(label: str) -> str:
 
 def _check_latex(report: CheckReport, students: bool = False) -> str:
     """The op-by-op table of a check report; the students' names each op and says its
-    caption in words (:func:`~symroof.surfaces.handout.row_words`, ``in_words``), the
+    caption in words (:func:`~symroof.surfaces.handout_words.row_words`, ``in_words``), the
     teacher's prints the row keys."""
     bad = {(m.op, m.quantity): m for m in report.mismatches}
     head = ["op", "FLOPs", "useful FLOPs", "weight B", "KV B", "act B", "verdict"]
