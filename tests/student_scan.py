@@ -8,7 +8,8 @@ import re
 #: the test's own reading of a numeric result's unit, by its left side (not the handout's)
 DIMENSIONS = [(r"^[Tt](?:_|\()", "s"), (r"^(?:\\Delta )?\\text\{FLOPs\}", "FLOP"),
               (r"^\\text\{(?:bytes|KV)\}|^M(?:_|$)|^V_b", "B"), (r"^\\text\{AI\}|^C / W$",
-                                                                  "FLOP/B")]
+                                                                  "FLOP/B"),
+              (r"^C(?:_|\^)", "FLOP/s"), (r"^W(?:_|\^)", "B/s")]
 #: a unit LaTeX prints after a number: \,\mathrm{ms}, \,\mu\mathrm{s}, \%
 UNIT = re.compile(r"\\,(?:\\mu)?\\mathrm\{[A-Za-z/]+\}|\\%")
 PLAIN_NUMBER = re.compile(r"-?\d[\d.,]*(?: \\times 10\^\{-?\d+\})?")

@@ -291,11 +291,14 @@ def test_a_quantity_over_its_unit_reads_as_the_quantity_with_its_unit():
     d.step("levels", r"W / (\text{GB/s})", sp.ImmutableMatrix([[514, 413]]))
     d.step("a run", r"T / \text{days}", sp.Float(44.7, 3))
     d.step("a formula", r"T / \text{s}", 10**12 / C)
+    d.step("latency-bound below (bytes)", "V^*_8", 360000)  # a unit the statement states
+    d.step("the A100's units", r"C^\text{A100}", 312 * 10**12)  # a peak, read off its letter
     rows = [r.split(r" \\")[0] for r in derivation_latex(d).splitlines() if "&=" in r]
     assert rows == [r"T_\text{AG} &= 23.3\,\mu\mathrm{s}", r"M_\text{pod} &= 860\,\mathrm{TB}",
                     r"T &= 917\,\mathrm{ms}",
                     r"W &= \left[\begin{matrix}514 & 413\end{matrix}\right]\,\mathrm{GB/s}",
-                    r"T &= 44.7\,\mathrm{days}", r"T / \text{s} &= \frac{10^{12}}{C}"]
+                    r"T &= 44.7\,\mathrm{days}", r"T / \text{s} &= \frac{10^{12}}{C}",
+                    r"V^*_8 &= 360\,\mathrm{kB}", r"C^\text{A100} &= 312\,\mathrm{TFLOP/s}"]
 
 
 def test_a_roofline_table_names_its_rows_in_words_for_students():

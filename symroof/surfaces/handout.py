@@ -116,7 +116,7 @@ def short_claim(text: str) -> str:
 #: peak ``C``, a bandwidth ``W``, a memory ``M``, a KV cache or a collective's ``V_b``;
 #: a left side divided by something (``T / \text{ms}``) is already a pure number
 _UNITS = [(r"^[Tt](?:_|\()", "s"), (r"^\\text\{FLOPs\}", "FLOP"), (r"\\text\{bytes\}", "B"),
-          (r"^\\text\{AI\}", "FLOP/B"), (r"^C(?:_|$)", "FLOP/s"), (r"^W(?:_|$)", "B/s"),
+          (r"^\\text\{AI\}", "FLOP/B"), (r"^C(?:_|\^|$)", "FLOP/s"), (r"^W(?:_|\^|$)", "B/s"),
           (r"^M(?:_|$)", "B"), (r"^\\text\{KV\}", "B"), (r"^V_b", "B")]
 
 
@@ -148,7 +148,7 @@ def _tex(x: Any, unit: str = "") -> str:
 
 
 #: a statement that names its value's unit last, in brackets: "attention core (ms)"
-_STATED = re.compile(r"\((ms|us|ns|s|kB|MB|GB|TB|GB/s|TB/s|FLOP/B|%|days|years)\)\s*$")
+_STATED = re.compile(r"\((ms|us|ns|s|kB|MB|GB|TB|GB/s|TB/s|FLOP/B|%|days|years|bytes)\)\s*$")
 #: or in words, last: "the per-op sums, in milliseconds"
 _IN_WORDS = {"milliseconds": "ms", "microseconds": "us", "seconds": "s"}
 _STATED_WORDS = re.compile(r",? in (" + "|".join(_IN_WORDS) + r")\s*$")
@@ -169,13 +169,24 @@ def stated_unit(statement: str) -> str | None:
     return m.group(1)
 
 
+def _as_basic(x: Any) -> Any:
+    """A Python number as SymPy's (exact), anything else as it is."""
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return sp.nsimplify(x) if isinstance(x, float) else sp.Integer(x)
+    return x
+
+
 def _in_unit(x: Any, unit: str) -> str:
     """A pure number in a stated unit: ``3.69\\,\\mathrm{ms}``."""
+    x = _as_basic(x)
     shown = handout_latex(x)
     numbers = isinstance(x, (sp.MatrixBase, sp.Tuple)) and all(v.is_number for v in x)
     if not (isinstance(x, sp.Basic) and x.is_number or numbers):  # numbers: a row of them
         return shown
-    tex = {"us": r"\mu\mathrm{s}", "%": r"\%"}.get(unit, rf"\mathrm{{{unit}}}")
+    if unit == "bytes" and not numbers:  # a count of bytes, with its SI prefix: 360 kB
+        return number(x, "B")
+    tex = {"us": r"\mu\mathrm{s}", "%": r"\%", "bytes": r"\mathrm{B}"}.get(
+        unit, rf"\mathrm{{{unit}}}")
     return rf"{shown}\,{tex}"
 
 
@@ -183,9 +194,7 @@ def _per_unit_row(s: DerivationStep) -> str | None:
     """``lhs &= value`` for a left side divided by its unit and a numeric value: the
     quantity, and the value with its unit (one number: with its SI prefix)."""
     per = per_unit(s.lhs) if isinstance(s.lhs, str) else None
-    x = s.rhs if s.at_value is None else None
-    if isinstance(x, (int, float)) and not isinstance(x, bool):
-        x = sp.nsimplify(x) if isinstance(x, float) else sp.Integer(x)
+    x = _as_basic(s.rhs) if s.at_value is None else None
     numbers = isinstance(x, (sp.MatrixBase, sp.Tuple)) and all(v.is_number for v in x)
     if per is None or not (isinstance(x, sp.Basic) and x.is_number and x.is_real or numbers):
         return None
