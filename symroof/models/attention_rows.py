@@ -28,8 +28,8 @@ from ..conventions import current
 from ..cost import Cost
 from . import rows as rw
 
-__all__ = ["Heads", "context", "pairs", "softmax_flops", "fused_bytes", "blocks", "core",
-           "core_rows", "CORE_MODES", "kv_passes"]
+__all__ = ["Heads", "context", "pairs", "counted_pairs", "softmax_flops", "fused_bytes",
+           "blocks", "core", "core_rows", "CORE_MODES", "kv_passes"]
 
 #: forms of the attention core a forward step can take (training takes naive and fused)
 CORE_MODES = ("naive", "fused", "flash")
@@ -58,21 +58,36 @@ def context(T: Any, c: Any, window: Any) -> tuple[sp.Expr, sp.Expr]:
     return T + sp.Min(c, W - 1), m * c + m * (m + 1) / 2 + (T - m) * W
 
 
+def counted_pairs(T: Any, c: Any, window: Any) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
+    """(K, X, P): keys read per sequence, and the (query, key) pairs per sequence and head a
+    naive core executes (X) and counts as useful (P), under ``attention_pairs``: "causal"
+    executes all T x K and counts :func:`context`'s P; "all" counts every one of the T x K;
+    "new" (llm-analysis) executes and counts the T x T pairs of the new tokens only.
+
+    >>> from symroof.conventions import using
+    >>> counted_pairs(1, 99, None)                # decode: 100 pairs, all of them useful
+    (100, 100, 100)
+    >>> with using("llm-analysis"):
+    ...     counted_pairs(1, 99, None)   # one pair, the 99 cached keys unattended
+    (100, 1, 1)
+    """
+    K, P = context(T, c, window)
+    rule, T = current().attention_pairs, sp.sympify(T)
+    if rule == "new":
+        return K, T ** 2, T ** 2
+    return K, T * K, P if rule == "causal" else T * K
+
+
 def pairs(T: Any, c: Any, window: Any) -> tuple[sp.Expr, sp.Expr]:
-    """(K, P) as :func:`context` gives them, or, under ``attention_pairs="all"``, every one
-    of the T x K (query, key) pairs counted as useful (``"new"``: the T x T of the new tokens).
+    """(K, P) of :func:`counted_pairs`: keys read, useful pairs per sequence and head.
 
     >>> from symroof.conventions import using
     >>> with using("llm-viewer"):
     ...     pairs(4, 0, None)
     (4, 16)
-    >>> with using("llm-analysis"):
-    ...     pairs(1, 99, None)   # decode: one pair, the 99 cached keys unattended
-    (100, 1)
     """
-    K, P = context(T, c, window)
-    rule = current().attention_pairs
-    return K, {"causal": P, "all": sp.sympify(T) * K, "new": sp.sympify(T) ** 2}[rule]
+    K, _, P = counted_pairs(T, c, window)
+    return K, P
 
 
 def softmax_flops(rows: Any, elements: Any, useful: Any) -> tuple[Any, Any]:
@@ -162,27 +177,27 @@ def core(mode: str, B: Any, T: Any, c: Any, h: Heads, *, window: Any, ab: Any, k
     4*B*S*d_h
     """
     cv = current()
-    K, P = pairs(T, c, window)
+    K, X, P = counted_pairs(T, c, window)
     H, d_k, d_v = h.H, h.d_k, h.d_v
     n, cap = B * T, (3 if softcap else 0)
     kv_factor = kv_passes()
     kv_stored = kv_factor - 1  # of the passes over the cache, those that write it back
-    soft, soft_useful = softmax_flops(B * H * T, B * H * T * K, B * H * P)
+    soft, soft_useful = softmax_flops(B * H * T, B * H * X, B * H * P)
     if mode == "naive":
         q_heads = H if cv.prefill_q_heads == "H" else \
             h.k_elems / d_k + (H - h.k_elems / d_k) * sp.Min(1, c)  # KV heads if c = 0
-        scores = B * H * T * K * ab  # the score (and probability) matrix
+        scores = B * H * X * ab  # the score (and probability) matrix: T x K executed
         k_cache, v_cache = B * K * h.k_elems * kvb, B * K * h.v_elems * kvb
         return {  # scores: reads Q and K, writes s; softmax: s to p; av: reads p and V, writes o
-            "attn/scores": Cost(flops=rw.mac_flops(B * H * T * K * d_k),
+            "attn/scores": Cost(flops=rw.mac_flops(B * H * X * d_k),
                                 useful_flops=rw.mac_flops(B * H * P * d_k),
                                 kv_bytes=kv_factor * k_cache, kv_store_bytes=kv_stored * k_cache,
                                 act_bytes=n * q_heads * d_k * ab + scores,
                                 act_store_bytes=scores),
-            "attn/softmax": Cost(flops=soft + _capped(cap, B * H * T * K),
+            "attn/softmax": Cost(flops=soft + _capped(cap, B * H * X),
                                  useful_flops=soft_useful + _capped(cap, B * H * P),
                                  act_bytes=2 * scores, act_store_bytes=scores),
-            "attn/av": Cost(flops=rw.mac_flops(B * H * T * K * d_v),
+            "attn/av": Cost(flops=rw.mac_flops(B * H * X * d_v),
                             useful_flops=rw.mac_flops(B * H * P * d_v),
                             kv_bytes=kv_factor * v_cache, kv_store_bytes=kv_stored * v_cache,
                             act_bytes=scores + n * H * d_v * ab,
