@@ -387,6 +387,7 @@ def test_serve_params_and_prefill_take_conventions():
     # length: 4 sequences x 8,192 tokens x 100 kB, twice
     assert mine.cost.kv_bytes == 4 * 8192 * 100_000
     assert peer.cost.kv_bytes == 2 * 4 * 8192 * 100_000
+    assert (mine.cost.kv_store_bytes, peer.cost.kv_store_bytes) == (0, 4 * 8192 * 100_000)
     assert str(peer).splitlines()[0].endswith("KV bf16, conventions: llm-analysis:")
     assert "conventions" not in str(mine)
     mac = sr.serve_params(30 * 10**9, v5e, **args,
@@ -449,6 +450,7 @@ def test_the_whole_model_cost_is_the_rows_contractions_under_every_profile(name)
             assert whole.flops == sum(c.useful_flops for c in mm), said
             assert whole.weight_bytes == sum(c.weight_bytes for c in mm), said
             assert whole.kv_bytes == sum(c.kv_bytes for c in core), said
+            assert whole.kv_store_bytes == sum(c.kv_store_bytes for c in core), said
             total = sum(rows.values(), sr.Cost())
             assert total.useful_flops >= whole.flops and total.bytes >= whole.bytes, said
 
