@@ -12,6 +12,7 @@ import gzip
 import json
 from pathlib import Path
 
+import pytest
 import sympy as sp
 from test_serving_act_bytes import NOT_DECLARED
 
@@ -109,3 +110,43 @@ def test_a_tables_stores_are_its_rows_stores():
     total = t.total
     assert (t._total.act_store_bytes, t._total.kv_store_bytes) == (total.act_store_bytes,
                                                                    total.kv_store_bytes)
+
+
+def _twin_stores(model, B: int, T: int, cached: int, attention: str):
+    """The NumPy twin's own ledger of the bytes each op writes (it never sees a formula),
+    and its routing (tokens per expert per MoE layer) for the symbolic side."""
+    import numpy as np
+
+    from symroof.models.check import _numeric_config, _widths
+    from symroof.numeric import Counter, KVCache, forward, init_params
+
+    cfg = _numeric_config(model)
+    params, rng = init_params(cfg, seed=0), np.random.default_rng(0)
+    cache = KVCache(cfg, B)
+    if cached:
+        forward(params, cfg, rng.integers(0, cfg.V, size=(B, cached)), cache=cache,
+                attention=attention)
+    counter, trace = Counter(**_widths(model)), []
+    forward(params, cfg, rng.integers(0, cfg.V, size=(B, T)), cache=cache, counter=counter,
+            last_only=T == 1, attention=attention, trace=trace)
+    return counter.stored, [[int(t) for t in layer] for layer in trace]
+
+
+@pytest.mark.parametrize("attention", ["naive", "flash"])
+def test_every_rows_stores_are_the_twins_writes(attention):
+    """Every family's tiny twin (test_check_families.FAMILIES), a decode step and a chunk:
+    each op's activation and KV bytes written, as the twin counts its writes, equal the
+    row's ``act_store_bytes`` and ``kv_store_bytes``, exactly."""
+    from test_check_families import FAMILIES, TINY
+
+    for family, fields in {"llama": {}, **FAMILIES}.items():
+        model = TINY.replace(**fields, attn_block=2)
+        for B, T, cached in ((1, 1, 6), (2, 3, 4)):
+            stored, trace = _twin_stores(model, B, T, cached, attention)
+            rows = model.ops(B, T, cached, last_only=T == 1, attention=attention,
+                             tokens_per_expert=trace if model.moe is not None else None)
+            assert set(rows) == set(stored), family
+            for key, cost in rows.items():
+                assert (cost.act_store_bytes, cost.kv_store_bytes) == (
+                    stored[key]["act_store_bytes"], stored[key]["kv_store_bytes"]), \
+                    (family, attention, B, T, key)
