@@ -50,6 +50,11 @@ def test_llm_analysis_naive_decode_executes_only_the_new_pairs():
     assert mine.numbers["attn/scores"].flops == 2 * 32 * 2048 * 128 * 32  # 536,870,912
     # the cache is still read (and written back) in full: the bytes do not shrink
     assert scores.kv_bytes == 2 * 32 * 2048 * 8 * 128 * 2
+    # llm-analysis 0.2.2 itself (PyPI; LLMAnalysis(ModelConfig(num_layers=32, n_head=32,
+    # hidden_dim=4096, num_key_value_heads=8, ...)).get_num_flops_fwd_per_layer_attn(1, 1),
+    # the call its decode makes): 83,902,464 a layer, projections and the one new pair
+    attn = sum(v.flops for k, v in t.numbers.items() if k.startswith("attn/"))
+    assert attn == 32 * 83_902_464
 
 
 def test_llm_analysis_flops_are_its_own_under_a_naive_core_too(tmp_path):
