@@ -57,6 +57,18 @@ def test_llm_analysis_naive_decode_executes_only_the_new_pairs():
     assert attn == 32 * 83_902_464
 
 
+@pytest.mark.parametrize("attention", ["naive", "fused", "flash"])
+def test_llm_analysis_decode_flops_do_not_grow_with_the_context_in_any_core(attention):
+    """attention_pairs="new": whatever kernel runs the core (the blockwise one's KV blocks
+    included), a decode step's FLOPs are the same at context 11 and 4001; its KV bytes grow."""
+    m = sr.model("llama-2-7b")
+    short, long = (sum(c for k, c in m.ops(1, 1, cached, attention=attention,
+                                           conventions="llm-analysis").items()
+                       if k.startswith("attn/")) for cached in (10, 4000))
+    assert short.flops == long.flops and short.useful_flops == long.useful_flops
+    assert long.kv_bytes > short.kv_bytes
+
+
 def test_llm_analysis_flops_are_its_own_under_a_naive_core_too(tmp_path):
     """llm-analysis's own totals (tests/data/llm_analysis_d841e40.json.gz: Llama-2-7B, 13B,
     70B, batch 1 and 16, prompts of 512 and 2048, 128 generated) under a naive core: every

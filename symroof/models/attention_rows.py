@@ -28,7 +28,7 @@ from ..conventions import current
 from ..cost import Cost
 from . import rows as rw
 
-__all__ = ["Heads", "context", "pairs", "counted_pairs", "softmax_flops", "fused_bytes",
+__all__ = ["Heads", "Pairs", "context", "pairs", "counted_pairs", "softmax_flops", "fused_bytes",
            "blocks", "core", "core_rows", "CORE_MODES", "kv_passes"]
 
 #: forms of the attention core a forward step can take (training takes naive and fused)
@@ -58,24 +58,34 @@ def context(T: Any, c: Any, window: Any) -> tuple[sp.Expr, sp.Expr]:
     return T + sp.Min(c, W - 1), m * c + m * (m + 1) / 2 + (T - m) * W
 
 
-def counted_pairs(T: Any, c: Any, window: Any) -> tuple[sp.Expr, sp.Expr, sp.Expr]:
-    """(K, X, P): keys read per sequence, and the (query, key) pairs per sequence and head a
-    naive core executes (X) and counts as useful (P), under ``attention_pairs``: "causal"
-    executes all T x K and counts :func:`context`'s P; "all" counts every one of the T x K;
-    "new" (llm-analysis) executes and counts the T x T pairs of the new tokens only.
+class Pairs(NamedTuple):
+    """What a step's attention core attends, per sequence and head (:func:`counted_pairs`)."""
+
+    K: Any  # keys read
+    executed: Any  # (query, key) pairs a naive core evaluates
+    useful: Any  # of those, the ones counted as useful
+    cached: Any  # cached positions the queries attend (the blockwise kernel's blocks)
+
+
+def counted_pairs(T: Any, c: Any, window: Any) -> Pairs:
+    """Keys read per sequence, and the (query, key) pairs per sequence and head a naive core
+    executes and counts as useful, under ``attention_pairs``: "causal" executes all T x K
+    and counts :func:`context`'s P; "all" counts every one of the T x K; "new"
+    (llm-analysis) executes and counts the T x T pairs of the new tokens only, the c cached
+    positions unattended.
 
     >>> from symroof.conventions import using
     >>> counted_pairs(1, 99, None)                # decode: 100 pairs, all of them useful
-    (100, 100, 100)
+    Pairs(K=100, executed=100, useful=100, cached=99)
     >>> with using("llm-analysis"):
     ...     counted_pairs(1, 99, None)   # one pair, the 99 cached keys unattended
-    (100, 1, 1)
+    Pairs(K=100, executed=1, useful=1, cached=0)
     """
     K, P = context(T, c, window)
     rule, T = current().attention_pairs, sp.sympify(T)
     if rule == "new":
-        return K, T ** 2, T ** 2
-    return K, T * K, P if rule == "causal" else T * K
+        return Pairs(K, T ** 2, T ** 2, sp.Integer(0))
+    return Pairs(K, T * K, P if rule == "causal" else T * K, sp.sympify(c))
 
 
 def pairs(T: Any, c: Any, window: Any) -> tuple[sp.Expr, sp.Expr]:
@@ -86,8 +96,8 @@ def pairs(T: Any, c: Any, window: Any) -> tuple[sp.Expr, sp.Expr]:
     ...     pairs(4, 0, None)
     (4, 16)
     """
-    K, _, P = counted_pairs(T, c, window)
-    return K, P
+    pairs = counted_pairs(T, c, window)
+    return pairs.K, pairs.useful
 
 
 def softmax_flops(rows: Any, elements: Any, useful: Any) -> tuple[Any, Any]:
@@ -177,7 +187,7 @@ def core(mode: str, B: Any, T: Any, c: Any, h: Heads, *, window: Any, ab: Any, k
     4*B*S*d_h
     """
     cv = current()
-    K, X, P = counted_pairs(T, c, window)
+    K, X, P, seen = counted_pairs(T, c, window)
     H, d_k, d_v = h.H, h.d_k, h.d_v
     n, cap = B * T, (3 if softcap else 0)
     kv_factor = kv_passes()
@@ -207,7 +217,7 @@ def core(mode: str, B: Any, T: Any, c: Any, h: Heads, *, window: Any, ab: Any, k
     if mode == "fused":
         flops = matmuls + soft_useful + _capped(cap, B * H * P)
     else:  # per row: 5n - 2, 3 per extra block (new max, its exp, rescale l), o: d_v (2J - 1)
-        J = blocks(T, c, window, block)
+        J = blocks(T, seen, window, block)
         flops = matmuls + B * H * ((5 + cap) * P - 2 * T + 3 * (J - T) + d_v * (2 * J - T))
     act, written, kv = fused_bytes(B, T, K, h, ab=ab, kvb=kvb)
     return {"attn/core": Cost(flops=flops, kv_bytes=kv_factor * kv, act_bytes=act,
