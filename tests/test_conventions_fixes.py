@@ -137,3 +137,28 @@ def test_transcendentals_apart_reaches_the_softcapped_attention_backward(attenti
     else:
         assert out["bwd/attn/core"] == (2 * causal, 2 * causal)
     assert out["bwd/mlp/geglu"] == (42 * 32 * 14336,) * 2
+
+
+def test_each_backward_op_leaves_out_its_own_transcendentals():
+    """The backward ops one by one, over N elements (rows of N for the norms, N x N for the
+    softmax): what each evaluates of exp, tanh, erf or sqrt, as the math has it."""
+    from symroof.conventions import using
+    from symroof.models import backward as bw
+    from symroof.models import backward_dense as bd
+    from symroof.symbols import N
+
+    ops = {  # op -> transcendentals in it
+        "swiglu": (lambda: bw.swiglu_backward(N), N),  # the sigmoid's exp
+        "rmsnorm": (lambda: bw.rmsnorm_backward(N, 8), N),  # a sqrt a row
+        "layernorm": (lambda: bd.layernorm_backward(N, 8), N),
+        "gelu": (lambda: bd.activation_backward("gelu", gated=False, n=N), 2 * N),  # erf, exp
+        "gelu_tanh": (lambda: bd.activation_backward("gelu_tanh", gated=True, n=N), N),
+        "softmax": (lambda: bw.softmax_backward(N, N), 0),  # p is saved: none
+        "softcapped softmax": (lambda: bw.softmax_backward(N, N, softcap=True), N * N),
+        "cross_entropy_backward": (lambda: bw.cross_entropy_backward(N, 8), 8 * N),
+    }
+    for name, (op, n) in ops.items():
+        mine = op()
+        with using(APART):
+            apart = op()
+        assert sp.expand(mine.flops - apart.flops - n) == 0, name
