@@ -196,7 +196,7 @@ def core(mode: str, B: Any, T: Any, c: Any, h: Heads, *, window: Any, ab: Any, k
     if mode == "naive":
         q_heads = H if cv.prefill_q_heads == "H" else \
             h.k_elems / d_k + (H - h.k_elems / d_k) * sp.Min(1, c)  # KV heads if c = 0
-        scores = B * H * X * ab  # the score (and probability) matrix: T x K executed
+        scores = B * H * X * ab  # the score (and probability) matrix, at the executed pairs
         k_cache, v_cache = B * K * h.k_elems * kvb, B * K * h.v_elems * kvb
         return {  # scores: reads Q and K, writes s; softmax: s to p; av: reads p and V, writes o
             "attn/scores": Cost(flops=rw.mac_flops(B * H * X * d_k),
