@@ -92,9 +92,10 @@ def _compute(rows: dict, n: dict, b: Any, m: Any, z1: Any, own: Any) -> dict[str
     return out
 
 
-def _layer_keys(rows: dict) -> list[str]:
-    """The forward-row keys of the layers (every row ``fwd/`` holds L layers of)."""
-    outside = ("embed", "pos_embed", "final_norm", "lm_head", "logit_softcap", "loss")
+def _layer_keys(model: Any, rows: dict) -> list[str]:
+    """The forward-row keys of the layers (every row ``fwd/`` holds L layers of): not the
+    blocks' rows outside the layers, nor the loss."""
+    outside = (*model.blocks.outside(), "loss")
     return [k[4:] for k in rows if k.startswith("fwd/") and k[4:] not in outside]
 
 
@@ -124,7 +125,7 @@ def _whole_weights(model: Any, rows: dict) -> dict[str, tuple[Any, bool, bool]]:
     splits them)."""
     out: dict[str, tuple[Any, bool, bool]] = {}
     whole = sp.Integer(0)
-    for k in _layer_keys(rows):
+    for k in _layer_keys(model, rows):
         w = sp.sympify(rows[f"fwd/{k}"].weight_bytes).xreplace({_b: 0}) / model.L
         if w != 0:
             whole += w
@@ -170,7 +171,7 @@ def step_rows(model: Any, B: Any, seq: Any, remat: Any, n: dict, m: Any, z: tupl
     mb = model.act_bytes * B / m  # bytes of one value per token of a (global) microbatch
     # a pipeline hop: the stage's output x[B_data, D_tp], one chip's shard of the microbatch
     ((_, _, hop),) = at_degrees(activation_moves("hop"), n, mb * model.D)
-    keys = _layer_keys(rows)
+    keys = _layer_keys(model, rows)
     blocks, norms = _blocks(keys), sum(map(_d_norm, keys))
     rerun = 2 if _reruns_matmuls(model, rows) else 1  # a rerun forward reruns TP, EP comms
     # the changes of partition (train_layout), each as often as the schedule makes it
@@ -232,7 +233,7 @@ def layer_rows(model: Any, B: Any, seq: Any, n: dict, z: tuple,
     X, Ze = n["dp"] * n["fsdp"], n["ep"]
     z1, _, z3 = z
     n1 = {**n, "pp": 1}
-    keys = _layer_keys(rows)
+    keys = _layer_keys(model, rows)
     per_layer = {k: c * (1 / model.L) for k, c in rows.items()
                  if k.startswith(("fwd/", "bwd/")) and forward_key(k) in keys}
     out = _compute(per_layer, n1, B / (seq * X * Ze), 1, z1, 1)

@@ -104,6 +104,19 @@ class Attention:
             return self.latent.matmul_params(s.D, self.H)
         return s.D * self.H * self.d_h + 2 * s.D * self.G * self.d_h + self.H * self.d_h * s.D
 
+    def matmuls(self) -> tuple[str, ...]:
+        """Its rows that multiply by a weight matrix, as a training step runs them (MLA in
+        its naive form: no absorbed W_UK, W_UV): each has a dX and a dW row backward.
+
+        >>> Attention(fused_qkv=True).matmuls()
+        ('attn/qkv_proj', 'attn/o_proj')
+        """
+        if self.latent is not None:
+            q = ("q_proj",) if self.latent.q_rank is None else ("q_a_proj", "q_b_proj")
+            return tuple(f"attn/{k}" for k in (*q, "kv_a_proj", "kv_b_proj", "o_proj"))
+        qkv = ("qkv_proj",) if self.fused_qkv else ("q_proj", "k_proj", "v_proj")
+        return tuple(f"attn/{k}" for k in (*qkv, "o_proj"))
+
     def params(self, s: Stream) -> dict[str, sp.Expr]:
         """One layer's parameters: Wq + Wk + Wv + Wo, D.H.d_h + 2.D.G.d_h + H.d_h.D, the
         biases, the q/k norms' 2 d_h; MLA's own (:meth:`~symroof.models.MLA.params_per_layer`)."""

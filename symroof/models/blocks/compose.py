@@ -147,6 +147,29 @@ class Blocks:
         return (self.L * attention + self.dense_layers * mlp
                 + self.moe_layers * self.experts.matmul_params(s) + lm_head)
 
+    def matmuls(self) -> tuple[str, ...]:
+        """The forward rows that multiply by a weight matrix (6ND counts them: forward, dX
+        and dW), each block's in the order they run: attention, the dense MLP (when there
+        are dense layers), the experts, the lm_head.
+
+        >>> from symroof.models import model
+        >>> model("phi-3-mini").blocks.matmuls()
+        ('attn/qkv_proj', 'attn/o_proj', 'mlp/gate_up', 'mlp/down', 'lm_head')
+        """
+        mlp = self.mlp.matmuls() if self.dense_layers != 0 else ()
+        experts = self.experts.matmuls() if self.experts is not None else ()
+        return (*self.attention.matmuls(), *mlp, *experts, *self.head.matmuls())
+
+    def outside(self) -> tuple[str, ...]:
+        """The forward rows outside the layers (each once a step: the embedding's, the
+        positions', the head's), as :meth:`uses` marks them ``once``.
+
+        >>> from symroof.models import model
+        >>> model("gpt2").blocks.outside()
+        ('embed', 'pos_embed', 'final_norm', 'lm_head')
+        """
+        return tuple(k for k, u in self.uses().items() if u.once)
+
     def arrays(self) -> dict[str, Array]:
         """Every operand by path (``embed/W_embed``, ``attn/W_q``, ``mlp/W_down``,
         ``moe/W_up_e``, ``norms/attn_norm``, ``head/W_lm``): what a layout partitions.

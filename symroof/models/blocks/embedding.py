@@ -209,6 +209,11 @@ class Head:
         """The final norm (key ``norms``) and W_lm[D, V] (0 when tied)."""
         return {"norms": self.norm.params(s.D), "lm_head": sp.Integer(0) if tied else V * s.D}
 
+    def matmuls(self) -> tuple[str, ...]:
+        """Its row that multiplies by a weight matrix: the lm_head (the embedding's matrix
+        when tied; the embedding itself gathers rows, no matmul)."""
+        return ("lm_head",)
+
     def rows(self, n_out: Any, V: Any, s: Stream) -> dict[str, Cost]:
         """``final_norm``, ``lm_head`` (:func:`symroof.models.rows.lm_head`) and
         ``logit_softcap`` over the n_out positions whose logits are computed."""

@@ -53,6 +53,15 @@ class DenseMLP:
         """The matrices a token multiplies by: 3.D.F (ungated 2.D.F)."""
         return (3 if self.gated else 2) * s.D * self.F
 
+    def matmuls(self, part: str = "mlp") -> tuple[str, ...]:
+        """Its rows that multiply by a weight matrix (keys under ``part``).
+
+        >>> DenseMLP().matmuls(), DenseMLP(gated=False).matmuls("moe/shared")
+        (('mlp/gate', 'mlp/up', 'mlp/down'), ('moe/shared/up', 'moe/shared/down'))
+        """
+        first = ("up",) if not self.gated else ("gate_up",) if self.fused else ("gate", "up")
+        return tuple(f"{part}/{k}" for k in (*first, "down"))
+
     def params(self, s: Stream) -> dict[str, sp.Expr]:
         """One layer's parameters: the matrices and, with ``bias``, 2F + D (ungated F + D)."""
         bias = ((2 * self.F if self.gated else self.F) + s.D) if self.bias else 0
@@ -167,6 +176,19 @@ class Experts:
         shared expert and its gate vector."""
         m = self.moe
         return m.k * m.expert_params(s.D) + s.D * m.E + m.shared_params(s.D)
+
+    def matmuls(self) -> tuple[str, ...]:
+        """Its rows that multiply by a weight matrix: the router, the routed experts', the
+        shared expert's (its gate vector is part of ``moe/shared/scale``, an elementwise
+        row).
+
+        >>> from symroof.models import MoE
+        >>> Experts(MoE(E=8, k=2, F=14336)).matmuls()
+        ('moe/router', 'moe/gate', 'moe/up', 'moe/down')
+        """
+        shared = self.expert(self.moe.shared_F).matmuls("moe/shared") \
+            if self.moe.shared_F != 0 else ()
+        return ("moe/router", *self.expert(self.moe.F).matmuls("moe"), *shared)
 
     def params(self, s: Stream) -> dict[str, sp.Expr]:
         """One MoE layer's parameters by part: ``experts``, ``shared_experts``, ``router``.
