@@ -21,12 +21,13 @@ from typing import Any
 import sympy as sp
 
 from ...cost import Cost
+from ...numeric.config import Config
 from ...symbols import B as _B
 from ...symbols import S as _S
 from ...symbols import T as _T
 from .attention import Attention
 from .backprop import LayerGraph, Widths
-from .base import Array, Stream, Uses, fields_of, from_fields
+from .base import Array, Stream, Uses, fields_of, from_fields, plain
 from .embedding import Embedding, Head, Learned, Rope
 from .mlp import DenseMLP, Experts
 from .norm import Norm
@@ -275,16 +276,21 @@ class Blocks:
             out |= layers(self.experts.uses(), self.moe_layers)
         return out
 
-    def twin(self) -> dict[str, Any]:
-        """The NumPy twin's fields, each block's (the values as they are: numbers for a
-        model the twin can run); MoE's and MLA's as the records' fields."""
-        out: dict[str, Any] = {"D": self.stream.D, "L": self.L}
-        for part in (self.embedding, self.positions, self.residual, self.attention, self.mlp,
-                     self.head):
-            out |= part.twin()
-        out["norm"] = self.residual.norm.kind
-        out["moe"] = None if self.experts is None else self.experts.twin()
-        return out
+    def twin(self, name: str = "custom") -> Config:
+        """The NumPy twin's :class:`~symroof.numeric.Config`: D, L and each block's twin spec
+        (:mod:`symroof.numeric.spec`, plain numbers; the twin reads these records, never a
+        formula); a symbol where the twin needs a number is refused, naming it.
+
+        >>> from symroof.models import model
+        >>> cfg = model("gemma-2-9b").blocks.twin()
+        >>> cfg.post_norms, cfg.final_softcap, cfg.window_pattern
+        (True, 30, (True, False))
+        """
+        D, L = plain(self.stream.D, "D"), plain(self.L, "L")
+        parts = (self.embedding, self.positions, self.residual, self.residual.norm,
+                 self.attention, self.mlp, self.head)
+        return Config.of(D, L, *(p.twin() for p in parts), name=name,
+                         moe=None if self.experts is None else self.experts.twin())
 
     # -- training: the backward rows and the layer graphs, each block's composed ---------
     def backward_rows(self, B: Any, S: Any, mode: str, tokens_per_expert: Any, gb: Any,

@@ -16,13 +16,14 @@ from typing import Any
 import sympy as sp
 
 from ...cost import Cost
+from ...numeric.spec import MLPSpec, MoESpec
 from ...symbols import F as _F
 from .. import backward_dense as bd
 from .. import rows as rw
 from ..moe_rows import loads, moe_rows
 from ..spec import MoE, spec_fields
 from .backprop import Graph, Widths
-from .base import Array, Stream, Uses
+from .base import Array, Stream, Uses, plain
 
 __all__ = ["DenseMLP", "Experts", "route_backward_flops"]
 
@@ -86,10 +87,14 @@ class DenseMLP:
         return out | {"u": Array(("B", "T", "2*F" if self.gated else "F"), "act"),
                       "h": Array(("B", "T", "F"), "act")}
 
-    def twin(self) -> dict[str, Any]:
-        """The twin's ``F``, ``act``, ``gated``, ``fused_gate_up``, ``mlp_bias``."""
-        return {"F": self.F, "act": self.act, "gated": self.gated,
-                "fused_gate_up": self.fused, "mlp_bias": self.bias}
+    def twin(self) -> MLPSpec:
+        """The NumPy twin's spec of it.
+
+        >>> DenseMLP(F=172, fused=True).twin()
+        MLPSpec(F=172, act='silu', gated=True, fused_gate_up=True, mlp_bias=False)
+        """
+        return MLPSpec(F=plain(self.F, "F"), act=self.act, gated=self.gated,
+                       fused_gate_up=self.fused, mlp_bias=self.bias)
 
     # -- training -----------------------------------------------------------------------
     def backward(self, w: Widths, part: str = "mlp") -> dict[str, Cost]:
@@ -233,9 +238,9 @@ class Experts:
                     "a_s": Array(("B", "T", "F_s"), "act")}
         return out
 
-    def twin(self) -> dict[str, Any]:
-        """The record's fields (the twin's ``MoESpec`` has the same names)."""
-        return spec_fields(self.moe)
+    def twin(self) -> MoESpec:
+        """The NumPy twin's spec of it: the record's fields, same names, plain numbers."""
+        return MoESpec(**{k: plain(v, f"MoE {k}") for k, v in spec_fields(self.moe).items()})
 
     # -- training -----------------------------------------------------------------------
     def expert(self, F: Any) -> DenseMLP:
