@@ -4,6 +4,7 @@ FSDP weight gathered, its gradient reduced, TP's block input gathered and output
 a norm's sums of squares reduced) priced by ``redistribute`` is the plan's row, exactly."""
 
 import pytest
+import sympy as sp
 
 import symroof as sr
 from symroof.parallel.partition import redistribute
@@ -132,3 +133,22 @@ def test_a_pipeline_hop_sends_each_chips_shard_of_the_stage_output():
     m, Z, X = plan.microbatches, 2, 4
     for row in ("forward/pp/send activations", "backward/pp/send gradients"):
         assert plan.step[row].net_bytes == (m + Z - 2) * 4 * TOKENS * 128 // (m * X)
+
+
+def test_a_pipeline_is_timed_on_its_slowest_stage():
+    """GPipe's step is N_mb + Z - 1 microbatch times of its slowest stage (book ch. 5,
+    "Pipelining"): the last, which holds the head and the loss besides its L/Z layers, the
+    model's last ones. DeepSeek-V3 (its released config: 61 layers, the first 3 dense,
+    first_k_dense_replace = 3): one stage runs everything; with one layer a stage, the last
+    runs one of the 58 MoE layers, none of the 3 dense MLPs, the whole head, no embedding."""
+    from symroof.parallel.train_rows import stage_shares
+
+    keys = ("attn/o_proj", "mlp/down", "mlp/residual", "moe/down", "lm_head", "loss", "embed")
+    one, each = stage_shares(sr.model("deepseek-v3"), 1), stage_shares(sr.model("deepseek-v3"), 61)
+    assert [one(k) for k in keys] == [1] * 7
+    assert [each(k) for k in keys] == [sp.Rational(1, 61), 0, sp.Rational(1, 61),
+                                       sp.Rational(1, 58), 1, 1, 0]
+    # a plan says so where it prints its pipeline
+    mesh = sr.mesh("tpu-v5e", {"X": 4, "Y": 2}, custom=True)
+    plan = sr.train_plan(TOY, mesh, "dp+pp", dp=("X",), pp=("Y",), step=sr.TrainStep(16, 8))
+    assert "timed on its slowest stage, the last: 1 of 2 layers and the head" in str(plan)

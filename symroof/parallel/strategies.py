@@ -223,6 +223,10 @@ class TrainPlan:
                 f"  batch {_num(self.batch_tokens)} tokens, seq {self.seq}, remat "
                 f"{remat}" + (f", {self.microbatches} microbatches, bubble "
                                    f"{_num(self.bubble * 100)}%" if self.axes["pp"] else "")]
+        if self.axes["pp"]:  # the step waits on the slowest stage (parallel.train_rows)
+            layers = self.model.blocks.last_stage(self.degrees["pp"])["all"]
+            head.append(f"  timed on its slowest stage, the last: {_num(layers)} of "
+                        f"{self.model.L} layers and the head")
         if not self.lower.is_number:
             return "\n".join(head + ["  (symbolic)"])
         state = self.memory_total - self.memory["activations"]

@@ -163,13 +163,54 @@ class Blocks:
 
     def outside(self) -> tuple[str, ...]:
         """The forward rows outside the layers (each once a step: the embedding's, the
-        positions', the head's), as :meth:`uses` marks them ``once``.
+        positions', the head's; :meth:`uses` marks them ``once``).
 
         >>> from symroof.models import model
         >>> model("gpt2").blocks.outside()
         ('embed', 'pos_embed', 'final_norm', 'lm_head')
         """
-        return tuple(k for k, u in self.uses().items() if u.once)
+        first, last = self.ends()
+        return first + last
+
+    def ends(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The forward rows before the layers (the embedding's and the positions') and
+        after them (the head's): a pipeline's first stage and its last run them.
+
+        >>> from symroof.models import model
+        >>> model("gemma-2-9b").blocks.ends()
+        (('embed',), ('final_norm', 'lm_head', 'logit_softcap'))
+        """
+        first = self.embedding.uses() | self.positions.uses()
+        return tuple(first), tuple(self.head.uses(self.embedding.tied))
+
+    def layers_of(self, key: str) -> str:
+        """Which layers the forward or backward row ``key`` (no pass prefix) runs in:
+        ``"moe"`` (the experts' rows), ``"dense"`` (the dense MLP's, on the layers before
+        the experts') or ``"all"`` (attention, norms, residual sums: every layer).
+
+        >>> from symroof.models import model
+        >>> b = model("deepseek-v3").blocks
+        >>> [b.layers_of(k) for k in ("moe/gate", "mlp/gate_up_sum", "mlp/residual")]
+        ['moe', 'dense', 'all']
+        """
+        if key.startswith("moe/"):
+            return "moe"
+        return "dense" if key.startswith("mlp/") and key not in self.residual.uses() else "all"
+
+    def last_stage(self, Z: Any) -> dict[str, Any]:
+        """The layers of the last of Z pipeline stages, the layers split evenly in order
+        (L/Z each: a fraction where Z does not divide L, the average of the stages' counts):
+        ``all`` its layers, ``moe`` those with experts (the model's last ones),
+        ``dense`` the rest. The last stage also holds the head; its layers are the
+        heaviest (experts after dense first layers): it is the slowest stage.
+
+        >>> from symroof.models import model
+        >>> model("deepseek-v3").blocks.last_stage(1), model("deepseek-v3").blocks.last_stage(4)
+        ({'all': 61, 'moe': 58, 'dense': 3}, {'all': 61/4, 'moe': 61/4, 'dense': 0})
+        """
+        per = sp.sympify(self.L) / Z
+        moe = sp.Min(per, self.moe_layers)
+        return {"all": per, "moe": moe, "dense": per - moe}
 
     def arrays(self) -> dict[str, Array]:
         """Every operand by path (``embed/W_embed``, ``attn/W_q``, ``mlp/W_down``,
