@@ -152,3 +152,23 @@ def test_a_pipeline_is_timed_on_its_slowest_stage():
     mesh = sr.mesh("tpu-v5e", {"X": 4, "Y": 2}, custom=True)
     plan = sr.train_plan(TOY, mesh, "dp+pp", dp=("X",), pp=("Y",), step=sr.TrainStep(16, 8))
     assert "timed on its slowest stage, the last: 1 of 2 layers and the head" in str(plan)
+
+
+@pytest.mark.parametrize("name", ["llama-3.1-8b", "qwen3-0.6b"])
+def test_tp_forward_is_serving_2d_with_no_d_axes(name):
+    """Training's TP role on the Layout mechanism: the 2-D serving layout with D split over
+    no axis (heads and F over the TP axis, the stream x[B, D_tp] between blocks), walked
+    over one layer's forward rows by ``layer_collectives``, sends exactly the plan's TP
+    forward rows: each block's input gathered and output scattered, each D-wide norm's
+    sums of squares all-reduced (kind, axes and V alike)."""
+    from symroof.parallel.partition import layer_collectives
+    from symroof.parallel.serving_layouts import serving_layout
+
+    m, mesh, tokens = sr.model(name), sr.mesh("tpu-v5e", {"Y": 4}, custom=True), 4096
+    lay, sizes = serving_layout(m, mesh, tokens, 4096, "2d", ())
+    walked = layer_collectives(m.ops(1, 1, 0), lay, mesh, sizes, 2)
+    plan = sr.train_plan(m, mesh, "tp", batch_tokens=tokens, seq=4096)
+    tp = {k: c for k, c in plan.layer.items() if k.startswith("forward/tp/")}
+    assert sorted((c.kind, c.axes, c.V) for _, c in walked.values()) == \
+        sorted((c.kind, c.axes, c.V) for c in tp.values())
+    assert all(n == 1 for n, _ in walked.values()) and len(tp) == 6
