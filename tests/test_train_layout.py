@@ -172,3 +172,21 @@ def test_tp_forward_is_serving_2d_with_no_d_axes(name):
     assert sorted((c.kind, c.axes, c.V) for _, c in walked.values()) == \
         sorted((c.kind, c.axes, c.V) for c in tp.values())
     assert all(n == 1 for n, _ in walked.values()) and len(tp) == 6
+
+
+def test_the_last_stage_holds_its_layers_and_the_head():
+    """The plan's memory is the stage that holds the most, the last: Llama-3.1-70B (its
+    released config: 80 layers, D = 8192, V = 128256, untied) in 8 stages holds 10 layers
+    of attention and MLP, their 20 norms and the final one, the whole lm_head (8192 x
+    128256) and no embedding; one stage holds every parameter, for every preset."""
+    from symroof.models import MODELS
+
+    for m in MODELS.values():
+        assert m.blocks.stage_params(1) == m.blocks.params(), m.name
+    m = sr.model("llama-3.1-70b")
+    whole, last = m.blocks.params(), m.blocks.stage_params(8)
+    assert last == {"embedding": 0, "attention": whole["attention"] / 8,
+                    "mlp": whole["mlp"] / 8, "norms": 21 * 8192, "lm_head": 8192 * 128256}
+    plan = sr.train_plan(m, sr.mesh("tpu-v5p", {"Y": 8}, custom=True), "pp",
+                         step=sr.TrainStep(64, 4096))
+    assert plan.memory["params"] == 2 * sum(last.values())  # bf16 weights

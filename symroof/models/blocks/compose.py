@@ -139,6 +139,31 @@ class Blocks:
         out["norms"] = (self.residual.norms * L + 1) * self.residual.norm.params(s.D)
         return out | {"lm_head": sp.sympify(head["lm_head"])}
 
+    def stage_params(self, Z: Any) -> dict[str, sp.Expr]:
+        """The parameters the last of Z pipeline stages holds, by part (:meth:`params`'
+        keys): its layers' share of each layer part (:meth:`last_stage`), its layers'
+        norms and the final one, the lm_head (a tied one's matrix too, from two stages on:
+        the last stage multiplies by it), the embedding and positions with one stage only
+        (they are the first stage's). One stage holds :meth:`params`.
+
+        >>> from symroof.models import model
+        >>> b = model("llama-3.1-70b").blocks
+        >>> last = b.stage_params(8)                 # 10 of the 80 layers, and the head
+        >>> last["attention"] * 8 == b.params()["attention"], last["embedding"], last["lm_head"]
+        (True, 0, 1050673152)
+        """
+        s, stage, first = self.stream, self.last_stage(Z), sp.Max(0, 2 - sp.sympify(Z))
+        per = self.attention.params(s)
+        per |= self.mlp.params(s) if self.dense_layers != 0 else {}
+        per |= self.experts.params(s) if self.experts is not None else {}
+        whole = self.params()
+        out = {k: first * v for k, v in whole.items() if k in ("embedding", "positions")}
+        for k, v in per.items():
+            out[k] = stage["dense" if k == "mlp" else "all" if k == "attention" else "moe"] * v
+        out["norms"] = (self.residual.norms * stage["all"] + 1) * self.residual.norm.params(s.D)
+        tied = self.embedding.V * s.D if self.embedding.tied else 0
+        return out | {"lm_head": whole["lm_head"] + (1 - first) * tied}
+
     def matmul_params(self) -> sp.Expr:
         """What a token multiplies by: every layer's matrices and the lm_head."""
         s, lm_head = self.stream, self.embedding.V * self.stream.D
