@@ -137,7 +137,7 @@ def test_a_pipeline_hop_sends_each_chips_shard_of_the_stage_output():
 
 def test_a_pipeline_is_timed_on_its_slowest_stage():
     """GPipe's step is N_mb + Z - 1 microbatch times of its slowest stage (book ch. 5,
-    "Pipelining"): the last, which holds the head and the loss besides its L/Z layers, the
+    "Pipelining"): the last, which holds the head and the loss besides its ceil(L/Z) layers, the
     model's last ones. DeepSeek-V3 (its released config: 61 layers, the first 3 dense,
     first_k_dense_replace = 3): one stage runs everything; with one layer a stage, the last
     runs one of the 58 MoE layers, none of the 3 dense MLPs, the whole head, no embedding."""
@@ -148,6 +148,10 @@ def test_a_pipeline_is_timed_on_its_slowest_stage():
     assert [one(k) for k in keys] == [1] * 7
     assert [each(k) for k in keys] == [sp.Rational(1, 61), 0, sp.Rational(1, 61),
                                        sp.Rational(1, 58), 1, 1, 0]
+    # 61 layers in 16 stages: 13 of 4 layers and 3 of 3; the slowest holds 4 (all MoE)
+    sixteen = stage_shares(sr.model("deepseek-v3"), 16)
+    assert (sixteen("attn/o_proj"), sixteen("moe/down")) == (sp.Rational(4, 61),
+                                                               sp.Rational(4, 58))
     # a plan says so where it prints its pipeline
     mesh = sr.mesh("tpu-v5e", {"X": 4, "Y": 2}, custom=True)
     plan = sr.train_plan(TOY, mesh, "dp+pp", dp=("X",), pp=("Y",), step=sr.TrainStep(16, 8))

@@ -15,8 +15,8 @@ Counting conventions of training plans (stated once, here):
   of attention (heads), the MLP and experts (F), the lm_head and the loss (vocabulary),
   and leaves D-wide rows whole on every TP rank (norms, residual adds, gradient sums,
   embeddings, routing: :func:`tp_splits`); a pipeline's chip runs the slowest stage's
-  share of each row (:func:`stage_shares`: the last stage's L/Z layers, the head and the
-  loss); EP holds 1/Z_e of the routed experts' weights (:func:`ep_splits`).
+  share of each row (:func:`stage_shares`: the last stage's ceil(L/Z) layers, the head
+  and the loss); EP holds 1/Z_e of the routed experts' weights (:func:`ep_splits`).
   Weights are read once per microbatch; Adam runs once on the chip's shard of the
   optimizer state (over Y Z, and the fsdp axes from ZeRO-1 on: the average stage's, as
   the collectives' weights and the plan's memory are). The forward pass is the
@@ -182,7 +182,7 @@ def step_rows(model: Any, B: Any, seq: Any, remat: Any, n: dict, m: Any, z: tupl
     z1, _, z3 = z
     out = _compute(rows, n, B / (seq * X * Ze * m), m, z1, _own(model, Ze),
                    stage_shares(model, Z))
-    lz = model.L / Z  # layers per stage
+    lz = model.blocks.last_stage(Z)["all"]  # the slowest stage's layers, ceil(L/Z)
     mb = model.act_bytes * B / m  # bytes of one value per token of a (global) microbatch
     # a pipeline hop: the stage's output x[B_data, D_tp], one chip's shard of the microbatch
     ((_, _, hop),) = at_degrees(activation_moves("hop"), n, mb * model.D)

@@ -74,8 +74,8 @@ def plan_memory(model: Any, B: Any, seq: Any, remat: Any, n: dict, z: tuple,
                 widths: Mapping[str, Any]) -> dict[str, sp.Expr]:
     """Per-chip bytes: :func:`train_memory` of the whole model, each of its parameter parts
     times s = P_own/P, the parameters of the pipeline's last stage
-    (:meth:`~symroof.models.blocks.Blocks.stage_params`: its L/Z layers and the head, the
-    stage that holds the most) with its routed experts / Z_e: params s / (Y X_fsdp^z3),
+    (:meth:`~symroof.models.blocks.Blocks.stage_params`: its ceil(L/Z) layers and the head,
+    the stage that holds the most) with its routed experts / Z_e: params s / (Y X_fsdp^z3),
     grads s / (Y X_fsdp^z2), master and moments s / (Y X_fsdp^z1); activations
     / (X Y Z Z_e) (the average stage's); ``remat`` an int n keeps n checkpoints of width D
     per layer (book ch. 6: 2 D B n L)."""

@@ -71,7 +71,7 @@ def ep_splits(key: str) -> bool:
 def stage_shares(model: Any, Z: Any) -> Any:
     """The share of each forward row's work (by :func:`forward_key`) that the slowest of Z
     pipeline stages runs: the last stage (:meth:`~symroof.models.blocks.Blocks.last_stage`:
-    L/Z layers, the model's last, so the experts' after DeepSeek's dense first layers),
+    ceil(L/Z) layers, the model's last, so the experts' after DeepSeek's dense first layers),
     which holds the head and the loss too; the embedding's rows run on the first stage
     (on the last only when there is one stage). A pipeline's step waits on its slowest
     stage, so a plan with stages times this one, not the average stage's 1/Z of each row.
@@ -79,7 +79,7 @@ def stage_shares(model: Any, Z: Any) -> Any:
     >>> import symroof as sr
     >>> share = stage_shares(sr.model("deepseek-v3"), 4)
     >>> share("attn/o_proj"), share("moe/gate"), share("mlp/gate"), share("lm_head"), share("embed")
-    (1/4, 61/232, 0, 1, 0)
+    (16/61, 8/29, 0, 1, 0)
     """
     b = model.blocks
     first, last = b.ends()

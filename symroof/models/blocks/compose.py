@@ -141,10 +141,10 @@ class Blocks:
 
     def stage_params(self, Z: Any) -> dict[str, sp.Expr]:
         """The parameters the last of Z pipeline stages holds, by part (:meth:`params`'
-        keys): its layers' share of each layer part (:meth:`last_stage`), its layers'
-        norms and the final one, the lm_head (a tied one's matrix too, from two stages on:
-        the last stage multiplies by it), the embedding and positions with one stage only
-        (they are the first stage's). One stage holds :meth:`params`.
+        keys): its layers' share of each layer part (:meth:`last_stage`: ceil(L/Z)
+        layers), their norms and the final one, the lm_head (a tied one's matrix too, from
+        two stages on: the last stage multiplies by it), the embedding and positions with
+        one stage only (they are the first stage's). One stage holds :meth:`params`.
 
         >>> from symroof.models import model
         >>> b = model("llama-3.1-70b").blocks
@@ -223,17 +223,16 @@ class Blocks:
         return "dense" if key.startswith("mlp/") and key not in self.residual.uses() else "all"
 
     def last_stage(self, Z: Any) -> dict[str, Any]:
-        """The layers of the last of Z pipeline stages, the layers split evenly in order
-        (L/Z each: a fraction where Z does not divide L, the average of the stages' counts):
-        ``all`` its layers, ``moe`` those with experts (the model's last ones),
-        ``dense`` the rest. The last stage also holds the head; its layers are the
-        heaviest (experts after dense first layers): it is the slowest stage.
+        """The layers of the slowest of Z pipeline stages, the last: the layers split in
+        order as evenly as whole layers allow, it holds ceil(L/Z) of them (the most a
+        stage holds) and the head; ``all`` its layers, ``moe`` those with experts (the
+        model's last ones, after dense first layers: the heaviest), ``dense`` the rest.
 
         >>> from symroof.models import model
         >>> model("deepseek-v3").blocks.last_stage(1), model("deepseek-v3").blocks.last_stage(4)
-        ({'all': 61, 'moe': 58, 'dense': 3}, {'all': 61/4, 'moe': 61/4, 'dense': 0})
+        ({'all': 61, 'moe': 58, 'dense': 3}, {'all': 16, 'moe': 16, 'dense': 0})
         """
-        per = sp.sympify(self.L) / Z
+        per = sp.ceiling(sp.sympify(self.L) / Z)
         moe = sp.Min(per, self.moe_layers)
         return {"all": per, "moe": moe, "dense": per - moe}
 
