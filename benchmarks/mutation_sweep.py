@@ -89,7 +89,7 @@ MUTANTS: list[tuple[str, str, str, str, list[str]]] = [
      "terms = [V / lv.bw for lv in levels]", ["tests/test_placement.py"]),
     # -- layouts and search --------------------------------------------------------------
     ("GPU decode condition reads NVLink across nodes", "symroof/parallel/serving_2d.py",
-     "else net.node_egress) / 2", "else net.levels[0].bw_per_gpu) / 2",
+     "all_gather(plan.mesh, 1, plan.mesh.names)", "all_gather(plan.mesh, 1, plan.mesh.names[-1:])",
      ["tests/test_gpu_scale.py"]),
     ("TP allowed up to twice the heads", "symroof/parallel/layout.py",
      '(("tp", model.H, "query heads', '(("tp", 2 * model.H, "query heads',
