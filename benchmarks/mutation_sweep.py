@@ -328,6 +328,9 @@ MUTANTS: list[tuple[str, str, str, str, list[str]]] = [
      'out["memory"] = sum(plan_memory(model, _B, seq, remat, n, z, dict(widths)).values())',
      'out["memory"] = sum(plan_memory(model, _B, seq, "full", n, z, dict(widths)).values())',
      ["tests/test_remat_plans.py", "tests/test_search.py"]),
+    ("TP condition solved at a symbolic batch", "symroof/parallel/conditions.py",
+     "if s != y} | {_B: plan.batch_tokens}", "if s != y}",
+     ["tests/test_cli_fuzz.py", "-k", "named"]),
     # -- train's fixes -----------------------------------------------------------------------
     ("train fix: nearest batch forgets microbatches", "symroof/surfaces/cli_train_fixes.py",
      'c.degrees["ep"] * c.microbatches', 'c.degrees["ep"]',
