@@ -330,7 +330,7 @@ MUTANTS: list[tuple[str, str, str, str, list[str]]] = [
      ["tests/test_remat_plans.py", "tests/test_search.py"]),
     ("TP condition solved at a symbolic batch", "symroof/parallel/conditions.py",
      "if s != y} | {_B: plan.batch_tokens}", "if s != y}",
-     ["tests/test_cli_fuzz.py", "-k", "named"]),
+     ["tests/test_cli_fuzz.py", "-k", "valid_runs"]),
     # -- train's fixes -----------------------------------------------------------------------
     ("train fix: nearest batch forgets microbatches", "symroof/surfaces/cli_train_fixes.py",
      'c.degrees["ep"] * c.microbatches', 'c.degrees["ep"]',
