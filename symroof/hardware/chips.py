@@ -200,6 +200,8 @@ _AMPERE = ("NVIDIA A100 Tensor Core GPU architecture whitepaper, "
            "nvidia-ampere-architecture-whitepaper.pdf")
 
 
+#: SMs per GPU (the book's GPU table): a record's ``cores``, and its CUDA cores are SMs x lanes
+_GH100_SMS, _B200_SMS, _A100_SMS, _V100_SMS = 132, 148, 108, 80
 #: one NVLink-4 link, one way: the H100 sheet's 900 GB/s per GPU, both directions, over 18
 #: links (the h100 record's link_bw; a Hopper NVSwitch port runs at it)
 _NVLINK4 = 900 * G // 2 // 18
@@ -208,7 +210,7 @@ _NVLINK4 = 900 * G // 2 // 18
 def _hopper_internals(name: str) -> dict:
     """An H100 or H200 SXM (the same GH100): SMs, tensor cores, SMEM, L2, registers."""
     return {
-        "cores": (132, _BOOK_SM + f": {name} '132' SMs"),
+        "cores": (_GH100_SMS, _BOOK_SM + f": {name} '132' SMs"),
         "units_per_core": (4, _BOOK_SM + ": 4 subpartitions a SM, each with one Tensor Core"),
         "clock": (198 * G // 100, _BOOK_SM + f": {name} clock '1.59GHz/1.98GHz' (base/boost): "
                   "the boost, at which 132 x 128 x 2 FLOPs x 1.98e9 = the sheet's 67e12 fp32. "
@@ -216,8 +218,8 @@ def _hopper_internals(name: str) -> dict:
                   "1.83 GHz, the book's footnote uses 1.76 GHz"),
         "unit_flops.bf16": (1024, _BOOK_SM + ": 'each H100 TC can do ... ~ 1024 bf16 "
                             "FLOPs/cycle' (an estimate; NVIDIA publishes no TC details)"),
-        "vector_alus": (132 * 4 * 32, _BOOK_SM + " Quiz 1 Q1: 132 x 4 x 32 = 16896 fp32 CUDA "
-                        "cores"),
+        "vector_alus": (_GH100_SMS * 4 * 32, _BOOK_SM + " Quiz 1 Q1: 132 x 4 x 32 = 16896 fp32 "
+                        "CUDA cores"),
         "smem_bytes": (256 * 10**3, _BOOK_SM + ": SMEM '256kB' per SM"),
         "registers_bytes": (4 * 16384 * 4, _BOOK_SM + ": 16,384 32-bit registers per "
                             "subpartition, 4 x 16384 x 4 = 256 KiB per SM"),
@@ -243,11 +245,11 @@ def _blackwell_internals() -> dict:
     """A GB200 NVL72's GPU: the book's B200 row (SMs, tensor cores, SMEM, TMEM, L2) and its
     CUDA-core count; no clock on record (neither NVIDIA nor the book gives the GB200's)."""
     return {
-        "cores": (148, _BOOK_SM + ": B200 '148' SMs" + _GB200_GPU),
+        "cores": (_B200_SMS, _BOOK_SM + ": B200 '148' SMs" + _GB200_GPU),
         "units_per_core": (4, _BOOK_SM + ": 4 Tensor Cores a SM" + _GB200_GPU),
         "unit_flops.bf16": (2048, _BOOK_SM + ": 'it seems likely it's about 2048 "
                             "FLOPs/TC/cycle' (an estimate)" + _GB200_GPU),
-        "vector_alus": (148 * 4 * 32, _BOOK_SM + " Quiz 1 Q1: 'a total of 18944' CUDA cores"
+        "vector_alus": (_B200_SMS * 4 * 32, _BOOK_SM + " Quiz 1 Q1: 'a total of 18944' CUDA cores"
                         + _GB200_GPU),
         "smem_bytes": (256 * 10**3, _BOOK_SM + ": SMEM '256kB' per SM" + _GB200_GPU),
         "tmem_bytes": (256 * 10**3, _BOOK_SM + ": 'Blackwell adds 256kB of TMEM per SM'"
@@ -362,11 +364,11 @@ RECORDS: list[dict] = [
             False, _NVLS + "; the A100's second-generation NVSwitch has none",
             64 * G // 2, _A100 + ": 'PCIe Gen4: 64GB/s' (both directions)"),
         internals={
-            "cores": (108, _BOOK_SM + ": A100 '108' SMs"),
+            "cores": (_A100_SMS, _BOOK_SM + ": A100 '108' SMs"),
             "units_per_core": (4, _BOOK_SM + ": 4 Tensor Cores a SM (one per subpartition)"),
             "clock": (141 * G // 100, _BOOK_SM + ": A100 clock '1.10GHz/1.41GHz': the boost"),
             "unit_flops.bf16": (512, _BOOK_SM + ": 'An A100 can do 512' bf16 FLOPs/TC/cycle"),
-            "vector_alus": (108 * 64, _AMPERE + ": 64 FP32 CUDA cores per SM, 6912 a GPU"),
+            "vector_alus": (_A100_SMS * 64, _AMPERE + ": 64 FP32 CUDA cores per SM, 6912 a GPU"),
             "smem_bytes": (192 * 10**3, _BOOK_SM + ": SMEM '192kB' per SM"),
             "l2_bytes": (40 * 10**6, _BOOK_SM + ": L2 '40MB'"),
         }
@@ -399,7 +401,8 @@ RECORDS: list[dict] = [
             32 * G // 2, _V100 + ": the PCIe card's 'Interconnect Bandwidth 32GB/sec' "
             "(Gen3 x16, both directions); the SXM2 part has the same Gen3 x16 host link"),
         internals={
-            "cores": (80, _BOOK_SM + ": V100 '80' SMs; " + _VOLTA + ": 80 SMs, 640 Tensor Cores"),
+            "cores": (_V100_SMS, _BOOK_SM + ": V100 '80' SMs; " + _VOLTA + ": 80 SMs, 640 "
+                      "Tensor Cores"),
             "units_per_core": (8, _VOLTA + ": 640 Tensor Cores / 80 SMs = 8 a SM (the book "
                                "counts 4 of 256 FLOPs: the same 1024 a SM per cycle)"),
             "clock": (153 * G // 100, _VOLTA + ": V100 SXM2 GPU Boost Clock 1530 MHz. The book's "
@@ -407,7 +410,7 @@ RECORDS: list[dict] = [
                       "follow"),
             "unit_flops.fp16": (2 * 64, _VOLTA + ": each Tensor Core does 64 FP16 FMA a clock "
                                 "(128 FLOPs)"),
-            "vector_alus": (80 * 64, _VOLTA + ": 64 FP32 cores per SM, 5120 a GPU"),
+            "vector_alus": (_V100_SMS * 64, _VOLTA + ": 64 FP32 cores per SM, 5120 a GPU"),
             "smem_bytes": (96 * 10**3, _BOOK_SM + ": SMEM '96kB' per SM"),
             "l2_bytes": (6 * 10**6, _BOOK_SM + ": L2 '6MB'"),
         }
@@ -449,14 +452,14 @@ RECORDS: list[dict] = [
             "both directions. Uncertain: the sheets list no B200 host link; the GPU supports "
             "Gen6"),
         internals={
-            "cores": (148, _BOOK_SM + ": B200 '148' SMs"),
+            "cores": (_B200_SMS, _BOOK_SM + ": B200 '148' SMs"),
             "units_per_core": (4, _BOOK_SM + ": 4 Tensor Cores a SM"),
             "clock": (186 * G // 100, _BOOK_SM + ": the clock is '?' in the book's table; its "
                       "footnote estimates 2250e12 / (148 x 4 x 1.86e9) ~ 2048. Uncertain: "
                       "Quiz 1 Q6 reads 2.1 GHz off the 80e12 fp32 figure"),
             "unit_flops.bf16": (2048, _BOOK_SM + ": 'it seems likely it's about 2048 "
                                 "FLOPs/TC/cycle' (an estimate)"),
-            "vector_alus": (148 * 4 * 32, _BOOK_SM + " Quiz 1 Q1: 'a total of 18944' CUDA "
+            "vector_alus": (_B200_SMS * 4 * 32, _BOOK_SM + " Quiz 1 Q1: 'a total of 18944' CUDA "
                             "cores"),
             "smem_bytes": (256 * 10**3, _BOOK_SM + ": SMEM '256kB' per SM"),
             "tmem_bytes": (256 * 10**3, _BOOK_SM + ": 'Blackwell adds 256kB of TMEM per SM'"),
