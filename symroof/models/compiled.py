@@ -50,13 +50,15 @@ from .transformer import Transformer, group
 __all__ = ["OpValues", "CompiledTable", "compiled_table", "row_values", "exact_number",
            "exact_terms", "rates", "JSON_ROW", "json_rows", "intensity_pair"]
 
-_FIELDS = ("flops", "useful_flops", "weight_bytes", "act_bytes", "kv_bytes")
+_FIELDS = ("flops", "useful_flops", "weight_bytes", "act_bytes", "kv_bytes", "act_store_bytes",
+           "kv_store_bytes")
 
 
 class OpValues(NamedTuple):
     """One row of a numeric table: exact counts, float seconds (useful FLOPs over the peak
     unless the table counts executed ones), the lower and upper bounds and what bounds it
-    (the time rule, :mod:`symroof.timerule`, on the rounded terms)."""
+    (the time rule, :mod:`symroof.timerule`, on the rounded terms); last, the parts of the
+    activation and KV bytes the row writes (``Cost.act_store_bytes``, ``kv_store_bytes``)."""
 
     flops: Any
     useful_flops: Any
@@ -70,11 +72,23 @@ class OpValues(NamedTuple):
     lower: float
     upper: float
     bound: str
+    act_store_bytes: Any = 0
+    kv_store_bytes: Any = 0
 
     @property
     def bytes(self) -> Any:
         """Memory bytes: weights + activations + KV cache."""
         return self.weight_bytes + self.act_bytes + self.kv_bytes
+
+    @property
+    def act_load_bytes(self) -> Any:
+        """Activation bytes read (``act_bytes`` less those written)."""
+        return self.act_bytes - self.act_store_bytes
+
+    @property
+    def kv_load_bytes(self) -> Any:
+        """KV cache bytes read (``kv_bytes`` less those written)."""
+        return self.kv_bytes - self.kv_store_bytes
 
 
 def exact_number(x: Any) -> Any:
@@ -126,7 +140,8 @@ def row_values(cost: Cost | dict[str, Any], chip: Any, dtype: str, useful: bool)
     lower, upper, which = combine(list(t.values()))
     return OpValues(f["flops"], f["useful_flops"], f["weight_bytes"], f["act_bytes"],
                     f["kv_bytes"], f["net_bytes"], t["compute"], t["memory"],
-                    t.get("network", 0.0), lower, upper, list(t)[which])
+                    t.get("network", 0.0), lower, upper, list(t)[which],
+                    f.get("act_store_bytes", 0), f.get("kv_store_bytes", 0))
 
 
 class CompiledTable(NamedTuple):
@@ -160,20 +175,25 @@ def _row_source(i: str, fields: list[str], dens: list[int], peak: sp.Expr,
     vals = [wrap(src, den) for src, den in zip(fields, dens)]
     to = "float" if any(d != 1 for d in dens) else ""
     head = f"f{i}, u{i}, w{i}, a{i}, k{i}, 0, m{i}, t{i}, 0.0"
-    rule = source([f"m{i}", f"t{i}"], lambda lo, up, k: f"({head}, {lo}, {up}, {TERMS[k]!r})")
-    return [f"    f{i}, u{i}, w{i}, a{i}, k{i} = " + ", ".join(vals),
+    rule = source([f"m{i}", f"t{i}"],
+                  lambda lo, up, k: f"({head}, {lo}, {up}, {TERMS[k]!r}, s{i}, q{i})")
+    return [f"    f{i}, u{i}, w{i}, a{i}, k{i}, s{i}, q{i} = " + ", ".join(vals),
             f"    m{i} = {to}({_over(f'{counted}{i}', peak)}); "
             f"t{i} = {to}({_over(f'(w{i} + a{i} + k{i})', hbm_bw)})",
             f"    r{i} = _new(_V, {rule})"]
 
 
-#: a row's JSON form (``RooflineTable.as_dict``), in print order: key -> the variable that
-#: holds it, named as the generated source names a row's values (counts f, u, w, a, k;
-#: terms m, t; bounds lo, up; bound b; intensity i and its exact text x). The one place a
-#: row's JSON is made: the compiled tables and the tables built from rows both print it.
-JSON_ROW = (("flops", "f"), ("useful_flops", "u"), ("weight_bytes", "w"), ("kv_bytes", "k"),
-            ("act_bytes", "a"), ("intensity", "i"), ("intensity_exact", "x"), ("bound", "b"),
-            ("t_math_s", "m"), ("t_mem_s", "t"), ("t_lower_s", "lo"), ("t_upper_s", "up"))
+#: a row's JSON form (``RooflineTable.as_dict``), in print order: key -> its value, as source
+#: over the row's values as the generated source names them, ``{k}`` the row's suffix
+#: (counts f, u, w, a, k; the bytes written s (activations) and q (KV cache); terms m, t;
+#: bounds lo, up; bound b; intensity i and its exact text x). The one place a row's JSON
+#: is made: the compiled tables and the tables built from rows both print it.
+JSON_ROW = (("flops", "f{k}"), ("useful_flops", "u{k}"), ("weight_bytes", "w{k}"),
+            ("kv_bytes", "k{k}"), ("act_bytes", "a{k}"), ("act_load_bytes", "a{k} - s{k}"),
+            ("act_store_bytes", "s{k}"), ("kv_load_bytes", "k{k} - q{k}"),
+            ("kv_store_bytes", "q{k}"), ("intensity", "i{k}"), ("intensity_exact", "x{k}"),
+            ("bound", "b{k}"), ("t_math_s", "m{k}"), ("t_mem_s", "t{k}"),
+            ("t_lower_s", "lo{k}"), ("t_upper_s", "up{k}"))
 
 
 def intensity_pair(counted: Any, nbytes: Any) -> tuple[float, str]:
@@ -199,16 +219,21 @@ def _json_lines(k: str, row: str, counted: str, pad: str = "    ", ints: bool = 
     counts are known to be ints (a compiled row with no denominator)."""
     n = f"n{k}"
     test = f"{n}" if ints else f"type(c{k}) is int and type({n}) is int and {n}"
-    return [f"{pad}f{k}, u{k}, w{k}, a{k}, k{k}, _, m{k}, t{k}, _, lo{k}, up{k}, b{k} = {row}",
-            f"{pad}c{k} = {counted}; {n} = w{k} + a{k} + k{k}",
-            f"{pad}if {test}:  # ints: the common case",
-            f"{pad}    g = _gcd(c{k}, {n}); i{k} = c{k} / {n}",
-            f"{pad}    x{k} = str(c{k} // g) if g == {n} else f'{{c{k} // g}}/{{{n} // g}}'",
-            f"{pad}else:",
-            f"{pad}    i{k}, x{k} = _pair(c{k}, {n})",
-            f"{pad}    f{k}, u{k}, w{k}, a{k}, k{k} = int(f{k}), int(u{k}), int(w{k}), "
-            f"int(a{k}), int(k{k})",
-            f"{pad}j{k} = {{" + ", ".join(f"{key!r}: {var}{k}" for key, var in JSON_ROW) + "}"]
+    lines = [f"{pad}f{k}, u{k}, w{k}, a{k}, k{k}, _, m{k}, t{k}, _, lo{k}, up{k}, b{k}, s{k}, "
+             f"q{k} = {row}",
+             f"{pad}c{k} = {counted}; {n} = w{k} + a{k} + k{k}",
+             f"{pad}if {test}:  # ints: the common case",
+             f"{pad}    g = _gcd(c{k}, {n}); i{k} = c{k} / {n}",
+             f"{pad}    x{k} = str(c{k} // g) if g == {n} else f'{{c{k} // g}}/{{{n} // g}}'",
+             f"{pad}else:",
+             f"{pad}    i{k}, x{k} = _pair(c{k}, {n})",
+             f"{pad}    f{k}, u{k}, w{k}, a{k}, k{k} = int(f{k}), int(u{k}), int(w{k}), "
+             f"int(a{k}), int(k{k})"]
+    if not ints:  # exact counts print as integers, as the others
+        lines += [f"{pad}if type(s{k}) is not int or type(q{k}) is not int:",
+                  f"{pad}    s{k}, q{k} = int(s{k}), int(q{k})"]
+    return lines + [f"{pad}j{k} = {{" + ", ".join(f"{key!r}: {value.format(k=k)}"
+                                                  for key, value in JSON_ROW) + "}"]
 
 
 #: the names the JSON source reads
@@ -292,10 +317,11 @@ def _source(model: Transformer, peak: sp.Expr, hbm_bw: sp.Expr, attention: str,
     # the totals, asked for apart (JSON, text): each count summed over the rows, exactly,
     # then its terms and the rule
     lines += ["def _total(rows):"]
-    lines += [f"    f{k}, u{k}, w{k}, a{k}, k{k} = rows[{k}][:5]" for k in range(last)]
-    sums = [" + ".join(f"{v}{k}" for k in range(last)) for v in "fuwak"]
+    lines += [f"    (f{k}, u{k}, w{k}, a{k}, k{k}), (s{k}, q{k}) = rows[{k}][:5], rows[{k}][12:]"
+              for k in range(last)]
+    sums = [" + ".join(f"{v}{k}" for k in range(last)) for v in "fuwaksq"]
     exact = all(d == 1 for k in range(last) for d in dens[k])
-    lines += _row_source("z", sums, [1 if exact else 0] * 5, peak, hbm_bw, counted)
+    lines += _row_source("z", sums, [1 if exact else 0] * len(_FIELDS), peak, hbm_bw, counted)
     lines.append("    return rz")
     # the JSON form (as_dict): every row's dict, the totals' (and their values), the lower
     # bounds in order; the rows unrolled, each made by the lines json_rows loops over

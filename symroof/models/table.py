@@ -144,10 +144,11 @@ class RooflineTable:
         compiled = vars(self).get("_totals")
         if compiled is not None:
             return compiled(tuple(self.numbers.values()))
-        columns = zip(*self.numbers.values())  # one column per OpValues field
+        columns = list(zip(*self.numbers.values()))  # one column per OpValues field
         sums = {n: sum(col) for n, col in zip(FIELDS[:6], columns)}
-        return _values({**sums, "net_time": sum(self._net.values())}, self.chip, self.dtype,
-                       self.useful)
+        stored = {n: sum(col) for n, col in zip(FIELDS[8:], columns[12:])}  # the writes
+        return _values({**sums, **stored, "net_time": sum(self._net.values())}, self.chip,
+                       self.dtype, self.useful)
 
     def _exact_times(self, v: OpValues, net_time: Any = 0,
                      useful: bool | None = None) -> tuple[Any, Any, Any]:
