@@ -206,7 +206,11 @@ class Operands:
     ``weight`` and its ``kv`` cache (None: the row has none), ``sums`` (a dimension of its
     first read it sums over inside, as a norm's mean of squares: where that read splits it,
     the sums are all-reduced), and ``repeats``: how many times the row's collectives happen
-    in it (a whole-model row holding L layers: L)."""
+    in it (a whole-model row holding L layers: L); ``more``: arrays it writes besides
+    ``writes`` (a fused qkv_proj's k and v); ``moved``: each activation array it reads or
+    writes (one entry per read or write) with the elements of it the row moves, in the
+    step's symbols (``B``, ``T``; empty: all of each partition, sized by :func:`shard`'s
+    ``sizes``)."""
 
     reads: tuple[ArraySpec, ...] = ()
     writes: ArraySpec | None = None
@@ -216,12 +220,14 @@ class Operands:
     repeats: Any = 1
     block: str = ""  # names the row's collectives: comm/<block>_<kind>
     once: bool = False  # a row outside the layers (embedding, head): no layer's collective
+    more: tuple[ArraySpec, ...] = ()
+    moved: tuple[tuple[ArraySpec, Any], ...] = ()
 
     @property
     def work_axes(self) -> tuple[str, ...]:
         """The mesh axes that split the row's work: every axis one of its operands is split
         over (an axis that splits none replicates the work)."""
-        specs = [*self.reads, self.writes, self.weight, self.kv]
+        specs = [*self.reads, self.writes, *self.more, self.weight, self.kv]
         return tuple(dict.fromkeys(x for s in specs if s is not None for x in s.mesh_axes))
 
 
@@ -279,7 +285,8 @@ class Layout:
 
 def array_layout(name: str, uses: Mapping[str, Any], partitions: Mapping[str, ArraySpec],
                  at: Mapping[tuple[str, str], ArraySpec] | None = None,
-                 blocks: Mapping[str, str] | None = None) -> Layout:
+                 blocks: Mapping[str, str] | None = None,
+                 elements: Mapping[str, Any] | None = None) -> Layout:
     """A layout written per array: ``uses`` (row key -> the arrays it reads, writes,
     multiplies by and caches, by path: :meth:`~symroof.models.blocks.Blocks.uses`),
     ``partitions`` (array path -> its partition), ``at`` ((row, array path) -> the partition
@@ -287,7 +294,10 @@ def array_layout(name: str, uses: Mapping[str, Any], partitions: Mapping[str, Ar
     queries moved to the cache's split) and ``blocks`` (row -> the block its collectives are
     named after; default ``attn`` for ``attn/`` rows, ``mlp`` for ``mlp/`` and ``moe/``
     rows, else none: named after the row). Arrays given one name in ``partitions`` are one
-    array to :func:`shard` (q, k and v reduced together).
+    array to :func:`shard` (q, k and v reduced together). ``elements`` (array path -> its
+    elements in the step's symbols, :meth:`~symroof.models.blocks.Blocks.shape`): what
+    each row moves of the arrays it reads and writes (times the row's share of each,
+    ``Uses.part``), :attr:`Operands.moved`.
 
     >>> from symroof.models.blocks.base import Uses
     >>> lay = array_layout("toy", {"up": Uses(("h",), "u", "W_up")},
@@ -316,11 +326,21 @@ def array_layout(name: str, uses: Mapping[str, Any], partitions: Mapping[str, Ar
         head = key.split("/")[0] if "/" in key else ""
         return blocks.get(key, {"attn": "attn", "mlp": "mlp", "moe": "mlp"}.get(head, ""))
 
+    def moved(key: str, u: Any) -> tuple[tuple[ArraySpec, Any], ...]:
+        if elements is None:
+            return ()
+        if missing := [p for p in u.moved() if p not in elements]:
+            raise ValueError(f"layout {name!r}: no elements for array {missing[0]!r} "
+                             f"(moved by row {key!r})")
+        return tuple((part(key, p, "moved by"), elements[p] * u.share(p)) for p in u.moved())
+
     rules = tuple((key, Operands(tuple(part(key, r, "read by") for r in u.reads),
                                  part(key, u.writes, "written by"),
                                  part(key, u.weight, "the weight of"),
                                  part(key, u.kv, "the cache of"), u.sums, u.repeats,
-                                 block(key), u.once))
+                                 block(key), u.once,
+                                 tuple(part(key, a, "written by") for a in u.also),
+                                 moved(key, u)))
                   for key, u in uses.items())
     return Layout(name, rules)
 
@@ -366,10 +386,9 @@ def _walk(keys: Iterable[str], layout: Layout, mesh: Mesh, sizes: Mapping[str, A
                              tuple(x.axes[i] for i in keep), axes)  # its sums of squares
             sums = moves(part, part.with_unreduced(()), mesh, sizes, act_bytes, _cache=cache)
             steps += [(None, m.collective) for m in sums]  # named after the row itself
-        if rule.writes is not None:
-            name = rule.writes.name
-            written[name] = rule.writes
-            copies = {k: v for k, v in copies.items() if k[0] != name}
+        for w in (() if rule.writes is None else (rule.writes,)) + rule.more:
+            written[w.name] = w
+            copies = {k: v for k, v in copies.items() if k[0] != w.name}
         named = []
         for array, c in steps:
             block = key.replace("/", "_") if array is None or not rule.block else rule.block

@@ -161,7 +161,7 @@ def d_outputs(m: Any) -> dict[str, sp.Expr]:
 
 
 def _sizes(m: Any, B: Any, S: Any) -> dict[str, Any]:
-    return {"B": B, "S": S, "D": m.D, "V": m.V, **widths(m)}
+    return {"B": B, "T": 1, "S": S, "D": m.D, "V": m.V, **widths(m)}  # T: one new token
 
 
 def serving_layout(m: Any, mesh: Mesh, B: Any, S: Any = None, layout: str = "1d",
@@ -189,7 +189,10 @@ def _layout(blocks: Any, layout: str, axes: tuple) -> Layout:
     A, h, b, r under 1-D): built once per model and split (a plan's batch and context only
     size its arrays)."""
     part, at = (_tables_2d if layout == "2d" else _tables_1d)(*axes)
-    return array_layout(f"serve {layout}", blocks.uses(), part, at, _NAMES)
+    arrays = blocks.arrays()
+    elements = {p: sp.Mul(*blocks.shape(p)) for p, a in arrays.items() if a.kind == "act"}
+    return array_layout(f"serve {layout}", blocks.uses(last_only=True), part, at, _NAMES,
+                        elements)
 
 
 #: collectives named apart from their block's: the router's logits, reduced before the
@@ -214,7 +217,9 @@ def _tables_1d(A: Axes, h: Axes, b: Axes, r: Axes) -> tuple[dict, dict]:
             "attn/q_a": _p("c_q", ("B", ()), ("Q", ())), "attn/c": latent,
             "mlp/u": up, "mlp/h": act,
             "moe/r": _p("r", ("B", ()), ("R", ())), "moe/m": experts, "moe/m_s": experts,
-            "moe/a": act, "moe/a_s": act, "head/logits": logits,
+            "moe/a": act, "moe/a_s": act, "head/logits": logits, **_unsplit(),
+            "moe/Y": _p("Y", ("B", ()), ("kD", ()), unreduced=A),  # down's partial sums
+            "moe/y_s": _p("ys", ("B", ()), ("D", ()), unreduced=A),
             "attn/W_q": W(("D", ()), ("H", A)), "attn/W_qkv": W(("D", ()), ("E", A)),
             "attn/W_k": W(("D", ()), ("G", h)), "attn/W_v": W(("D", ()), ("G", h)),
             "attn/W_o": W(("H", A), ("D", ())), "attn/W_q_b": W(("P", ()), ("H", A)),
@@ -249,7 +254,9 @@ def _tables_2d(d: Axes, f: Axes, h: Axes, b: Axes, r: Axes) -> tuple[dict, dict]
             "attn/Q": qkv, "attn/k": qkv, "attn/v": qkv, "attn/K": cache, "attn/V": cache,
             "attn/O": _p("o", ("B", ()), ("H", f)), "mlp/u": up, "mlp/h": act,
             "moe/r": router, "moe/m": experts, "moe/m_s": experts, "moe/a": act,
-            "moe/a_s": act, "head/logits": _p("logits", ("B", ()), ("V", A)),
+            "moe/a_s": act, "head/logits": _p("logits", ("B", ()), ("V", A)), **_unsplit(),
+            "moe/Y": _p("Y", ("B", ()), ("kD", d), unreduced=f),  # down's partial sums
+            "moe/y_s": _p("ys", ("B", ()), ("D", d), unreduced=f),
             "attn/W_o": W(("H", f), ("D", d)), "moe/W_router": W(("D", d), ("R", ())),
             "moe/w_shared_gate": W(("D", d)), "head/W_lm": W(("D", ()), ("V", A))}
     for name in ("attn/W_q", "attn/W_k", "attn/W_v", "attn/W_qkv"):
@@ -268,7 +275,8 @@ def _tables_2d(d: Axes, f: Axes, h: Axes, b: Axes, r: Axes) -> tuple[dict, dict]
            for row in ("attn_norm", "mlp_norm", "final_norm")}  # a norm's output, as x is
     at |= {(row, array): qkv.with_unreduced(d) for row, array in (
         ("attn/q_proj", "attn/Q"), ("attn/k_proj", "attn/k"), ("attn/v_proj", "attn/v"),
-        ("attn/qkv_proj", "attn/Q"))}  # the projections' partial sums over d
+        ("attn/qkv_proj", "attn/Q"), ("attn/qkv_proj", "attn/k"),
+        ("attn/qkv_proj", "attn/v"))}  # the projections' partial sums over d
     at |= {(row, "mlp/u"): up.with_unreduced(d) for row in ("mlp/gate", "mlp/up",
                                                            "mlp/gate_up")}
     # the routed experts' gate and up leave m's partial sums; the shared expert's are
@@ -284,8 +292,16 @@ def _tables_2d(d: Axes, f: Axes, h: Axes, b: Axes, r: Axes) -> tuple[dict, dict]
     return part, at
 
 
-#: rows whose matmul contracts a split dimension into the block's output y (partial sums)
-_DOWN = ("attn/o_proj", "mlp/down", "moe/down", "moe/shared/down")
+#: rows that write the block's output y as partial sums: o_proj and W_down contract a split
+#: dimension, a mixture's combine adds its experts' partial sums (``moe/Y``, ``moe/y_s``)
+_DOWN = ("attn/o_proj", "mlp/down", "moe/combine")
+
+
+def _unsplit() -> dict[str, ArraySpec]:
+    """Arrays every chip holds whole under both layouts: RoPE's tables, the routing's
+    weights (every chip routes every token)."""
+    return {"attn/cs": _p("cs", ("T", ()), ("d_rot", ())),
+            "moe/w": _p("w", ("B", ()), ("k", ()))}
 #: arrays every chip reads whole under both layouts: norms' gains, the embedding tables,
 #: the router, MLA's latent down-projections
 _WHOLE = ("embed/W_embed", "embed/W_pos", "norms/attn_norm", "norms/mlp_norm",
