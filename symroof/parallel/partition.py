@@ -56,11 +56,13 @@ import sympy as sp
 from ..cost import Cost, as_exact
 from ..hardware.collectives import Collective, collective
 from ..hardware.mesh import Mesh
+from ..symbols import B as _B
+from ..symbols import T as _T
 from .sharding import ArraySpec, parse_array, subscript
 
 __all__ = ["redistribute", "moves", "Move", "Operands", "operands", "Layout", "shard",
            "layer_collectives", "shard_layers", "local_elements", "as_partition",
-           "array_layout", "ways"]
+           "array_layout", "ways", "local_act_bytes"]
 
 _BOOK = {"all-gather": "AllGather", "reduce-scatter": "ReduceScatter",
          "all-reduce": "AllReduce", "all-to-all": "AllToAll"}
@@ -210,7 +212,7 @@ class Operands:
     ``writes`` (a fused qkv_proj's k and v); ``moved``: each activation array it reads or
     writes (one entry per read or write) with the elements of it the row moves, in the
     step's symbols (``B``, ``T``; empty: all of each partition, sized by :func:`shard`'s
-    ``sizes``)."""
+    ``sizes``), what :func:`local_act_bytes` splits by each array's partition."""
 
     reads: tuple[ArraySpec, ...] = ()
     writes: ArraySpec | None = None
@@ -424,17 +426,19 @@ def shard_layers(rows: Mapping[str, Cost], layout: Layout, mesh: Mesh,
                  sizes: Mapping[str, Any] | None = None, *, act_bytes: Any = 2,
                  ) -> tuple[dict[str, Cost], dict[str, tuple[int, Collective]]]:
     """:func:`shard` and :func:`layer_collectives` from one walk of the rows."""
-    walk = _walk(rows, layout, mesh, dict(sizes or {}), act_bytes)
-    return _per_chip(rows, walk, mesh), _layer(walk)
+    sizes = dict(sizes or {})
+    walk = _walk(rows, layout, mesh, sizes, act_bytes)
+    return _per_chip(rows, walk, mesh, sizes, act_bytes), _layer(walk)
 
 
 def shard(rows: Mapping[str, Cost], layout: Layout, mesh: Mesh,
           sizes: Mapping[str, Any] | None = None, *, act_bytes: Any = 2) -> dict[str, Cost]:
     """Per-chip rows of ``rows`` under ``layout`` on ``mesh``, with the collectives it needs.
 
-    Each row's FLOPs (executed and useful) and activation bytes are divided by the devices
-    its work is split over (:attr:`Operands.work_axes`: each chip reads and writes its share
-    of the activations), its weight bytes by its weight's split and its KV bytes by its
+    Each row's FLOPs (executed and useful) are divided by the devices its work is split
+    over (:attr:`Operands.work_axes`), its activation bytes are each chip's share of the
+    arrays it reads and writes (:func:`local_act_bytes`: an array a chip holds whole it moves
+    whole), its weight bytes are divided by its weight's split and its KV bytes by its
     cache's. Before a row come the collectives that bring what it reads to its partition
     (:func:`redistribute`, sized by ``sizes``: every dimension's size by name), each
     ``repeats`` times, summed in rows ``comm/<block>_<kind>``.
@@ -451,18 +455,61 @@ def shard(rows: Mapping[str, Cost], layout: Layout, mesh: Mesh,
     >>> list(per_chip), per_chip["up"].flops, per_chip["comm/mlp_allreduce"].net_bytes
     (['up', 'down', 'comm/mlp_allreduce', 'add'], 4096, 384)
     """
-    return _per_chip(rows, _walk(rows, layout, mesh, dict(sizes or {}), act_bytes), mesh)
+    sizes = dict(sizes or {})
+    walk = _walk(rows, layout, mesh, sizes, act_bytes)
+    return _per_chip(rows, walk, mesh, sizes, act_bytes)
 
 
-def _per_chip(rows: Mapping[str, Cost], walk: list, mesh: Mesh) -> dict[str, Cost]:
+def local_act_bytes(rule: Operands, row_bytes: Any, mesh: Mesh, sizes: Mapping[str, Any],
+              width: Any = 2) -> Any:
+    """One chip's activation bytes of a row whose own count (all chips' work) is
+    ``row_bytes``: the sum, over the arrays it reads and writes (:attr:`Operands.moved`,
+    else each whole partition sized by ``sizes``), of the elements it moves of each over
+    the ways the array's partition splits it (:func:`ways`), times ``width`` and the row's
+    ``repeats``; a row that declares no arrays is done whole by every chip. Where the
+    declarations do not add up to ``row_bytes`` (a convention that counts activation
+    traffic otherwise, or none), ``row_bytes`` is split in the same proportion.
+
+    >>> import symroof as sr
+    >>> from symroof.symbols import B, D, F
+    >>> up = operands("h[B, D]", "u[B, F_X]", "W[D, F_X]")   # h read whole, u split 4 ways
+    >>> local_act_bytes(up, 2 * (B * D + B * F), sr.mesh(sr.symbolic_chip(), {"X": 4}),
+    ...           {"B": B, "D": D, "F": F})
+    2*B*D + B*F/2
+    """
+    arrays = rule.moved or tuple((s, _elements(s, sizes)) for s in (
+        *rule.reads, *(() if rule.writes is None else (rule.writes,)), *rule.more))
+    if not arrays:
+        return row_bytes
+    step = {sym: sizes[sym.name] for sym in (_B, _T) if sym.name in sizes}
+    whole = sp.Add(*(e for _, e in arrays)).xreplace(step)
+    local = sp.Add(*(e / ways(s, mesh) for s, e in arrays)).xreplace(step)
+    w = as_exact(width, "act_bytes") * rule.repeats
+    if w * whole == row_bytes:  # the declarations account for the row: exact
+        return w * local
+    return row_bytes if whole == 0 else row_bytes * local / whole
+
+
+def _elements(spec: ArraySpec, sizes: Mapping[str, Any]) -> Any:
+    """Elements of the whole array ``spec`` partitions (its dimensions' ``sizes``)."""
+    missing = [d for d in spec.dims if d not in sizes]
+    if missing:
+        raise ValueError(f"{spec}: no size for dimension {missing[0]!r}; sizes given for "
+                         f"{', '.join(sorted(sizes)) or 'none'}")
+    return sp.Mul(*(sp.sympify(sizes[d]) for d in spec.dims))
+
+
+def _per_chip(rows: Mapping[str, Cost], walk: list, mesh: Mesh, sizes: Mapping[str, Any],
+              width: Any) -> dict[str, Cost]:
     out: dict[str, Cost] = {}
     for key, rule, steps in walk:
         for name, c in steps:
             out[name] = out.get(name, Cost()) + rule.repeats * c
         c = rows[key]
         work = mesh.size(rule.work_axes) if rule.work_axes else 1
+        act = local_act_bytes(rule, c.act_bytes, mesh, sizes, width) if c.act_bytes != 0 else 0
         out[key] = Cost(flops=c.flops / work, useful_flops=c.useful_flops / work,
                         weight_bytes=c.weight_bytes / ways(rule.weight, mesh),
-                        act_bytes=c.act_bytes / work, kv_bytes=c.kv_bytes / ways(rule.kv, mesh),
+                        act_bytes=act, kv_bytes=c.kv_bytes / ways(rule.kv, mesh),
                         net_bytes=c.net_bytes, net_time=c.net_time, host_bytes=c.host_bytes)
     return out
