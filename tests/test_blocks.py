@@ -9,10 +9,11 @@ import sympy as sp
 from test_families import RELEASED
 
 import symroof as sr
-from symroof.models import MODELS, MoE, Transformer, from_hf_config
+from symroof.models import MLA, MODELS, MoE, Transformer, from_hf_config
 from symroof.models.blocks import KINDS, Attention, Blocks, DenseMLP, Family, Norm
 from symroof.models.family_presets import FAMILIES, family_of
-from symroof.numeric import MoESpec
+from symroof.models.spec import spec_fields
+from symroof.numeric import MLASpec, MoESpec
 
 _RELEASE = ("name", "source", "max_position", "notes")
 
@@ -80,11 +81,41 @@ def test_every_preset_belongs_to_a_family_that_makes_it():
             assert getattr(m, field) == value, (name, field)
 
 
-def test_moe_record_and_the_twin_spec_share_their_fields():
-    assert [f.name for f in dataclasses.fields(MoE)] == \
-        [f.name for f in dataclasses.fields(MoESpec)]
-    m = sr.model("qwen1.5-moe-a2.7b")
-    assert set(m.blocks.experts.twin()) == {f.name for f in dataclasses.fields(MoESpec)}
+def test_moe_and_mla_records_and_the_twin_specs_share_their_fields():
+    for record, spec in ((MoE, MoESpec), (MLA, MLASpec)):
+        assert [f.name for f in dataclasses.fields(record)] == \
+            [f.name for f in dataclasses.fields(spec)]
+
+
+#: the twin's own fields: the run's numerics, which no count depends on
+_RUN = {"rope_theta", "eps", "name"}
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_the_twins_config_is_its_blocks_twin_specs(name):
+    """One list of switches: every field of the twin's Config but the run's numerics is a
+    block's, under the model's field name with the model's value, and every field of the
+    blocks is in it but the byte widths (the Counter's) and the other kind of positions'."""
+    m = MODELS[name]
+    model = {"moe": None} | m.blocks.fields()  # (no experts block: no moe field)
+    cfg = m.blocks.twin(name)
+    twin = {f.name for f in dataclasses.fields(cfg)} - _RUN
+    other = {"rope": "max_position", "learned": "rotary_dim"}[m.positions]
+    assert set(model) - twin == {"w_bytes", "act_bytes", "kv_bytes"}
+    assert twin - set(model) == {other} and getattr(cfg, other) is None
+    for field in twin - {other, "moe", "mla"}:
+        assert getattr(cfg, field) == model[field], field
+    for field in ("moe", "mla"):
+        record, spec = model[field], getattr(cfg, field)
+        assert (record is None) == (spec is None), field
+        if record is not None:
+            assert {k: _exact(v) for k, v in spec_fields(record).items()} == \
+                {k: _exact(v) for k, v in spec_fields(spec).items()}, field
+
+
+def _exact(value):
+    """A field's value to compare: a number as a Rational (the twin's 2.5, the record's 5/2)."""
+    return value if value is None or isinstance(value, bool | str) else sp.Rational(str(value))
 
 
 def test_bad_block_input_names_it():

@@ -35,6 +35,10 @@ def test_every_rows_declared_arrays_account_for_its_act_bytes_decode_and_prefill
                 rule = lay.rule(key)
                 moved = sp.Add(*(e for _, e in rule.moved)).xreplace({_B: B, _T: T})
                 assert m.act_bytes * rule.repeats * moved == c.act_bytes, (m.name, layout, T, key)
+                # and the arrays it writes (after its reads) are the row's stores
+                stored = sp.Add(*(e for _, e in rule.moved[len(rule.reads):]))
+                assert m.act_bytes * rule.repeats * stored.xreplace({_B: B, _T: T}) == \
+                    c.act_store_bytes, (m.name, layout, T, key)
 
 
 def test_a_row_that_reads_an_array_whole_moves_it_whole_on_every_chip():
@@ -44,6 +48,7 @@ def test_a_row_that_reads_an_array_whole_moves_it_whole_on_every_chip():
     m = sr.model("llama-3.1-8b")
     plan = sr.serve(m, sr.mesh("h100", {"X": 4}, custom=True), batch=16, context=1024)
     assert plan.rows["mlp/up"].act_bytes == 32 * 2 * (16 * 4096 + 16 * 14336 // 4)
+    assert plan.rows["mlp/up"].act_store_bytes == 32 * 2 * 16 * 14336 // 4   # its quarter of u
     # the residual add reads x and y and writes x, all replicated: every chip all of it
     assert plan.rows["mlp/residual"].act_bytes == 32 * 2 * 3 * 16 * 4096
 

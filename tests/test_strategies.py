@@ -196,15 +196,28 @@ def test_plan_totals_are_sums_of_parts():
     assert p.bubble == sp.Rational(7, 32 + 7) and p.bound == "compute"
     # the step's FLOPs are train_ops' rows (checked op by op against the NumPy twin), shared
     # out over the chips; TP repeats the D-wide rows on each of its 8 ranks (one microbatch,
-    # one data shard: a norm's gain gradient, n - 1 adds a element, is summed once)
+    # one data shard: a norm's gain gradient, n - 1 adds a element, is summed once). A
+    # pipeline's step waits on its slowest stage, the last of 8: 10 of the 80 layers, and
+    # the final norm, lm_head and loss whole (the embedding is the first stage's); Adam
+    # runs on the chip's 1/64 of the optimizer state
     tp = plan("tp+pp", mesh=sr.mesh("h100", {"Z": 8, "Y": 8}), model=L70, batch=2**15,
               tp="Y", pp="Z", microbatches=1)
     rows = sr.train_ops(L70, 2**15 // 4096, 4096, "full")
     whole = ("attn_norm", "mlp_norm", "final_norm", "attn/residual", "mlp/residual",
              "mlp/gate_up_sum", "attn/qkv_sum", "embed")  # D wide: not split by heads or F
-    repeated = sum(c.flops for k, c in rows.items()
-                   if k.split("/", 1)[1].removesuffix("/dx").removesuffix("/dw") in whole)
-    assert tp.flops * 64 == sum(c.flops for c in rows.values()) + 7 * repeated
+    last, first = ("final_norm", "lm_head", "loss"), ("embed",)
+
+    def flops(where, keys=None):
+        return sum(c.flops for k, c in rows.items() if not k.startswith("optimizer/")
+                   and where(key := k.split("/", 1)[1].removesuffix("/dx").removesuffix("/dw"))
+                   and (keys is None or key in keys))
+
+    layers = flops(lambda k: k not in last + first)  # 80 layers: the stage holds 1/8
+    head = flops(lambda k: k in last)
+    adam = rows["optimizer/adam"].flops
+    repeated = flops(lambda k: k not in last + first, whole) / 8 + flops(lambda k: k in last,
+                                                                         whole)
+    assert tp.flops * 8 == layers / 8 + head + adam / 8 + 7 * repeated
 
 
 @pytest.mark.parametrize("strategy, sharded", [

@@ -4,6 +4,7 @@ FSDP weight gathered, its gradient reduced, TP's block input gathered and output
 a norm's sums of squares reduced) priced by ``redistribute`` is the plan's row, exactly."""
 
 import pytest
+import sympy as sp
 
 import symroof as sr
 from symroof.parallel.partition import redistribute
@@ -132,3 +133,64 @@ def test_a_pipeline_hop_sends_each_chips_shard_of_the_stage_output():
     m, Z, X = plan.microbatches, 2, 4
     for row in ("forward/pp/send activations", "backward/pp/send gradients"):
         assert plan.step[row].net_bytes == (m + Z - 2) * 4 * TOKENS * 128 // (m * X)
+
+
+def test_a_pipeline_is_timed_on_its_slowest_stage():
+    """GPipe's step is N_mb + Z - 1 microbatch times of its slowest stage (book ch. 5,
+    "Pipelining"): the last, which holds the head and the loss besides its ceil(L/Z) layers, the
+    model's last ones. DeepSeek-V3 (its released config: 61 layers, the first 3 dense,
+    first_k_dense_replace = 3): one stage runs everything; with one layer a stage, the last
+    runs one of the 58 MoE layers, none of the 3 dense MLPs, the whole head, no embedding."""
+    from symroof.parallel.train_rows import stage_shares
+
+    keys = ("attn/o_proj", "mlp/down", "mlp/residual", "moe/down", "lm_head", "loss", "embed")
+    one, each = stage_shares(sr.model("deepseek-v3"), 1), stage_shares(sr.model("deepseek-v3"), 61)
+    assert [one(k) for k in keys] == [1] * 7
+    assert [each(k) for k in keys] == [sp.Rational(1, 61), 0, sp.Rational(1, 61),
+                                       sp.Rational(1, 58), 1, 1, 0]
+    # 61 layers in 16 stages: 13 of 4 layers and 3 of 3; the slowest holds 4 (all MoE)
+    sixteen = stage_shares(sr.model("deepseek-v3"), 16)
+    assert (sixteen("attn/o_proj"), sixteen("moe/down")) == (sp.Rational(4, 61),
+                                                               sp.Rational(4, 58))
+    # a plan says so where it prints its pipeline
+    mesh = sr.mesh("tpu-v5e", {"X": 4, "Y": 2}, custom=True)
+    plan = sr.train_plan(TOY, mesh, "dp+pp", dp=("X",), pp=("Y",), step=sr.TrainStep(16, 8))
+    assert "timed on its slowest stage, the last: 1 of 2 layers and the head" in str(plan)
+
+
+@pytest.mark.parametrize("name", ["llama-3.1-8b", "qwen3-0.6b"])
+def test_tp_forward_is_serving_2d_with_no_d_axes(name):
+    """Training's TP role on the Layout mechanism: the 2-D serving layout with D split over
+    no axis (heads and F over the TP axis, the stream x[B, D_tp] between blocks), walked
+    over one layer's forward rows by ``layer_collectives``, sends exactly the plan's TP
+    forward rows: each block's input gathered and output scattered, each D-wide norm's
+    sums of squares all-reduced (kind, axes and V alike)."""
+    from symroof.parallel.partition import layer_collectives
+    from symroof.parallel.serving_layouts import serving_layout
+
+    m, mesh, tokens = sr.model(name), sr.mesh("tpu-v5e", {"Y": 4}, custom=True), 4096
+    lay, sizes = serving_layout(m, mesh, tokens, 4096, "2d", ())
+    walked = layer_collectives(m.ops(1, 1, 0), lay, mesh, sizes, 2)
+    plan = sr.train_plan(m, mesh, "tp", batch_tokens=tokens, seq=4096)
+    tp = {k: c for k, c in plan.layer.items() if k.startswith("forward/tp/")}
+    assert sorted((c.kind, c.axes, c.V) for _, c in walked.values()) == \
+        sorted((c.kind, c.axes, c.V) for c in tp.values())
+    assert all(n == 1 for n, _ in walked.values()) and len(tp) == 6
+
+
+def test_the_last_stage_holds_its_layers_and_the_head():
+    """The plan's memory is the stage that holds the most, the last: Llama-3.1-70B (its
+    released config: 80 layers, D = 8192, V = 128256, untied) in 8 stages holds 10 layers
+    of attention and MLP, their 20 norms and the final one, the whole lm_head (8192 x
+    128256) and no embedding; one stage holds every parameter, for every preset."""
+    from symroof.models import MODELS
+
+    for m in MODELS.values():
+        assert m.blocks.stage_params(1) == m.blocks.params(), m.name
+    m = sr.model("llama-3.1-70b")
+    whole, last = m.blocks.params(), m.blocks.stage_params(8)
+    assert last == {"embedding": 0, "attention": whole["attention"] / 8,
+                    "mlp": whole["mlp"] / 8, "norms": 21 * 8192, "lm_head": 8192 * 128256}
+    plan = sr.train_plan(m, sr.mesh("tpu-v5p", {"Y": 8}, custom=True), "pp",
+                         step=sr.TrainStep(64, 4096))
+    assert plan.memory["params"] == 2 * sum(last.values())  # bf16 weights

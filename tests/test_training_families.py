@@ -156,6 +156,27 @@ def test_every_dense_preset_trains_at_six_params_plus_biases(name):
     assert matmuls == 6 * m.matmul_params * S + m.L * (2 * S - 1) * BIASED.get(name, 0)
 
 
+#: what the weight-matmul rows add to 6 x matmul params x tokens, per layer and token S:
+#: qkv biases' n adds forward and n - 1 in dW; Qwen1.5-MoE's shared-expert gate vector
+#: (D = 2048, in matmul_params, run in the elementwise ``moe/shared/scale``) and its qkv
+#: bias (16 heads x 3 x 128 = 6144), its released config
+MOE_MLA_EXTRA = {"mixtral-8x7b": lambda S: 0, "deepseek-v3": lambda S: 0,
+                 "qwen1.5-moe-a2.7b": lambda S: 24 * ((2 * S - 1) * 6144 - 6 * S * 2048)}
+
+
+@pytest.mark.parametrize("name", sorted(MOE_MLA_EXTRA))
+def test_moe_and_mla_presets_train_at_six_matmul_params(name):
+    """The blocks' weight matmuls (router, routed and shared experts, MLA's four
+    projections and o_proj) are the rows with a dW backward, and 6ND holds over them: the
+    6ND rule for the families matmul_keys once left out (it listed Llama's keys)."""
+    m, S = sr.model(name), 8
+    rows = sr.train_ops(m, 1, S)
+    assert {f"bwd/{k}/dw" for k in matmul_keys(m)} == {k for k in rows if k.endswith("/dw")}
+    matmuls = sum(rows[f"{p}/{k}{d}"].flops for k in matmul_keys(m)
+                  for p, d in (("fwd", ""), ("bwd", "/dx"), ("bwd", "/dw")))
+    assert matmuls == 6 * m.matmul_params * S + MOE_MLA_EXTRA[name](S)
+
+
 @pytest.mark.parametrize("call, message", [
     (lambda: sr.train_ops(sr.model("gpt2"), 1, 2048), "seq 2048 exceeds gpt2's 1024 learned"),
     (lambda: sr.check_training(_small("gpt2"), 1, 9), "positions 0 .. 8 exceed the 8 learned"),

@@ -123,41 +123,11 @@ def _int(value: sp.Expr, what: str) -> int:
     return int(value)
 
 
-def _int_dim(value: Any, name: str) -> int:
-    value = sp.sympify(value)
-    if not value.is_Integer:
-        raise ValueError(f"check() needs numbers for every dimension; {name} = {value} "
-                         "(use model.subs(...) or a preset)")
-    return int(value)
-
-
-_DIMS = ("D", "F", "L", "H", "G", "d_h", "V")
-
-
 def _numeric_config(model: Transformer):
-    """The NumPy twin's Config for ``model``: its blocks' twin fields
-    (:meth:`~symroof.models.blocks.Blocks.twin`) as plain numbers (the twin never sees a
+    """The NumPy twin's Config for ``model``: its blocks' twin specs
+    (:meth:`~symroof.models.blocks.Blocks.twin`, plain numbers: the twin never sees a
     formula)."""
-    from ..numeric import Config, MLASpec, MoESpec
-
-    twin = model.blocks.twin()
-    dims = {name: _int_dim(twin.pop(name), name) for name in _DIMS}
-    for name in ("rotary_dim", "window"):
-        value = twin.get(name)
-        twin[name] = None if value is None else _int_dim(value, name)
-    twin["attn_block"] = _int_dim(twin["attn_block"], "attn_block")
-    if twin["moe"] is not None:
-        m = twin["moe"]
-        m |= {k: _int_dim(m[k], f"MoE {k}") for k in ("E", "k", "F")}
-        m |= {"shared_F": 0 if m["shared_F"] == 0 else _int_dim(m["shared_F"], "MoE shared_F"),
-              "scale": float(m["scale"])}
-        twin["moe"] = MoESpec(**m)
-    a = model.blocks.attention.latent
-    mla = None if a is None else MLASpec(
-        **{k: _int_dim(getattr(a, k), f"MLA {k}") for k in ("kv_rank", "d_nope", "d_rope", "d_v")},
-        q_rank=None if a.q_rank is None else _int_dim(a.q_rank, "MLA q_rank"), absorb=a.absorb)
-    top = None if model.max_position is None else _int_dim(model.max_position, "max_position")
-    return Config(**dims, **twin, mla=mla, max_position=top, name=model.name)
+    return model.blocks.twin(model.name)
 
 
 def _widths(model: Transformer) -> dict[str, int]:

@@ -58,7 +58,8 @@ from .transformer import Transformer
 
 __all__ = ["train_ops", "REMAT_POLICIES", "MATMUL_KEYS", "ATTENTION_MATMUL_KEYS", "matmul_keys"]
 
-#: Forward weight-matmul rows: 6ND counts them (forward, dX, dW).
+#: The Llama family's forward weight-matmul rows, written out for the derivations (each
+#: model's own: :func:`matmul_keys`, read off its blocks).
 MATMUL_KEYS = ("attn/q_proj", "attn/k_proj", "attn/v_proj", "attn/o_proj", "mlp/gate",
                "mlp/up", "mlp/down", "lm_head")
 #: The naive attention core's matmul rows, forward and backward.
@@ -67,19 +68,16 @@ ATTENTION_MATMUL_KEYS = ("fwd/attn/scores", "fwd/attn/av", "bwd/attn/av/dp", "bw
 
 
 def matmul_keys(model: Transformer) -> tuple[str, ...]:
-    """The forward weight-matmul rows of ``model`` (fused or not, gated or not): 6ND counts
-    them, forward, dX and dW (:data:`MATMUL_KEYS` is the Llama family's).
+    """The forward weight-matmul rows of ``model``, as its blocks say
+    (:meth:`~symroof.models.blocks.Blocks.matmuls`: fused or not, gated or not, MLA's
+    projections, the router and the experts): 6ND counts them, forward, dX and dW.
 
     >>> matmul_keys(Transformer()) == MATMUL_KEYS
     True
     >>> matmul_keys(Transformer(fused_qkv=True, fused_gate_up=True))[:3]
     ('attn/qkv_proj', 'attn/o_proj', 'mlp/gate_up')
     """
-    attn = ("attn/qkv_proj",) if model.fused_qkv else ("attn/q_proj", "attn/k_proj",
-                                                       "attn/v_proj")
-    mlp = ("mlp/up",) if not model.gated else ("mlp/gate_up",) if model.fused_gate_up else \
-        ("mlp/gate", "mlp/up")
-    return (*attn, "attn/o_proj", *mlp, "mlp/down", "lm_head")
+    return model.blocks.matmuls()
 
 
 def _unsupported(model: Transformer, S: Any, remat: Any, attention: str) -> Transformer:
@@ -104,9 +102,6 @@ def _forward(model: Transformer, B: Any, S: Any, attention: str,
     if attention == "fused":
         out["attn/core"] += Cost(act_bytes=model.L * B * S * model.H * model.act_bytes)
     return out
-
-
-_OUTSIDE = ("embed", "pos_embed", "final_norm", "lm_head", "logit_softcap")
 
 
 def train_ops(model: Transformer, batch: Any, seq: Any = None, remat: str = "none", *,
@@ -156,7 +151,8 @@ def _train_ops(model: Transformer, batch: Any, seq: Any, remat: str, attention: 
     m, n = _unsupported(model, S, remat, attention), B * S
     gb = m.w_bytes if grad_bytes is None else grad_bytes
     fwd = _forward(m, B, S, attention, tokens_per_expert)
-    layer_keys = [k for k in fwd if k not in _OUTSIDE]
+    outside = m.blocks.outside()  # the embedding's, the positions', the head's rows
+    layer_keys = [k for k in fwd if k not in outside]
     recompute = remat_recompute(remat, attention, m)
     rows = {f"fwd/{key}": cost for key, cost in fwd.items()}
     rows["fwd/loss"] = bw.cross_entropy(n, m.V, x_bytes=m.act_bytes)

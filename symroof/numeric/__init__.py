@@ -4,7 +4,9 @@ and the GPT-2, GPT-NeoX, Gemma, Phi-3, mixture-of-experts and latent-attention b
 It runs a real forward pass (and a training step: loss, hand-written backward, remat,
 Adam) and records, per op, exact integer FLOPs (executed and useful)
 and bytes by kind, from the arrays each op touches at run time. The conventions are those of
-docs/accounting.md; ``symroof.check`` compares the counts with the symbolic formulas.
+docs/accounting.md; ``symroof.check`` compares the counts with the symbolic formulas. Its
+:class:`Config` is the blocks' twin specs side by side (:mod:`symroof.numeric.spec`: one
+record per block, each with its switches), so the twin lists no switch of its own.
 
 >>> import numpy as np
 >>> from symroof.numeric import TINY, Counter, forward, init_params
@@ -21,7 +23,9 @@ from typing import Any
 #: the tiny config does not load NumPy (the rest of symroof has symroof.lazy for this; the twin
 #: imports nothing of symroof's, so it keeps its own four lines)
 _NAMES = {
-    **dict.fromkeys(("TINY", "Config", "MLASpec", "MoESpec"), ".config"),
+    **dict.fromkeys(("TINY", "Config"), ".config"),
+    **dict.fromkeys(("EmbeddingSpec", "PositionsSpec", "ResidualSpec", "NormSpec",
+                     "AttentionSpec", "MLASpec", "MLPSpec", "MoESpec", "HeadSpec"), ".spec"),
     **dict.fromkeys(("QUANTITIES", "Counter"), ".counter"),
     **dict.fromkeys(("OP_GROUPS", "OP_KEYS", "KVCache", "forward"), ".model"),
     **dict.fromkeys(("Adam", "train_step"), ".optimizer"),

@@ -461,14 +461,15 @@ def shard(rows: Mapping[str, Cost], layout: Layout, mesh: Mesh,
 
 
 def local_act_bytes(rule: Operands, row_bytes: Any, mesh: Mesh, sizes: Mapping[str, Any],
-              width: Any = 2) -> Any:
+                    width: Any = 2, *, stores: bool = False) -> Any:
     """One chip's activation bytes of a row whose own count (all chips' work) is
     ``row_bytes``: the sum, over the arrays it reads and writes (:attr:`Operands.moved`,
     else each whole partition sized by ``sizes``), of the elements it moves of each over
     the ways the array's partition splits it (:func:`ways`), times ``width`` and the row's
     ``repeats``; a row that declares no arrays is done whole by every chip. Where the
     declarations do not add up to ``row_bytes`` (a convention that counts activation
-    traffic otherwise, or none), ``row_bytes`` is split in the same proportion.
+    traffic otherwise, or none), ``row_bytes`` is split in the same proportion. ``stores``:
+    the arrays it writes only (``row_bytes`` its stores, ``Cost.act_store_bytes``).
 
     >>> import symroof as sr
     >>> from symroof.symbols import B, D, F
@@ -479,6 +480,7 @@ def local_act_bytes(rule: Operands, row_bytes: Any, mesh: Mesh, sizes: Mapping[s
     """
     arrays = rule.moved or tuple((s, _elements(s, sizes)) for s in (
         *rule.reads, *(() if rule.writes is None else (rule.writes,)), *rule.more))
+    arrays = arrays[len(rule.reads):] if stores else arrays  # reads first, then writes
     if not arrays:
         return row_bytes
     step = {sym: sizes[sym.name] for sym in (_B, _T) if sym.name in sizes}
@@ -508,8 +510,12 @@ def _per_chip(rows: Mapping[str, Cost], walk: list, mesh: Mesh, sizes: Mapping[s
         c = rows[key]
         work = mesh.size(rule.work_axes) if rule.work_axes else 1
         act = local_act_bytes(rule, c.act_bytes, mesh, sizes, width) if c.act_bytes != 0 else 0
+        store = (local_act_bytes(rule, c.act_store_bytes, mesh, sizes, width, stores=True)
+                 if c.act_store_bytes != 0 else 0)
         out[key] = Cost(flops=c.flops / work, useful_flops=c.useful_flops / work,
                         weight_bytes=c.weight_bytes / ways(rule.weight, mesh),
                         act_bytes=act, kv_bytes=c.kv_bytes / ways(rule.kv, mesh),
-                        net_bytes=c.net_bytes, net_time=c.net_time, host_bytes=c.host_bytes)
+                        net_bytes=c.net_bytes, net_time=c.net_time, host_bytes=c.host_bytes,
+                        act_store_bytes=store,  # the writes: each chip's share of them
+                        kv_store_bytes=c.kv_store_bytes / ways(rule.kv, mesh))
     return out

@@ -14,10 +14,12 @@ Counting conventions of training plans (stated once, here):
   read ``attn/q_proj``): every row is computed on the chip's tokens; TP splits the rows
   of attention (heads), the MLP and experts (F), the lm_head and the loss (vocabulary),
   and leaves D-wide rows whole on every TP rank (norms, residual adds, gradient sums,
-  embeddings, routing: :func:`tp_splits`); a pipeline stage runs 1/Z of every row (the
-  average stage); EP holds 1/Z_e of the routed experts' weights (:func:`ep_splits`).
+  embeddings, routing: :func:`tp_splits`); a pipeline's chip runs the slowest stage's
+  share of each row (:func:`stage_shares`: the last stage's ceil(L/Z) layers, the head
+  and the loss); EP holds 1/Z_e of the routed experts' weights (:func:`ep_splits`).
   Weights are read once per microbatch; Adam runs once on the chip's shard of the
-  optimizer state (over Y Z, and the fsdp axes from ZeRO-1 on). The forward pass is the
+  optimizer state (over Y Z, and the fsdp axes from ZeRO-1 on: the average stage's, as
+  the collectives' weights and the plan's memory are). The forward pass is the
   ``fwd/`` rows; the backward pass the ``bwd/``, ``recompute/`` and ``optimizer/`` rows.
 - **Weights** of one layer are its forward rows' weight reads (every matrix and norm gain;
   with experts, every expert, taken as read: B k >= E), per chip as TP and EP split them;
@@ -64,21 +66,33 @@ from ..cost import Cost
 from .book_block import Make, mlp_block_rows, routed_params
 from .layout import SYM
 from .train_layout import ROLE_AXES, activation_moves, at_degrees, label, weight_moves
-from .train_rows import _at, _b, _d_norm, ep_splits, forward_key, tp_splits, train_rows
+from .train_rows import (
+    _at,
+    _b,
+    _d_norm,
+    ep_splits,
+    forward_key,
+    stage_shares,
+    tp_splits,
+    train_rows,
+)
 
 __all__ = ["step_rows", "layer_rows", "condition_rows", "pass_times", "template_make"]
 
-def _compute(rows: dict, n: dict, b: Any, m: Any, z1: Any, own: Any) -> dict[str, Cost]:
+def _compute(rows: dict, n: dict, b: Any, m: Any, z1: Any, own: Any, share: Any
+             ) -> dict[str, Cost]:
     """Per pass, every row's share on one chip (module docstring), summed: ``fwd/`` rows
     forward, the rest (backward, recompute, optimizer) backward. Rows that shard alike are
     added first and scaled once (a few terms, not one per row: the search compiles them);
-    ``own``: the share of the parameters whose optimizer state the chip's EP shard holds."""
+    ``own``: the share of the parameters whose optimizer state the chip's EP shard holds;
+    ``share``: a row's share on the pipeline's slowest stage (:func:`stage_shares`)."""
     Y, Z, Ze, m = (sp.sympify(v) for v in (n["tp"], n["pp"], n["ep"], m))  # exact, no floats
     groups: dict[tuple, list[Cost]] = {}
     for key, c in rows.items():
         p = "forward" if key.startswith("fwd/") else "backward"
         fk = forward_key(key)
-        kind = "optimizer" if key.startswith("optimizer/") else (tp_splits(fk), ep_splits(fk))
+        kind = "optimizer" if key.startswith("optimizer/") else (tp_splits(fk), ep_splits(fk),
+                                                                 share(fk))
         groups.setdefault((p, kind), []).append(c)
     out = {"forward": Cost(), "backward": Cost()}
     for (p, kind), costs in groups.items():
@@ -87,14 +101,15 @@ def _compute(rows: dict, n: dict, b: Any, m: Any, z1: Any, own: Any) -> dict[str
             # (1 + z1 (f - 1)) is f^z1 for a flag z1 in {0, 1}, without a power to evaluate
             out[p] += _at(c, b, own / (Y * Z * (1 + z1 * (n["fsdp"] - 1))), 1)
         else:  # every microbatch; TP splits or repeats it; EP holds 1/Z_e of the experts
-            split, experts = kind
-            out[p] += _at(c, b, m / (Z * (Y if split else 1)), 1 / Ze if experts else 1)
+            split, experts, stage = kind
+            out[p] += _at(c, b, m * stage / (Y if split else 1), 1 / Ze if experts else 1)
     return out
 
 
-def _layer_keys(rows: dict) -> list[str]:
-    """The forward-row keys of the layers (every row ``fwd/`` holds L layers of)."""
-    outside = ("embed", "pos_embed", "final_norm", "lm_head", "logit_softcap", "loss")
+def _layer_keys(model: Any, rows: dict) -> list[str]:
+    """The forward-row keys of the layers (every row ``fwd/`` holds L layers of): not the
+    blocks' rows outside the layers, nor the loss."""
+    outside = (*model.blocks.outside(), "loss")
     return [k[4:] for k in rows if k.startswith("fwd/") and k[4:] not in outside]
 
 
@@ -124,7 +139,7 @@ def _whole_weights(model: Any, rows: dict) -> dict[str, tuple[Any, bool, bool]]:
     splits them)."""
     out: dict[str, tuple[Any, bool, bool]] = {}
     whole = sp.Integer(0)
-    for k in _layer_keys(rows):
+    for k in _layer_keys(model, rows):
         w = sp.sympify(rows[f"fwd/{k}"].weight_bytes).xreplace({_b: 0}) / model.L
         if w != 0:
             whole += w
@@ -165,12 +180,13 @@ def step_rows(model: Any, B: Any, seq: Any, remat: Any, n: dict, m: Any, z: tupl
     n, m = {r: sp.sympify(v) for r, v in n.items()}, sp.sympify(m)
     X, Z, Ze = n["dp"] * n["fsdp"], n["pp"], n["ep"]
     z1, _, z3 = z
-    out = _compute(rows, n, B / (seq * X * Ze * m), m, z1, _own(model, Ze))
-    lz = model.L / Z  # layers per stage
+    out = _compute(rows, n, B / (seq * X * Ze * m), m, z1, _own(model, Ze),
+                   stage_shares(model, Z))
+    lz = model.blocks.last_stage(Z)["all"]  # the slowest stage's layers, ceil(L/Z)
     mb = model.act_bytes * B / m  # bytes of one value per token of a (global) microbatch
     # a pipeline hop: the stage's output x[B_data, D_tp], one chip's shard of the microbatch
     ((_, _, hop),) = at_degrees(activation_moves("hop"), n, mb * model.D)
-    keys = _layer_keys(rows)
+    keys = _layer_keys(model, rows)
     blocks, norms = _blocks(keys), sum(map(_d_norm, keys))
     rerun = 2 if _reruns_matmuls(model, rows) else 1  # a rerun forward reruns TP, EP comms
     # the changes of partition (train_layout), each as often as the schedule makes it
@@ -204,7 +220,7 @@ def step_rows(model: Any, B: Any, seq: Any, remat: Any, n: dict, m: Any, z: tupl
     if model.moe is not None:
         ((_, _, tokens),) = at_degrees(activation_moves("dispatch"), n,
                                    mb * model.D * sp.Min(model.moe.k, Ze))
-        _ep_rows(step, tokens, model.moe_layers / Z * m, rerun, make)
+        _ep_rows(step, tokens, model.blocks.last_stage(Z)["moe"] * m, rerun, make)
     return step
 
 
@@ -226,16 +242,19 @@ def layer_rows(model: Any, B: Any, seq: Any, n: dict, z: tuple,
     reduce-scattered (ZeRO; ZeRO-1/2 then gather the updated weights) or all-reduced (DP);
     TP's gather of each block's input and scatter of its output (dOut and dIn backward)
     and an AllReduce of each D-wide norm's sums of squares each way; EP's two AllToAlls
-    per MoE block each way. Norm gains (D-vectors) are left out of the collectives."""
+    per MoE block each way. Norm gains (D-vectors) are left out of the collectives. The
+    layer is the model's layer rows over L: the average layer, which for a model with dense
+    first layers is part dense MLP and part MoE block (DeepSeek-V3: 3/61 of the one and
+    58/61 of the other)."""
     rows = train_rows(model, seq, "none")
     n = {r: sp.sympify(v) for r, v in n.items()}
     X, Ze = n["dp"] * n["fsdp"], n["ep"]
     z1, _, z3 = z
     n1 = {**n, "pp": 1}
-    keys = _layer_keys(rows)
+    keys = _layer_keys(model, rows)
     per_layer = {k: c * (1 / model.L) for k, c in rows.items()
                  if k.startswith(("fwd/", "bwd/")) and forward_key(k) in keys}
-    out = _compute(per_layer, n1, B / (seq * X * Ze), 1, z1, 1)
+    out = _compute(per_layer, n1, B / (seq * X * Ze), 1, z1, 1, stage_shares(model, 1))
     tok = model.act_bytes * B  # bytes of one value per token of the (global) batch
     layer: dict[str, Cost] = {"forward/compute": out["forward"]}
     experts = model.moe is not None

@@ -46,7 +46,6 @@ from ..models.transformer import Transformer
 from ..render import fmt_si
 from ..timerule import SYMPY, combine
 from ..workload import TrainStep
-from .book_block import routed_params
 from .conditions import derive
 from .layout import (
     ROLES,
@@ -74,22 +73,25 @@ EP_STRATEGIES = ("ep", "fsdp+ep", "zero1+ep", "fsdp+tp+ep", "zero1+tp+ep", "zero
 def plan_memory(model: Any, B: Any, seq: Any, remat: Any, n: dict, z: tuple,
                 widths: Mapping[str, Any]) -> dict[str, sp.Expr]:
     """Per-chip bytes: :func:`train_memory` of the whole model, each of its parameter parts
-    times s = P_own/P (the routed experts / Z_e, the rest whole), params s / (Y Z X_fsdp^z3),
-    grads s / (Y Z X_fsdp^z2), master and moments s / (Y Z X_fsdp^z1), activations
-    / (X Y Z Z_e); ``remat`` an int n keeps n checkpoints of width D per layer (book ch. 6:
-    2 D B n L)."""
+    times s = P_own/P, the parameters of the pipeline's last stage
+    (:meth:`~symroof.models.blocks.Blocks.stage_params`: its ceil(L/Z) layers and the head,
+    the stage that holds the most) with its routed experts / Z_e: params s / (Y X_fsdp^z3),
+    grads s / (Y X_fsdp^z2), master and moments s / (Y X_fsdp^z1); activations
+    / (X Y Z Z_e) (the average stage's); ``remat`` an int n keeps n checkpoints of width D
+    per layer (book ch. 6: 2 D B n L)."""
     policy = "full" if isinstance(remat, int) else remat
     mem = train_memory(model, B / seq, seq, policy, **widths)
     if isinstance(remat, int):
         mem["activations"] = model.act_bytes * model.D * B * remat * model.L
     X, Y, Z, Ze, f = n["dp"] * n["fsdp"], n["tp"], n["pp"], n["ep"], n["fsdp"]
     z1, z2, z3 = z
-    P_e = routed_params(model)
-    s = 1 if P_e == 0 else (model.params - P_e + P_e / Ze) / model.params
-    return {"params": s * mem["params"] / (Y * Z * f**z3),
-            "grads": s * mem["grads"] / (Y * Z * f**z2),
-            "master": s * mem["master"] / (Y * Z * f**z1),
-            "moments": s * mem["moments"] / (Y * Z * f**z1),
+    stage = model.blocks.stage_params(Z)  # the last stage's parameters (all of them: Z = 1)
+    P_e = sp.sympify(stage.get("experts", 0))  # its routed experts, 1/Z_e of them a chip
+    s = (sum(stage.values()) - P_e + P_e / Ze) / model.params
+    return {"params": s * mem["params"] / (Y * f**z3),
+            "grads": s * mem["grads"] / (Y * f**z2),
+            "master": s * mem["master"] / (Y * f**z1),
+            "moments": s * mem["moments"] / (Y * f**z1),
             "activations": mem["activations"] / (X * Y * Z * Ze)}
 
 
@@ -223,6 +225,10 @@ class TrainPlan:
                 f"  batch {_num(self.batch_tokens)} tokens, seq {self.seq}, remat "
                 f"{remat}" + (f", {self.microbatches} microbatches, bubble "
                                    f"{_num(self.bubble * 100)}%" if self.axes["pp"] else "")]
+        if self.axes["pp"]:  # the step waits on the slowest stage (parallel.train_rows)
+            layers = self.model.blocks.last_stage(self.degrees["pp"])["all"]
+            head.append(f"  timed on its slowest stage, the last: {_num(layers)} of "
+                        f"{self.model.L} layers and the head")
         if not self.lower.is_number:
             return "\n".join(head + ["  (symbolic)"])
         state = self.memory_total - self.memory["activations"]

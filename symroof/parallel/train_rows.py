@@ -20,7 +20,7 @@ import sympy as sp
 from ..conventions import current
 from ..cost import FIELDS, Cost
 
-__all__ = ["train_rows", "rows_at", "forward_key", "tp_splits", "ep_splits"]
+__all__ = ["train_rows", "rows_at", "forward_key", "tp_splits", "ep_splits", "stage_shares"]
 
 #: the sequences of one microbatch on one chip, while the rows are built (local, replaced)
 _b = sp.Dummy("b", positive=True, integer=True)
@@ -66,6 +66,35 @@ def ep_splits(key: str) -> bool:
     (True, False, False)
     """
     return key.startswith("moe/") and key not in _TP_WHOLE and "shared" not in key
+
+
+def stage_shares(model: Any, Z: Any) -> Any:
+    """The share of each forward row's work (by :func:`forward_key`) that the slowest of Z
+    pipeline stages runs: the last stage (:meth:`~symroof.models.blocks.Blocks.last_stage`:
+    ceil(L/Z) layers, the model's last, so the experts' after DeepSeek's dense first layers),
+    which holds the head and the loss too; the embedding's rows run on the first stage
+    (on the last only when there is one stage). A pipeline's step waits on its slowest
+    stage, so a plan with stages times this one, not the average stage's 1/Z of each row.
+
+    >>> import symroof as sr
+    >>> share = stage_shares(sr.model("deepseek-v3"), 4)
+    >>> share("attn/o_proj"), share("moe/gate"), share("mlp/gate"), share("lm_head"), share("embed")
+    (16/61, 8/29, 0, 1, 0)
+    """
+    b = model.blocks
+    first, last = b.ends()
+    stage = b.last_stage(Z)
+    total = {"all": sp.sympify(model.L), "moe": b.moe_layers, "dense": b.dense_layers}
+
+    def share(key: str) -> Any:
+        if key in last or key == "loss":
+            return sp.Integer(1)
+        if key in first:  # 1 for a single stage, 0 from two on (the first stage's)
+            return sp.Max(0, 2 - sp.sympify(Z))
+        kind = b.layers_of(key)
+        return stage[kind] / total[kind]
+
+    return share
 
 
 @functools.lru_cache(maxsize=64)

@@ -23,6 +23,7 @@ from typing import Any
 import sympy as sp
 
 from ...cost import Cost
+from ...numeric.spec import AttentionSpec, MLASpec
 from ...symbols import G as _G
 from ...symbols import H as _H
 from ...symbols import d_h as _d_h
@@ -32,7 +33,7 @@ from .. import rows as rw
 from ..spec import MLA
 from . import latent
 from .backprop import Graph, Widths
-from .base import Array, Stream, Uses, cap
+from .base import Array, Stream, Uses, cap, plain
 
 __all__ = ["Attention"]
 
@@ -103,6 +104,19 @@ class Attention:
         if self.latent is not None:
             return self.latent.matmul_params(s.D, self.H)
         return s.D * self.H * self.d_h + 2 * s.D * self.G * self.d_h + self.H * self.d_h * s.D
+
+    def matmuls(self) -> tuple[str, ...]:
+        """Its rows that multiply by a weight matrix, as a training step runs them (MLA in
+        its naive form: no absorbed W_UK, W_UV): each has a dX and a dW row backward.
+
+        >>> Attention(fused_qkv=True).matmuls()
+        ('attn/qkv_proj', 'attn/o_proj')
+        """
+        if self.latent is not None:
+            q = ("q_proj",) if self.latent.q_rank is None else ("q_a_proj", "q_b_proj")
+            return tuple(f"attn/{k}" for k in (*q, "kv_a_proj", "kv_b_proj", "o_proj"))
+        qkv = ("qkv_proj",) if self.fused_qkv else ("q_proj", "k_proj", "v_proj")
+        return tuple(f"attn/{k}" for k in (*qkv, "o_proj"))
 
     def params(self, s: Stream) -> dict[str, sp.Expr]:
         """One layer's parameters: Wq + Wk + Wv + Wo, D.H.d_h + 2.D.G.d_h + H.d_h.D, the
@@ -187,13 +201,22 @@ class Attention:
                       "v": Array(("B", "T", "G", "d_h"), "act"),
                       "O": Array(("B", "T", "H", "d_h"), "act")}
 
-    def twin(self) -> dict[str, Any]:
-        """The NumPy twin's fields (plain values; the MLA record's as a dict)."""
-        cap = None if self.softcap is None else float(self.softcap)
-        return {"H": self.H, "G": self.G, "d_h": self.d_h, "qkv_bias": self.qkv_bias,
-                "fused_qkv": self.fused_qkv, "o_bias": self.o_bias, "qk_norm": self.qk_norm,
-                "attn_softcap": cap, "window": self.window,
-                "window_pattern": self.window_pattern, "attn_block": self.block}
+    def twin(self) -> AttentionSpec:
+        """The NumPy twin's spec of it (plain numbers; the latent record's as an MLASpec).
+
+        >>> Attention(H=8, G=2, d_h=16, qk_norm=True).twin().qk_norm
+        True
+        """
+        m = self.latent
+        mla = None if m is None else MLASpec(
+            **{k: plain(getattr(m, k), f"MLA {k}") for k in ("kv_rank", "d_nope", "d_rope",
+                                                            "d_v", "q_rank")}, absorb=m.absorb)
+        return AttentionSpec(
+            **{k: plain(getattr(self, k), k) for k in ("H", "G", "d_h", "window")},
+            qkv_bias=self.qkv_bias, fused_qkv=self.fused_qkv, o_bias=self.o_bias,
+            qk_norm=self.qk_norm, attn_softcap=plain(self.softcap, "attn_softcap"),
+            window_pattern=self.window_pattern, attn_block=plain(self.block, "attn_block"),
+            mla=mla)
 
     # -- training: one layer's backward rows, backwards, and its piece of the layer graph
     def backward_out(self, w: Widths) -> dict[str, Cost]:

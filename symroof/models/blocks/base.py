@@ -20,9 +20,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, NamedTuple
 
+import sympy as sp
+
 from ...cost import as_exact
 
-__all__ = ["Stream", "Array", "KINDS", "fields_of", "from_fields", "cap", "Uses"]
+__all__ = ["Stream", "Array", "KINDS", "fields_of", "from_fields", "cap", "Uses", "plain"]
 
 #: what an operand array holds: a parameter, an activation, or the KV cache
 KINDS = ("weight", "act", "kv")
@@ -80,6 +82,29 @@ def from_fields(cls: type, model: Any, **given: Any) -> Any:
     own = {f.name for f in dataclasses.fields(cls)}
     return cls(**{attr: getattr(model, name) for attr, name in cls.FIELDS.items()
                   if attr in own and attr not in given}, **given)
+
+
+def plain(value: Any, name: str) -> Any:
+    """A block's value as the NumPy twin's spec takes it: an int for a whole number, a
+    float for another number, None, a bool or a string as it is; a symbol is refused,
+    naming the field (the twin runs numbers).
+
+    >>> import sympy as sp
+    >>> plain(sp.Integer(4096), "D"), plain(sp.Rational(5, 2), "MoE scale")
+    (4096, 2.5)
+    >>> from symroof.symbols import D
+    >>> plain(D, "D")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: the NumPy twin needs numbers for every dimension; D = D (use model.subs(...) ...
+    """
+    if value is None or isinstance(value, bool | str | int | float):
+        return value
+    number = sp.sympify(value)
+    if not number.is_number:
+        raise ValueError(f"the NumPy twin needs numbers for every dimension; {name} = {value} "
+                         "(use model.subs(...) or a preset)")
+    return int(number) if number.is_Integer else float(number)
 
 
 def cap(value: Any, name: str) -> None:

@@ -21,12 +21,13 @@ from typing import Any
 import sympy as sp
 
 from ...cost import Cost
+from ...numeric.config import Config
 from ...symbols import B as _B
 from ...symbols import S as _S
 from ...symbols import T as _T
 from .attention import Attention
 from .backprop import LayerGraph, Widths
-from .base import Array, Stream, Uses, fields_of, from_fields
+from .base import Array, Stream, Uses, fields_of, from_fields, plain
 from .embedding import Embedding, Head, Learned, Rope
 from .mlp import DenseMLP, Experts
 from .norm import Norm
@@ -138,6 +139,31 @@ class Blocks:
         out["norms"] = (self.residual.norms * L + 1) * self.residual.norm.params(s.D)
         return out | {"lm_head": sp.sympify(head["lm_head"])}
 
+    def stage_params(self, Z: Any) -> dict[str, sp.Expr]:
+        """The parameters the last of Z pipeline stages holds, by part (:meth:`params`'
+        keys): its layers' share of each layer part (:meth:`last_stage`: ceil(L/Z)
+        layers), their norms and the final one, the lm_head (a tied one's matrix too, from
+        two stages on: the last stage multiplies by it), the embedding and positions with
+        one stage only (they are the first stage's). One stage holds :meth:`params`.
+
+        >>> from symroof.models import model
+        >>> b = model("llama-3.1-70b").blocks
+        >>> last = b.stage_params(8)                 # 10 of the 80 layers, and the head
+        >>> last["attention"] * 8 == b.params()["attention"], last["embedding"], last["lm_head"]
+        (True, 0, 1050673152)
+        """
+        s, stage, first = self.stream, self.last_stage(Z), sp.Max(0, 2 - sp.sympify(Z))
+        per = self.attention.params(s)
+        per |= self.mlp.params(s) if self.dense_layers != 0 else {}
+        per |= self.experts.params(s) if self.experts is not None else {}
+        whole = self.params()
+        out = {k: first * v for k, v in whole.items() if k in ("embedding", "positions")}
+        for k, v in per.items():
+            out[k] = stage["dense" if k == "mlp" else "all" if k == "attention" else "moe"] * v
+        out["norms"] = (self.residual.norms * stage["all"] + 1) * self.residual.norm.params(s.D)
+        tied = self.embedding.V * s.D if self.embedding.tied else 0
+        return out | {"lm_head": whole["lm_head"] + (1 - first) * tied}
+
     def matmul_params(self) -> sp.Expr:
         """What a token multiplies by: every layer's matrices and the lm_head."""
         s, lm_head = self.stream, self.embedding.V * self.stream.D
@@ -146,6 +172,69 @@ class Blocks:
             return self.L * (attention + mlp) + lm_head
         return (self.L * attention + self.dense_layers * mlp
                 + self.moe_layers * self.experts.matmul_params(s) + lm_head)
+
+    def matmuls(self) -> tuple[str, ...]:
+        """The forward rows that multiply by a weight matrix (6ND counts them: forward, dX
+        and dW), each block's in the order they run: attention, the dense MLP (when there
+        are dense layers), the experts, the lm_head.
+
+        >>> from symroof.models import model
+        >>> model("phi-3-mini").blocks.matmuls()
+        ('attn/qkv_proj', 'attn/o_proj', 'mlp/gate_up', 'mlp/down', 'lm_head')
+        """
+        mlp = self.mlp.matmuls() if self.dense_layers != 0 else ()
+        experts = self.experts.matmuls() if self.experts is not None else ()
+        return (*self.attention.matmuls(), *mlp, *experts, *self.head.matmuls())
+
+    def outside(self) -> tuple[str, ...]:
+        """The forward rows outside the layers (each once a step: the embedding's, the
+        positions', the head's; :meth:`uses` marks them ``once``).
+
+        >>> from symroof.models import model
+        >>> model("gpt2").blocks.outside()
+        ('embed', 'pos_embed', 'final_norm', 'lm_head')
+        """
+        first, last = self.ends()
+        return first + last
+
+    def ends(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The forward rows before the layers (the embedding's and the positions') and
+        after them (the head's): a pipeline's first stage and its last run them.
+
+        >>> from symroof.models import model
+        >>> model("gemma-2-9b").blocks.ends()
+        (('embed',), ('final_norm', 'lm_head', 'logit_softcap'))
+        """
+        first = self.embedding.uses() | self.positions.uses()
+        return tuple(first), tuple(self.head.uses(self.embedding.tied))
+
+    def layers_of(self, key: str) -> str:
+        """Which layers the forward or backward row ``key`` (no pass prefix) runs in:
+        ``"moe"`` (the experts' rows), ``"dense"`` (the dense MLP's, on the layers before
+        the experts') or ``"all"`` (attention, norms, residual sums: every layer).
+
+        >>> from symroof.models import model
+        >>> b = model("deepseek-v3").blocks
+        >>> [b.layers_of(k) for k in ("moe/gate", "mlp/gate_up_sum", "mlp/residual")]
+        ['moe', 'dense', 'all']
+        """
+        if key.startswith("moe/"):
+            return "moe"
+        return "dense" if key.startswith("mlp/") and key not in self.residual.uses() else "all"
+
+    def last_stage(self, Z: Any) -> dict[str, Any]:
+        """The layers of the slowest of Z pipeline stages, the last: the layers split in
+        order as evenly as whole layers allow, it holds ceil(L/Z) of them (the most a
+        stage holds) and the head; ``all`` its layers, ``moe`` those with experts (the
+        model's last ones, after dense first layers: the heaviest), ``dense`` the rest.
+
+        >>> from symroof.models import model
+        >>> model("deepseek-v3").blocks.last_stage(1), model("deepseek-v3").blocks.last_stage(4)
+        ({'all': 61, 'moe': 58, 'dense': 3}, {'all': 16, 'moe': 16, 'dense': 0})
+        """
+        per = sp.ceiling(sp.sympify(self.L) / Z)
+        moe = sp.Min(per, self.moe_layers)
+        return {"all": per, "moe": moe, "dense": per - moe}
 
     def arrays(self) -> dict[str, Array]:
         """Every operand by path (``embed/W_embed``, ``attn/W_q``, ``mlp/W_down``,
@@ -256,16 +345,21 @@ class Blocks:
             out |= layers(self.experts.uses(), self.moe_layers)
         return out
 
-    def twin(self) -> dict[str, Any]:
-        """The NumPy twin's fields, each block's (the values as they are: numbers for a
-        model the twin can run); MoE's and MLA's as the records' fields."""
-        out: dict[str, Any] = {"D": self.stream.D, "L": self.L}
-        for part in (self.embedding, self.positions, self.residual, self.attention, self.mlp,
-                     self.head):
-            out |= part.twin()
-        out["norm"] = self.residual.norm.kind
-        out["moe"] = None if self.experts is None else self.experts.twin()
-        return out
+    def twin(self, name: str = "custom") -> Config:
+        """The NumPy twin's :class:`~symroof.numeric.Config`: D, L and each block's twin spec
+        (:mod:`symroof.numeric.spec`, plain numbers; the twin reads these records, never a
+        formula); a symbol where the twin needs a number is refused, naming it.
+
+        >>> from symroof.models import model
+        >>> cfg = model("gemma-2-9b").blocks.twin()
+        >>> cfg.post_norms, cfg.final_softcap, cfg.window_pattern
+        (True, 30, (True, False))
+        """
+        D, L = plain(self.stream.D, "D"), plain(self.L, "L")
+        parts = (self.embedding, self.positions, self.residual, self.residual.norm,
+                 self.attention, self.mlp, self.head)
+        return Config.of(D, L, *(p.twin() for p in parts), name=name,
+                         moe=None if self.experts is None else self.experts.twin())
 
     # -- training: the backward rows and the layer graphs, each block's composed ---------
     def backward_rows(self, B: Any, S: Any, mode: str, tokens_per_expert: Any, gb: Any,

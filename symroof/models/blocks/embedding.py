@@ -17,13 +17,14 @@ from typing import Any
 import sympy as sp
 
 from ...cost import Cost, as_dimension
+from ...numeric.spec import EmbeddingSpec, HeadSpec, PositionsSpec
 from ...symbols import T as _T
 from ...symbols import V as _V
 from .. import backward as bw
 from .. import backward_dense as bd
 from .. import rows as rw
 from .backprop import Widths
-from .base import Array, Stream, Uses, cap
+from .base import Array, Stream, Uses, cap, plain
 from .norm import Norm
 
 __all__ = ["Embedding", "Rope", "Learned", "Head", "POSITIONS"]
@@ -60,9 +61,9 @@ class Embedding:
         """W_embed[V, D] and the stream it starts, x[B, T, D]."""
         return {"W_embed": Array(("V", "D")), "x": Array(("B", "T", "D"), "act")}
 
-    def twin(self) -> dict[str, Any]:
-        """The twin's ``V``, ``tied`` and ``embed_scale``."""
-        return {"V": self.V, "tied": self.tied, "embed_scale": self.scale}
+    def twin(self) -> EmbeddingSpec:
+        """The NumPy twin's spec of it."""
+        return EmbeddingSpec(V=plain(self.V, "V"), tied=self.tied, embed_scale=self.scale)
 
     def backward(self, w: Widths) -> dict[str, Cost]:
         """``embed``: the scatter-add of the n gradient rows into W_embed's gradient (tied:
@@ -126,9 +127,9 @@ class Rope:
         """None (the tables are built per step, not stored)."""
         return {}
 
-    def twin(self) -> dict[str, Any]:
-        """The twin's ``positions`` and ``rotary_dim``."""
-        return {"positions": "rope", "rotary_dim": self.rotary_dim}
+    def twin(self) -> PositionsSpec:
+        """The NumPy twin's spec of it: RoPE on ``rotary_dim`` dims of a head."""
+        return PositionsSpec("rope", rotary_dim=plain(self.rotary_dim, "rotary_dim"))
 
     def backward(self, B: Any, S: Any, w: Widths) -> dict[str, Cost]:
         """None of its own: the inverse rotation is the attention's ``attn/rope``."""
@@ -173,9 +174,9 @@ class Learned:
         """The table W_pos[P, D]."""
         return {"W_pos": Array(("P", "D"))}
 
-    def twin(self) -> dict[str, Any]:
-        """The twin's ``positions``."""
-        return {"positions": "learned"}
+    def twin(self) -> PositionsSpec:
+        """The NumPy twin's spec of it: a table of ``max_position`` rows."""
+        return PositionsSpec("learned", max_position=plain(self.max_position, "max_position"))
 
     def backward(self, B: Any, S: Any, w: Widths) -> dict[str, Cost]:
         """``pos_embed``: the table's gradient, summed over the B sequences of S positions
@@ -210,6 +211,11 @@ class Head:
         """The final norm (key ``norms``) and W_lm[D, V] (0 when tied)."""
         return {"norms": self.norm.params(s.D), "lm_head": sp.Integer(0) if tied else V * s.D}
 
+    def matmuls(self) -> tuple[str, ...]:
+        """Its row that multiplies by a weight matrix: the lm_head (the embedding's matrix
+        when tied; the embedding itself gathers rows, no matmul)."""
+        return ("lm_head",)
+
     def rows(self, n_out: Any, V: Any, s: Stream) -> dict[str, Cost]:
         """``final_norm``, ``lm_head`` (:func:`symroof.models.rows.lm_head`) and
         ``logit_softcap`` over the n_out positions whose logits are computed."""
@@ -225,9 +231,9 @@ class Head:
         out |= {} if tied else {"W_lm": Array(("D", "V"))}
         return out | {"logits": Array(("B", "T", "V"), "act")}
 
-    def twin(self) -> dict[str, Any]:
-        """The twin's ``final_softcap``."""
-        return {"final_softcap": None if self.softcap is None else float(self.softcap)}
+    def twin(self) -> HeadSpec:
+        """The NumPy twin's spec of it (its norm's is the norm's own)."""
+        return HeadSpec(final_softcap=plain(self.softcap, "final_softcap"))
 
     def backward(self, V: Any, w: Widths) -> dict[str, Cost]:
         """The loss's gradient over the n positions' V logits, (``logit_softcap``),

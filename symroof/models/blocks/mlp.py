@@ -16,13 +16,14 @@ from typing import Any
 import sympy as sp
 
 from ...cost import Cost
+from ...numeric.spec import MLPSpec, MoESpec
 from ...symbols import F as _F
 from .. import backward_dense as bd
 from .. import rows as rw
 from ..moe_rows import loads, moe_rows
 from ..spec import MoE, spec_fields
 from .backprop import Graph, Widths
-from .base import Array, Stream, Uses
+from .base import Array, Stream, Uses, plain
 
 __all__ = ["DenseMLP", "Experts", "route_backward_flops"]
 
@@ -53,6 +54,15 @@ class DenseMLP:
         """The matrices a token multiplies by: 3.D.F (ungated 2.D.F)."""
         return (3 if self.gated else 2) * s.D * self.F
 
+    def matmuls(self, part: str = "mlp") -> tuple[str, ...]:
+        """Its rows that multiply by a weight matrix (keys under ``part``).
+
+        >>> DenseMLP().matmuls(), DenseMLP(gated=False).matmuls("moe/shared")
+        (('mlp/gate', 'mlp/up', 'mlp/down'), ('moe/shared/up', 'moe/shared/down'))
+        """
+        first = ("up",) if not self.gated else ("gate_up",) if self.fused else ("gate", "up")
+        return tuple(f"{part}/{k}" for k in (*first, "down"))
+
     def params(self, s: Stream) -> dict[str, sp.Expr]:
         """One layer's parameters: the matrices and, with ``bias``, 2F + D (ungated F + D)."""
         bias = ((2 * self.F if self.gated else self.F) + s.D) if self.bias else 0
@@ -77,10 +87,14 @@ class DenseMLP:
         return out | {"u": Array(("B", "T", "2*F" if self.gated else "F"), "act"),
                       "h": Array(("B", "T", "F"), "act")}
 
-    def twin(self) -> dict[str, Any]:
-        """The twin's ``F``, ``act``, ``gated``, ``fused_gate_up``, ``mlp_bias``."""
-        return {"F": self.F, "act": self.act, "gated": self.gated,
-                "fused_gate_up": self.fused, "mlp_bias": self.bias}
+    def twin(self) -> MLPSpec:
+        """The NumPy twin's spec of it.
+
+        >>> DenseMLP(F=172, fused=True).twin()
+        MLPSpec(F=172, act='silu', gated=True, fused_gate_up=True, mlp_bias=False)
+        """
+        return MLPSpec(F=plain(self.F, "F"), act=self.act, gated=self.gated,
+                       fused_gate_up=self.fused, mlp_bias=self.bias)
 
     # -- training -----------------------------------------------------------------------
     def backward(self, w: Widths, part: str = "mlp") -> dict[str, Cost]:
@@ -172,6 +186,19 @@ class Experts:
         m = self.moe
         return m.k * m.expert_params(s.D) + s.D * m.E + m.shared_params(s.D)
 
+    def matmuls(self) -> tuple[str, ...]:
+        """Its rows that multiply by a weight matrix: the router, the routed experts', the
+        shared expert's (its gate vector is part of ``moe/shared/scale``, an elementwise
+        row).
+
+        >>> from symroof.models import MoE
+        >>> Experts(MoE(E=8, k=2, F=14336)).matmuls()
+        ('moe/router', 'moe/gate', 'moe/up', 'moe/down')
+        """
+        shared = self.expert(self.moe.shared_F).matmuls("moe/shared") \
+            if self.moe.shared_F != 0 else ()
+        return ("moe/router", *self.expert(self.moe.F).matmuls("moe"), *shared)
+
     def params(self, s: Stream) -> dict[str, sp.Expr]:
         """One MoE layer's parameters by part: ``experts``, ``shared_experts``, ``router``.
 
@@ -218,9 +245,9 @@ class Experts:
                     "y_s": Array(("B", "T", "D"), "act")}  # the shared expert's output
         return out
 
-    def twin(self) -> dict[str, Any]:
-        """The record's fields (the twin's ``MoESpec`` has the same names)."""
-        return spec_fields(self.moe)
+    def twin(self) -> MoESpec:
+        """The NumPy twin's spec of it: the record's fields, same names, plain numbers."""
+        return MoESpec(**{k: plain(v, f"MoE {k}") for k, v in spec_fields(self.moe).items()})
 
     # -- training -----------------------------------------------------------------------
     def expert(self, F: Any) -> DenseMLP:

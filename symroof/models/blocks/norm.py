@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...cost import Cost
+from ...numeric.spec import NormSpec
 from .. import rows as rw
 from .base import Array, Stream
 
@@ -63,13 +64,13 @@ class Norm:
         out = {name: Array((dim,))}
         return out | ({f"{name}_b": Array((dim,))} if self.kind == "layer" else {})
 
-    def twin(self) -> dict[str, Any]:
-        """The NumPy twin's field for it.
+    def twin(self) -> NormSpec:
+        """The NumPy twin's spec of it.
 
         >>> Norm("layer").twin()
-        {'norm': 'layer'}
+        NormSpec(norm='layer')
         """
-        return {"norm": self.kind}
+        return NormSpec(self.kind)
 
     def backward(self, rows: Any, d: Any, w: Any) -> Cost:
         """Its backward over ``rows`` rows of width d at the step's widths ``w``

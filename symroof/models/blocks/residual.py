@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...cost import Cost
+from ...numeric.spec import ResidualSpec
 from .. import rows as rw
 from .backprop import Graph, Widths
 from .base import Array, Stream, Uses
@@ -71,9 +72,9 @@ class Residual:
             out |= self.norm.arrays(name, "D")
         return out | {"h": Array(("B", "T", "D"), "act"), "y": Array(("B", "T", "D"), "act")}
 
-    def twin(self) -> dict[str, Any]:
-        """The twin's ``parallel_residual`` and ``post_norms``."""
-        return {"parallel_residual": self.parallel, "post_norms": self.post_norms}
+    def twin(self) -> ResidualSpec:
+        """The NumPy twin's spec of it (its norm's is the norm's own)."""
+        return ResidualSpec(parallel_residual=self.parallel, post_norms=self.post_norms)
 
     # -- training: one layer's backward rows, backwards, and its pieces of the layer graph
     def backward_mlp_out(self, w: Widths) -> dict[str, Cost]:
