@@ -478,18 +478,43 @@ def local_act_bytes(rule: Operands, row_bytes: Any, mesh: Mesh, sizes: Mapping[s
     ...           {"B": B, "D": D, "F": F})
     2*B*D + B*F/2
     """
-    arrays = rule.moved or tuple((s, _elements(s, sizes)) for s in (
-        *rule.reads, *(() if rule.writes is None else (rule.writes,)), *rule.more))
-    arrays = arrays[len(rule.reads):] if stores else arrays  # reads first, then writes
-    if not arrays:
-        return row_bytes
+    if rule.moved:
+        whole, local, ratio = _shares(rule, mesh, stores)
+        if ratio is not None:  # every array it moves is per token: one share of them all
+            return row_bytes * ratio
+    else:
+        arrays = tuple((s, _elements(s, sizes)) for s in (
+            *rule.reads, *(() if rule.writes is None else (rule.writes,)), *rule.more))
+        whole, local = _sums(arrays[len(rule.reads):] if stores else arrays, mesh)
     step = {sym: sizes[sym.name] for sym in (_B, _T) if sym.name in sizes}
-    whole = sp.Add(*(e for _, e in arrays)).xreplace(step)
-    local = sp.Add(*(e / ways(s, mesh) for s, e in arrays)).xreplace(step)
+    whole, local = whole.xreplace(step), local.xreplace(step)
     w = as_exact(width, "act_bytes") * rule.repeats
     if w * whole == row_bytes:  # the declarations account for the row: exact
         return w * local
     return row_bytes if whole == 0 else row_bytes * local / whole
+
+
+def _sums(arrays: tuple[tuple[ArraySpec, Any], ...], mesh: Mesh) -> tuple[Any, Any]:
+    """All the elements of ``arrays`` and one chip's share of them."""
+    return (sp.Add(*(e for _, e in arrays)),
+            sp.Add(*(e / ways(s, mesh) for s, e in arrays)))
+
+
+def _shares(rule: Operands, mesh: Mesh, stores: bool) -> tuple[Any, Any, Any]:
+    """:func:`_sums` of the arrays ``rule`` moves (``stores``: those it writes) on ``mesh``,
+    and their ratio where it is a number (None: it depends on the step), kept on the rule
+    (a layout's rules are built once per model and split: a plan's batch only sizes them)."""
+    cache = rule.__dict__.get("_shares")
+    if cache is None:
+        cache = {}
+        object.__setattr__(rule, "_shares", cache)
+    key = (tuple((a, mesh.size((a,))) for a in mesh.names), stores)
+    if key not in cache:
+        arrays = rule.moved[len(rule.reads):] if stores else rule.moved  # reads, then writes
+        whole, local = _sums(arrays, mesh)
+        ratio = sp.Integer(1) if whole == 0 else local / whole
+        cache[key] = (whole, local, ratio if ratio.is_number else None)
+    return cache[key]
 
 
 def _elements(spec: ArraySpec, sizes: Mapping[str, Any]) -> Any:
