@@ -20,8 +20,11 @@ G d_h, ``E`` (H + 2G) d_h. By array (its partition's name):
 - ``mlp/u`` the MLP's up (and gate) ``u[B, F2]`` (F2 = 2F when gated), ``mlp/h`` its
   activation ``a[B, F]``; a mixture of experts' router logits ``moe/r`` ``r[B, R]``, its
   experts' up and gate ``moe/m`` (and the shared expert's ``moe/m_s``) ``m[B, M]`` (M = k 2F
-  + 2 F_shared, plus 1 for a shared expert's gate), their activations ``a[B, F]``;
-  ``head/logits`` ``logits[B, V]``; each weight ``W[...]``.
+  + 2 F_shared, plus 1 for a shared expert's gate), their activations ``a[B, F]``, the
+  routing's weights ``moe/w`` ``w[B, k]`` (whole), the experts' outputs before the combine
+  ``moe/Y`` ``Y[B, kD]`` and the shared expert's ``moe/y_s`` ``ys[B, D]`` (partial sums,
+  as W_down leaves them; the combine writes them into ``y``); RoPE's tables ``attn/cs``
+  ``cs[T, d_rot]`` (whole); ``head/logits`` ``logits[B, V]``; each weight ``W[...]``.
 
 **1-D** (``"1d"``): every weight split over every axis A (MLP over F, attention over heads,
 the lm_head over V), activations replicated; o_proj and W_down leave ``y[B, D]{U_A}``,
@@ -42,8 +45,10 @@ into ``x[B, D_df]``. The lm_head gathers the final norm's output over every axis
 
 Arrays read whole by every chip (norms' gains, the embedding tables, a router, MLA's latent
 down-projections and latents) leave their rows replicated: every chip does them in full, as
-it does a row that declares no arrays (a mixture's combine). A row the blocks do not
-declare, or an array a layout does not partition, is refused with its name.
+it does a row that declares no arrays. A row's activation bytes per chip are its share of
+each array it reads and writes (:func:`~symroof.parallel.partition.local_act_bytes`: one
+held whole is moved whole). A row the blocks do not declare, or an array a layout does not
+partition, is refused with its name.
 
 >>> import symroof as sr
 >>> lay, sizes = serving_layout(sr.model("llama-3.1-8b"), sr.mesh("tpu-v5e", "4x4"), 16)
