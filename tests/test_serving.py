@@ -42,7 +42,9 @@ def test_decode_step_collectives_two_allreduces_per_layer():
     plan = sr.serve("llama-3.1-8b", mesh, batch=16, context=2048)
     ar = sr.all_reduce(mesh, 16 * 4096 * 2, "XY")
     assert plan.collectives["comm/attn_allreduce"].net_time == 32 * ar.net_time
-    assert set(plan.collectives) == {"comm/attn_allreduce", "comm/mlp_allreduce"}
+    assert set(plan.layer_comm) == {"comm/attn_allreduce", "comm/mlp_allreduce"}
+    # and once a step the vocab-parallel embedding's partial lookups, x[B, D]{U_XY}
+    assert set(plan.collectives) == {"comm/embed_allreduce", *plan.layer_comm}
     wider = sr.serve("llama-3.1-8b", sr.mesh("tpu-v5e", "4x4"), batch=16, context=2048)
     assert "comm/attn_alltoall" in wider.collectives  # 16 > G: queries to batch sharding
 
@@ -203,7 +205,7 @@ def test_2d_changes_the_collectives_and_the_rows_on_split_activations():
     assert set(two.collectives) == blocks | {
         "comm/attn_norm_allreduce", "comm/mlp_norm_allreduce",   # B sums of squares
         "comm/attn_allgather_o",                                   # o[B_XY, H_Z] -> [B, H_Z]
-        "comm/mlp_router_allreduce",
+        "comm/mlp_router_allreduce", "comm/embed_reducescatter",  # once: x[B, D]{U} -> D_XYZ
         "comm/final_norm_allreduce", "comm/lm_head_allgather"}    # once: h[B, D_XYZ] -> [B, D]
     experts = sr.all_reduce(mesh, 64 * (2 * 2 * 14336) * 2 // 4, "XY")  # k = 2 gate + up
     router = sr.all_reduce(mesh, 64 * 8 * 2, "XY")                       # E = 8 logits

@@ -365,18 +365,25 @@ def _walk(keys: Iterable[str], layout: Layout, mesh: Mesh, sizes: Mapping[str, A
     after the norm's row: ``comm/attn_norm_allreduce``).
 
     An array is read in the partition it was last written in; a copy brought to another
-    partition serves every later reader of the same ``repeats`` (one layer kind's rows)."""
+    partition serves every later reader of the same ``repeats`` (one layer kind's rows). An
+    array last written by a row marked ``once`` (the embedding's lookup) is brought to the
+    layers' partition once a step: those collectives are named after that row
+    (``comm/embed_allreduce``), sent once, and are none of a layer's. Each collective comes
+    as (row name, Collective, times sent, once)."""
     written: dict[str, ArraySpec] = {}
+    by: dict[str, str] = {}  # array -> the ``once`` row that last wrote it
     copies: dict[tuple[str, Any], ArraySpec] = {}
     names: dict[str, tuple] = {}  # row name -> (kind, axes, V) of the collective it holds
     cache: dict = {}  # one Collective per (kind, axes, V) in this walk
     out = []
     for key, rule in ((k, layout.rule(k)) for k in keys):
-        steps: list[tuple[ArraySpec | None, Collective]] = []
+        steps: list[tuple[ArraySpec | None, Collective, str | None]] = []
         for r in rule.reads:
             src = copies.get((r.name, rule.repeats), written.get(r.name))
             if src is not None and not _same(src, r):
-                steps += [(r, m.collective)
+                owner = (by.get(r.name) if (r.name, rule.repeats) not in copies
+                         and not rule.once else None)
+                steps += [(r, m.collective, owner)
                           for m in moves(src, r, mesh, sizes, act_bytes, _cache=cache)]
             copies[(r.name, rule.repeats)] = r
             written.setdefault(r.name, r)
@@ -387,18 +394,22 @@ def _walk(keys: Iterable[str], layout: Layout, mesh: Mesh, sizes: Mapping[str, A
             part = ArraySpec(x.name, tuple(x.dims[i] for i in keep),
                              tuple(x.axes[i] for i in keep), axes)  # its sums of squares
             sums = moves(part, part.with_unreduced(()), mesh, sizes, act_bytes, _cache=cache)
-            steps += [(None, m.collective) for m in sums]  # named after the row itself
+            steps += [(None, m.collective, None) for m in sums]  # named after the row
         for w in (() if rule.writes is None else (rule.writes,)) + rule.more:
             written[w.name] = w
+            by.pop(w.name, None)
+            if rule.once:
+                by[w.name] = key
             copies = {k: v for k, v in copies.items() if k[0] != w.name}
         named = []
-        for array, c in steps:
+        for array, c, owner in steps:
             block = key.replace("/", "_") if array is None or not rule.block else rule.block
+            block = owner.replace("/", "_") if owner else block
             name = f"comm/{block}_{c.kind.replace('-', '')}"
             if names.setdefault(name, (c.kind, c.axes, c.V)) != (c.kind, c.axes, c.V):
                 name += f"_{getattr(array, 'name', '') or 'x'}"
                 names.setdefault(name, (c.kind, c.axes, c.V))
-            named.append((name, c))
+            named.append((name, c, 1 if owner else rule.repeats, bool(owner) or rule.once))
         out.append((key, rule, named))
     return out
 
@@ -414,11 +425,10 @@ def layer_collectives(keys: Iterable[str], layout: Layout, mesh: Mesh,
 
 def _layer(walk: list) -> dict[str, tuple[int, Collective]]:
     out: dict[str, tuple[int, Collective]] = {}
-    for _, rule, steps in walk:
-        if rule.once:
-            continue
-        for name, c in steps:
-            out[name] = (out[name][0] + 1 if name in out else 1, c)
+    for _, _, steps in walk:
+        for name, c, _, once in steps:
+            if not once:
+                out[name] = (out[name][0] + 1 if name in out else 1, c)
     return out
 
 
@@ -530,8 +540,8 @@ def _per_chip(rows: Mapping[str, Cost], walk: list, mesh: Mesh, sizes: Mapping[s
               width: Any) -> dict[str, Cost]:
     out: dict[str, Cost] = {}
     for key, rule, steps in walk:
-        for name, c in steps:
-            out[name] = out.get(name, Cost()) + rule.repeats * c
+        for name, c, times, _ in steps:
+            out[name] = out.get(name, Cost()) + times * c
         c = rows[key]
         work = mesh.size(rule.work_axes) if rule.work_axes else 1
         act = local_act_bytes(rule, c.act_bytes, mesh, sizes, width) if c.act_bytes != 0 else 0

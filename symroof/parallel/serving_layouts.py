@@ -43,7 +43,16 @@ the queries reach it by a local slice and the attention's output is gathered ove
 o_proj (the relayout); o_proj and W_down leave ``y[B, D_d]{U_f}``, reduce-scattered over f
 into ``x[B, D_df]``. The lm_head gathers the final norm's output over every axis.
 
-Arrays read whole by every chip (norms' gains, the embedding tables, a router, MLA's latent
+**The embedding, vocab-parallel** under both layouts: the table ``W_embed[V_A, D]`` split
+over V on every axis, as the lm_head's (a tied model's one table, read by both rows in the
+same split); each chip gathers the rows of the tokens whose ids it holds (zeros for the
+rest), so the lookup writes ``x[B, D]{U_A}``, partial sums, and the change of partition
+brings them to the stream's: an AllReduce over every axis under 1-D, a ReduceScatter into
+``x[B, D_df]`` under 2-D (once a step, ``comm/embed_*``; GPT-2's learned positions are
+added after an AllReduce). :func:`weight_bytes` reads the same partitions: serving's
+memory per chip.
+
+Arrays read whole by every chip (norms' gains, the positions' table, a router, MLA's latent
 down-projections and latents) leave their rows replicated: every chip does them in full, as
 it does a row that declares no arrays. A row's activation bytes per chip are its share of
 each array it reads and writes (:func:`~symroof.parallel.partition.local_act_bytes`: one
@@ -67,10 +76,10 @@ import sympy as sp
 
 from ..hardware.mesh import Mesh
 from ..symbols import S as _S
-from .partition import Layout, array_layout
+from .partition import Layout, array_layout, ways
 from .sharding import ArraySpec
 
-__all__ = ["serving_layout", "kv_axes", "d_outputs", "widths"]
+__all__ = ["serving_layout", "kv_axes", "d_outputs", "widths", "weight_bytes"]
 
 Axes = tuple[str, ...]
 
@@ -173,6 +182,39 @@ def serving_layout(m: Any, mesh: Mesh, B: Any, S: Any = None, layout: str = "1d"
                    d_axes: Axes = ()) -> tuple[Layout, dict[str, Any]]:
     """The decode step's layout ``layout`` ("1d" or "2d", D split over ``d_axes``) for model
     ``m`` on ``mesh``, and the sizes of its arrays' dimensions (see the module)."""
+    axes = _axes(m, mesh, B, layout, d_axes)
+    sizes = _sizes(m, B, _S if S is None else sp.sympify(S))
+    return _layout(m.blocks, layout, axes), sizes
+
+
+def weight_bytes(m: Any, mesh: Mesh, B: Any, layout: str = "1d", d_axes: Axes = ()
+                 ) -> dict[str, sp.Expr]:
+    """One chip's bytes of each weight array of ``m`` under the serving layout (see
+    :func:`serving_layout`): its elements (:meth:`~symroof.models.blocks.Blocks.shape`,
+    times the layers that hold one, ``repeats``) over the ways its partition splits it, at
+    the model's weight width; what serving's memory per chip sums.
+
+    >>> import symroof as sr
+    >>> w = weight_bytes(sr.model("llama-3.1-70b"), sr.mesh("tpu-v5e", "4x4"), 16)
+    >>> w["embed/W_embed"] == 128256 * 8192 * 2 // 16      # vocab-parallel: V over 16
+    True
+    >>> w["attn/W_k"] == 80 * 8192 * 8 * 128 * 2 // 8       # G = 8: split 8 ways, not 16
+    True
+    """
+    part = _tables(layout, _axes(m, mesh, B, layout, d_axes))[0]
+    b, out = m.blocks, {}
+    for path, a in b.arrays().items():
+        if a.kind != "weight":
+            continue
+        if path not in part:
+            raise ValueError(f"layout {layout!r} partitions no weight {path!r} of {m.name}")
+        out[path] = sp.Mul(*b.shape(path)) * b.repeats(path) * m.w_bytes / ways(part[path],
+                                                                                   mesh)
+    return out
+
+
+def _axes(m: Any, mesh: Mesh, B: Any, layout: str, d_axes: Axes) -> tuple:
+    """The axes the layout's tables take (d, f, h, b, r under 2-D; A, h, b, r under 1-D)."""
     A = mesh.names
     heads = 1 if getattr(m, "mla", None) else m.G
     if layout == "2d":
@@ -180,12 +222,9 @@ def serving_layout(m: Any, mesh: Mesh, B: Any, S: Any = None, layout: str = "1d"
         d = tuple(d_axes)
         f = tuple(a for a in A if a not in d)
         h, rest, r = kv_axes(mesh, f, heads)  # the batch: over d, then what heads leave
-        axes = (d, f, h, d + rest, r)
-    else:
-        h, b, r = kv_axes(mesh, A, heads, B)
-        axes = (A, h, b, r)
-    sizes = _sizes(m, B, _S if S is None else sp.sympify(S))
-    return _layout(m.blocks, layout, axes), sizes
+        return (d, f, h, d + rest, r)
+    h, b, r = kv_axes(mesh, A, heads, B)
+    return (A, h, b, r)
 
 
 @functools.lru_cache(maxsize=256)
@@ -193,11 +232,18 @@ def _layout(blocks: Any, layout: str, axes: tuple) -> Layout:
     """The layout of ``blocks`` under ``layout`` with its axes (d, f, h, b, r under 2-D;
     A, h, b, r under 1-D): built once per model and split (a plan's batch and context only
     size its arrays)."""
-    part, at = (_tables_2d if layout == "2d" else _tables_1d)(*axes)
+    part, at = _tables(layout, axes)
     arrays = blocks.arrays()
     elements = {p: sp.Mul(*blocks.shape(p)) for p, a in arrays.items() if a.kind == "act"}
     return array_layout(f"serve {layout}", blocks.uses(last_only=True), part, at, _NAMES,
                         elements)
+
+
+@functools.lru_cache(maxsize=256)
+def _tables(layout: str, axes: tuple) -> tuple[dict, dict]:
+    """The partitions of ``layout`` on ``axes`` and where rows hold arrays otherwise (built
+    once per split; callers only read them)."""
+    return (_tables_2d if layout == "2d" else _tables_1d)(*axes)
 
 
 #: collectives named apart from their block's: the router's logits, reduced before the
@@ -228,16 +274,19 @@ def _tables_1d(A: Axes, h: Axes, b: Axes, r: Axes) -> tuple[dict, dict]:
             "attn/W_q": W(("D", ()), ("H", A)), "attn/W_qkv": W(("D", ()), ("E", A)),
             "attn/W_k": W(("D", ()), ("G", h)), "attn/W_v": W(("D", ()), ("G", h)),
             "attn/W_o": W(("H", A), ("D", ())), "attn/W_q_b": W(("P", ()), ("H", A)),
-            "attn/W_kv_b": W(("H", A)), "head/W_lm": W(("D", ()), ("V", A))}
+            "attn/W_kv_b": W(("H", A)), "head/W_lm": W(("D", ()), ("V", A)),
+            "embed/W_embed": W(("V", A), ("D", ())),  # vocab-parallel, as the lm_head
+            "attn/b_qkv": W(("E", A)), "mlp/b_up": W(("F2", A))}  # biases, as their W
     for name in ("mlp/W_gate", "mlp/W_up", "mlp/W_gate_up", "moe/W_gate_e", "moe/W_up_e",
                  "moe/W_gate_s", "moe/W_up_s"):
         part[name] = W(("D", ()), ("F2", A))
     for name in ("mlp/W_down", "moe/W_down_e", "moe/W_down_s"):
         part[name] = W(("F", A), ("D", ()))
-    for name in _WHOLE:  # read whole by every chip: norms' gains, the embedding, latents
+    for name in _WHOLE:  # read whole by every chip: norms' gains, positions, latents
         part[name] = whole
     partial = _p("y", ("B", ()), ("D", ()), unreduced=A)  # o_proj's and W_down's partial sums
     at = {(row, "norms/y"): partial for row in _DOWN}
+    at |= {("embed", "embed/x"): x.with_unreduced(A)}  # the lookup's partial sums
     at |= {("attn/core", "attn/Q"): _p("q", ("B", b), ("H", h + r)),
            ("attn/core", "attn/O"): _p("o", ("B", b), ("H", h + r)),
            ("attn/core", "attn/q_lat"): _p("q", ("B", b), ("Hq", h + r)),
@@ -263,7 +312,9 @@ def _tables_2d(d: Axes, f: Axes, h: Axes, b: Axes, r: Axes) -> tuple[dict, dict]
             "moe/Y": _p("Y", ("B", ()), ("kD", d), unreduced=f),  # down's partial sums
             "moe/y_s": _p("ys", ("B", ()), ("D", d), unreduced=f),
             "attn/W_o": W(("H", f), ("D", d)), "moe/W_router": W(("D", d), ("R", ())),
-            "moe/w_shared_gate": W(("D", d)), "head/W_lm": W(("D", ()), ("V", A))}
+            "moe/w_shared_gate": W(("D", d)), "head/W_lm": W(("D", ()), ("V", A)),
+            "embed/W_embed": W(("V", A), ("D", ())),  # vocab-parallel, as the lm_head
+            "attn/b_qkv": W(("E", f)), "mlp/b_up": W(("F2", f))}  # biases, as their W
     for name in ("attn/W_q", "attn/W_k", "attn/W_v", "attn/W_qkv"):
         part[name] = W(("D", d), ("E", f))
     for name, width in (("mlp/W_gate", "F2"), ("mlp/W_up", "F2"), ("mlp/W_gate_up", "F2"),
@@ -275,7 +326,8 @@ def _tables_2d(d: Axes, f: Axes, h: Axes, b: Axes, r: Axes) -> tuple[dict, dict]
     for name in _WHOLE:
         part.setdefault(name, W(("P", ())))
     at = {(row, "norms/y"): _p("y", ("B", ()), ("D", d), unreduced=f) for row in _DOWN}
-    at |= {(row, "embed/x"): _p("x", ("B", ()), ("D", ())) for row in ("embed", "pos_embed")}
+    whole_x = _p("x", ("B", ()), ("D", ()))  # the lookup's partial sums; positions added
+    at |= {("embed", "embed/x"): whole_x.with_unreduced(A), ("pos_embed", "embed/x"): whole_x}
     at |= {(row, "norms/h"): _p("h", ("B", ()), ("D", A))
            for row in ("attn_norm", "mlp_norm", "final_norm")}  # a norm's output, as x is
     at |= {(row, array): qkv.with_unreduced(d) for row, array in (
@@ -307,9 +359,10 @@ def _unsplit() -> dict[str, ArraySpec]:
     weights (every chip routes every token)."""
     return {"attn/cs": _p("cs", ("T", ()), ("d_rot", ())),
             "moe/w": _p("w", ("B", ()), ("k", ()))}
-#: arrays every chip reads whole under both layouts: norms' gains, the embedding tables,
-#: the router, MLA's latent down-projections
-_WHOLE = ("embed/W_embed", "embed/W_pos", "norms/attn_norm", "norms/mlp_norm",
+#: arrays every chip reads whole under both layouts: norms' gains (and biases), the
+#: positions' table, the router, MLA's latent down-projections, the biases added to y
+_WHOLE = ("embed/W_pos", "norms/attn_norm", "norms/mlp_norm", "norms/attn_norm_b",
+          "norms/mlp_norm_b", "head/final_norm_b", "attn/b_o", "mlp/b_down",
           "norms/attn_post_norm", "norms/mlp_post_norm", "head/final_norm",
           "attn/q_norm", "attn/k_norm", "attn/q_a_norm", "attn/kv_a_norm", "attn/W_q_a",
           "attn/W_kv_a", "moe/W_router", "moe/b_router", "moe/w_shared_gate")

@@ -76,8 +76,14 @@ def _collectives(plan: Any) -> list[str]:
     def floor(key: str) -> str:
         return ", latency-bound" if plan.bounds.get(key) == "latency" else ""
 
+    def times(key: str) -> str:  # a layer's collective, or one outside the layers
+        if key in plan.layer_comm:
+            return f"all {L} layers"
+        return ("once a step: the vocab-parallel embedding's partial lookups summed"
+                if key.startswith(("comm/embed_", "comm/pos_embed_")) else "once a step")
+
     return [f"{k.removeprefix('comm/')}: {fmt_si(c.net_bytes, 'B')} sent per chip, "
-            f"{fmt_si(c.net_time, 's')} (all {L} layers{floor(k)})"
+            f"{fmt_si(c.net_time, 's')} ({times(k)}{floor(k)})"
             for k, c in plan.collectives.items()]
 
 
