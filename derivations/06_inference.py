@@ -390,7 +390,8 @@ ici_d.claim(r"8-way: 360 kB, i.e. 45 kB a shard; $B = 16$, $D = 8192$ in int8 (1
             v_star == 360000 and sr.all_gather(line8, 16 * 8192, "Y").bound == "latency")
 wide = int8_plan("8x8", 1)
 net_ms = ici_d.step("LLaMA-3-70B, int8, $B = 1$ on a v5e 8x8: the collectives (2 AllReduces a "
-                    "layer at their hop-latency floor; one sequence cannot split over Y, so the "
+                    "layer and the vocab-parallel embedding's one, at their hop-latency floor; one "
+                    "sequence cannot split over Y, so the "
                     "chips along Y share a KV-head shard and split its query heads: no "
                     "AllToAll)", r"T_\text{net} / \text{ms}", wide.time.t_net * ms)
 mem_ms = ici_d.step("against reading 1/64 of the weights", r"T_\text{mem} / \text{ms}",

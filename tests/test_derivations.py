@@ -146,7 +146,7 @@ KEY_NUMBERS = {
         "Y_ICI = F*W_ici/(B*W)",             # per-matmul T_ici = T_hbm, solved for Y
         "Y_ICI = F/(B*beta)",                # the book's form, beta = W_hbm / W_ici
         "2304/41  ~ 56.1951",                # ch7's example, F = 16384, B = 32
-        "T_net / ms = 112/25  ~ 4.48",       # 8x8 at B = 1: the collectives' latency floor
+        "T_net / ms = 1127/250  ~ 4.508",    # 8x8 at B = 1: 161 AllReduces' latency floor
         "V^*_8 = 360000",                    # latency-bound below 45 kB a shard
         "N^* = 18*F/D",                      # 2-D weight-stationary beats 1-D
         "8819213312/9619140625  ~ 0.91684",  # prefill of 8192 tokens, s

@@ -423,22 +423,24 @@ def layer_collectives(keys: Iterable[str], layout: Layout, mesh: Mesh,
     return _layer(_walk(keys, layout, mesh, sizes, act_bytes))
 
 
-def _layer(walk: list) -> dict[str, tuple[int, Collective]]:
-    out: dict[str, tuple[int, Collective]] = {}
+def _layer(walk: list, once: bool = False) -> dict[str, tuple[int, Collective]]:
+    out: dict[str, tuple[int, Collective]] = {}  # once: those outside the layers instead
     for _, _, steps in walk:
-        for name, c, _, once in steps:
-            if not once:
+        for name, c, _, outside in steps:
+            if outside == once:
                 out[name] = (out[name][0] + 1 if name in out else 1, c)
     return out
 
 
 def shard_layers(rows: Mapping[str, Cost], layout: Layout, mesh: Mesh,
                  sizes: Mapping[str, Any] | None = None, *, act_bytes: Any = 2,
-                 ) -> tuple[dict[str, Cost], dict[str, tuple[int, Collective]]]:
-    """:func:`shard` and :func:`layer_collectives` from one walk of the rows."""
+                 ) -> tuple[dict[str, Cost], dict[str, tuple[int, Collective]],
+                            dict[str, tuple[int, Collective]]]:
+    """:func:`shard` and :func:`layer_collectives` from one walk of the rows, and the
+    collectives outside the layers (once a step), in the same form."""
     sizes = dict(sizes or {})
     walk = _walk(rows, layout, mesh, sizes, act_bytes)
-    return _per_chip(rows, walk, mesh, sizes, act_bytes), _layer(walk)
+    return _per_chip(rows, walk, mesh, sizes, act_bytes), _layer(walk), _layer(walk, True)
 
 
 def shard(rows: Mapping[str, Cost], layout: Layout, mesh: Mesh,

@@ -26,7 +26,7 @@ mechanism of :mod:`symroof.parallel.partition`.
 >>> print(plan)    # doctest: +NORMALIZE_WHITESPACE
 llama-3.1-8b on tpu-v5e 2x2 (4 chips), batch 32, context 4096, weights bf16, KV bf16:
   memory per chip 8.31 GB of 16 GB (weights 4.02 GB, KV 4.29 GB); largest batch 89
-  step t_math 698 us, t_mem 10.1 ms, t_net 256 us: 10.1 ms .. 11 ms (memory-bound),
+  step t_math 698 us, t_mem 10.1 ms, t_net 260 us: 10.1 ms .. 11 ms (memory-bound),
   per chip of tpu-v5e 2x2
   795 tokens/s per chip
 """
@@ -85,6 +85,9 @@ class ServePlan:
     #: one (dense) layer's collectives, ``key -> (times per layer, Collective)``: what the
     #: ``comm/*`` rows hold L times over (the XLA oracle checks them one layer at a time)
     layer_comm: dict = field(default_factory=dict)
+    #: the collectives outside the layers, once a step (the vocab-parallel embedding's
+    #: sum of its partial lookups, the head's gather), in ``layer_comm``'s form
+    step_comm: dict = field(default_factory=dict)
     #: the layout as data: each row's operand partitions (:mod:`.serving_layouts`)
     partitions: Any = None
     #: the conventions record the rows were built under; its time and conditions read it
@@ -115,8 +118,9 @@ class ServePlan:
     @property
     def bounds(self) -> dict[str, str]:
         """Per collective row, "latency" or "bandwidth": which term sets one layer's
-        collective's time (``layer_comm``; every layer's is the same)."""
-        return {k: c.bound for k, (_, c) in self.layer_comm.items()}
+        collective's time (``layer_comm``; every layer's is the same), or the once-a-step
+        one's (``step_comm``)."""
+        return {k: c.bound for k, (_, c) in (self.layer_comm | self.step_comm).items()}
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -291,12 +295,13 @@ def serve(model: Any, mesh: Mesh, step: Step | None = None, *, batch: Any = None
     with using(cv):  # the rows' counts and the collectives' ring factor read it
         lay, sizes = serving_layout(m, mesh, B, S, layout, d)
         ops = m.ops(B, 1, S - 1, last_only=True, attention="fused")
-        rows, layer = shard_layers(ops, lay, mesh, sizes, act_bytes=m.act_bytes)
+        rows, layer, once = shard_layers(ops, lay, mesh, sizes, act_bytes=m.act_bytes)
     kv_ways = ways(lay.rule("attn/core").kv, mesh)
     memory = {"weights": m.params * m.w_bytes / mesh.n_chips,
               "kv": B * m.kv_cache_bytes(S) / kv_ways}
     return ServePlan(m, mesh, B, S, weights, kv or _name(m.kv_bytes), rows, memory,
                      compute_dtype, layout=layout, d_axes=d, layer_comm=layer, partitions=lay,
+                     step_comm=once,
                      conventions=cv)
 
 

@@ -198,7 +198,7 @@ def weight_bytes(m: Any, mesh: Mesh, B: Any, layout: str = "1d", d_axes: Axes = 
     >>> w = weight_bytes(sr.model("llama-3.1-70b"), sr.mesh("tpu-v5e", "4x4"), 16)
     >>> w["embed/W_embed"] == 128256 * 8192 * 2 // 16      # vocab-parallel: V over 16
     True
-    >>> w["attn/W_k"] == 80 * 8192 * 8 * 128 * 2 // 8       # G = 8: split 8 ways, not 16
+    >>> w["attn/W_k"] == 80 * 8192 * 8 * 128 * 2 // 4       # G = 8 over X's 4, not 16
     True
     """
     part = _tables(layout, _axes(m, mesh, B, layout, d_axes))[0]
