@@ -129,6 +129,34 @@ def test_chips_json():
             assert close(value, c.critical_intensity(dtype))
             assert row["ridge_exact"][dtype] == str(c.critical_intensity(dtype))
         assert row["sources"] == dict(c.sources)
+        net, got = c.network, row["network"]
+        if net is None:
+            assert got is None
+        elif net.kind == "torus":
+            assert set(got) == {"kind", "rank", "pod", "pod_chips", "host", "wrap_rule",
+                                "hop_latency", "pcie_bw", "dcn_bw", "slices"}
+            assert (tuple(got["pod"]), tuple(got["host"]), got["rank"]) == (
+                tuple(net.pod), tuple(net.host), net.rank)
+            assert got["pod_chips"] == net.pod_chips and got["wrap_rule"] == net.wrap_rule
+            assert got["slices"] == [list(s) for s in net.offered()]
+            for key in ("hop_latency", "pcie_bw", "dcn_bw"):  # seconds, bytes/s
+                assert close(got[key], getattr(net, key)), (name, key)
+        else:
+            scalars = ("node_bisection", "hop_latency", "net_latency", "tree_latency",
+                       "net_overhead", "ring_base_latency", "tree_base_latency", "pcie_bw")
+            assert set(got) == {"kind", "nvlink_ports", "levels", "node_size", "max_gpus",
+                                "node_egress", "sharp", *scalars}
+            assert (got["nvlink_ports"], got["node_size"], got["max_gpus"], got["sharp"]) == (
+                net.nvlink_ports, net.node_size, net.max_gpus, net.sharp)
+            assert [(lv["name"], lv["degree"], lv["gpus_per_child"], lv["bw_per_gpu"])
+                    for lv in got["levels"]] == [(lv.name, lv.degree, lv.gpus_per_child,
+                                                  lv.bw_per_gpu) for lv in net.levels]
+            assert [lv["sharp"] for lv in got["levels"]] == [
+                net.sharp_at(i) for i in range(len(net.levels))]
+            egress = net.node_egress if len(net.levels) > 1 else None
+            assert got["node_egress"] == egress
+            for key in scalars:  # seconds (latencies), bytes/s
+                assert close(got[key], getattr(net, key)), (name, key)
 
 
 def test_models_json():
