@@ -167,6 +167,14 @@ def test_models_json():
         assert {k: row[k] for k in ("D", "F", "L", "H", "G", "d_h", "V")} == {
             k: int(getattr(m, k)) for k in ("D", "F", "L", "H", "G", "d_h", "V")}
         assert row["params"] == m.params and row["tied"] is m.tied
+        assert set(row) == {"D", "F", "L", "H", "G", "d_h", "V", "tied", "qkv_bias", "params",
+                            "active_params", "family", "attention", "mlp", "max_position",
+                            "w_bytes", "act_bytes", "kv_bytes", "notes", "source"}
+        assert row["active_params"] == m.active_params and row["qkv_bias"] is m.qkv_bias
+        assert row["max_position"] == (m.max_position or None)
+        assert (row["w_bytes"], row["act_bytes"], row["kv_bytes"]) == (  # bytes an element
+            m.w_bytes, m.act_bytes, m.kv_bytes)
+        assert row["notes"] == list(m.notes) and row["source"] == m.source
 
 
 def test_report_json_rows_are_the_exact_costs():
