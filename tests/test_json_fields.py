@@ -245,3 +245,15 @@ def test_serve_json_with_a_price_and_generated_tokens(price, usd, source):
     # requests a second per chip: the 32 sequences' tokens a second per chip, 256 a request
     assert close(d["requests_per_s_per_chip"], 32 / (plan.time.lower * 16) / 256)
     assert close(d["requests_per_s_per_chip"], plan.requests_per_s_per_chip(256))
+
+
+def test_critical_batch_json_at_a_shape_is_the_exact_root():
+    # b200 (HGX B200 sheet: FP8 9 PFLOPS sparse, 4.5e15 dense; DGX B200: 8e12 B/s a GPU),
+    # X[B, 8192] @ W[8192, 28672] with bf16 activations and output, fp8 weights: 2BDF FLOPs
+    # over 2BD + DF + 2BF bytes equal to C/W = 4.5e15/8e12 at B = rDF / (2DF - 2r(D + F))
+    d = cli_json("critical-batch --chip b200 --dtype fp8 --x-bytes 2 --d 8192 --f 28672")
+    r, D, F = sp.Rational(4500 * 10**12, 8000 * 10**9), 8192, 28672
+    root = r * D * F / (2 * D * F - 2 * r * (D + F))
+    assert (d["D"], d["F"], d["roof"]) == (D, F, "hbm")
+    assert d["critical_batch_exact"] == str(root) and close(d["critical_batch"], root)
+    assert d["ridge_exact"] == str(r)
