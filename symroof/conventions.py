@@ -43,8 +43,9 @@ FIELDS: dict[str, tuple[tuple[Any, ...], str, str]] = {
                       "models.rows.mac_flops"),
     "attention_pairs": (("causal", "all", "new"), "useful FLOPs of the attention core over "
                         "the causal (query, key) pairs, over all T x S of them, or over the "
-                        "T x T pairs of the new tokens only (the cached context unattended)",
-                        "models.attention_rows.pairs"),
+                        "T x T pairs of the new tokens only (the cached context unattended: "
+                        "a naive core executes those T x T alone)",
+                        "models.attention_rows.counted_pairs"),
     "time_flops": (("useful", "executed"), "which FLOPs a time reads: useful (masked work "
               "left out) or executed", "Conventions.counted"),
     "lm_head_positions": (("last", "all"), "positions a prefill report's lm_head runs on: "
@@ -337,7 +338,9 @@ field by field:
 
 - attention_pairs=new, time_flops=executed: attention FLOPs 4 b s^2 h a layer (line 938),
   all s x s pairs, and a decode step evaluates it at seq_len = 1 (lines 1758-1761): the
-  cached context adds no FLOPs;
+  cached context adds no FLOPs, executed or useful, whatever form the core takes (so a naive
+  core's executed scores are the T x T new pairs too; PyPI's 0.2.2 has the same rule,
+  analysis.py lines 894-898 and 1632-1635);
 - lm_head_positions=all: the logits of every token, 2 b s h V (lines 994-995);
 - softmax_flops=0, norm_flops=0, act_flops=0: only the matmuls are counted (lines 921-956);
 - omit=attn/rope,attn/kv_write,attn/residual,mlp/residual: no RoPE, KV-write or residual

@@ -3,7 +3,10 @@
 A ``Cost`` is a small frozen value with algebra. It adds (so ``sum()`` works over a breakdown),
 scales by an integer or a symbol (``L * layer``), substitutes values, and prints through
 SymPy's LaTeX printer. Conventions (docs/accounting.md): 2 FLOPs per multiply-accumulate;
-bytes split by kind, weights / activations / KV cache in memory, network bytes apart.
+bytes split by kind, weights / activations / KV cache in memory, network bytes apart; of the
+activation and KV bytes, the part written (stored) is a field of its own, so loads are the
+rest (LLM-Viewer's five kinds: load_weight, load_act, store_act, load_kv_cache,
+store_kv_cache).
 
 >>> from symroof.symbols import B, D, F, L
 >>> layer = Cost(flops=2*B*D*F, weight_bytes=2*D*F, act_bytes=2*B*D + 2*B*F)
@@ -30,7 +33,7 @@ __all__ = ["Cost", "as_dimension", "as_exact", "as_symbol", "check_symbols"]
 
 #: The fields of a Cost, in print order.
 FIELDS = ("flops", "useful_flops", "weight_bytes", "act_bytes", "kv_bytes", "net_bytes",
-          "net_time", "host_bytes")
+          "net_time", "host_bytes", "act_store_bytes", "kv_store_bytes")
 _DIMENSION_SYMBOLS = {sym for sym, _ in DIMENSIONS.values()}
 
 
@@ -140,6 +143,13 @@ class Cost:
     ``host_bytes`` cross the host link (PCIe: a load from host DRAM, an offload), timed at
     the chip record's ``pcie_bw``; memory bytes (``bytes``) leave them out.
 
+    ``act_store_bytes`` and ``kv_store_bytes`` are the parts of ``act_bytes`` and
+    ``kv_bytes`` the work writes (the rest it reads: ``act_load_bytes``,
+    ``kv_load_bytes``); each forward row sets them where it is built (symroof.ops,
+    models.rows, attention_rows, moe_rows). Weights are only read in a forward step, so
+    ``weight_bytes`` is not split. Training's rows (models.training, models.backward) keep
+    both store fields 0 by design: their ``act_bytes`` are one total, not split.
+
     >>> from symroof.symbols import N
     >>> c = Cost(flops=2*N - 1, act_bytes=4*N + 2)
     >>> c.intensity
@@ -156,6 +166,8 @@ class Cost:
     net_bytes: Any = 0
     net_time: Any = 0
     host_bytes: Any = 0
+    act_store_bytes: Any = 0
+    kv_store_bytes: Any = 0
 
     def __post_init__(self) -> None:
         for name in FIELDS:  # (subclasses such as Collective add fields of their own)
@@ -228,6 +240,23 @@ class Cost:
     def bytes(self) -> sp.Expr:
         """Memory bytes: weights + activations + KV cache (network bytes apart)."""
         return self.weight_bytes + self.act_bytes + self.kv_bytes
+
+    @property
+    def act_load_bytes(self) -> sp.Expr:
+        """Activation bytes read: ``act_bytes`` less the ones written (``act_store_bytes``).
+
+        >>> from symroof.ops import matmul
+        >>> from symroof.symbols import B, D, F
+        >>> m = matmul(B, D, F)
+        >>> m.act_load_bytes, m.act_store_bytes          # reads X[B, D], writes Z[B, F]
+        (2*B*D, 2*B*F)
+        """
+        return self.act_bytes - self.act_store_bytes
+
+    @property
+    def kv_load_bytes(self) -> sp.Expr:
+        """KV cache bytes read: ``kv_bytes`` less the ones written (``kv_store_bytes``)."""
+        return self.kv_bytes - self.kv_store_bytes
 
     @property
     def intensity(self) -> sp.Expr:

@@ -6,8 +6,9 @@ Conventions (stated once, here and in docs/accounting.md):
   ``exact=True`` counts each reduction of n products as n multiplies and n - 1 adds.
 - Any other arithmetic primitive costs 1 FLOP per output element; a reduction over n
   elements costs n - 1.
-- Unfused bytes: every op reads each operand once and writes its output once. Per-operand
-  byte widths are parameters (2 = bf16, 1 = int8).
+- Unfused bytes: every op reads each operand once and writes its output once (the output's
+  bytes are also its ``act_store_bytes``). Per-operand byte widths are parameters (2 = bf16,
+  1 = int8).
 
 >>> from symroof.symbols import B, D, F
 >>> matmul(B, D, F).intensity
@@ -52,7 +53,7 @@ def dot(n: Any, *, exact: bool = False, x_bytes: Any = 2, out_bytes: Any = 2) ->
     """
     n = as_dimension(n, "n")
     xb, ob = _width(x_bytes, "x_bytes"), _width(out_bytes, "out_bytes")
-    return Cost(flops=_macs(1, n, exact), act_bytes=2 * n * xb + ob)
+    return Cost(flops=_macs(1, n, exact), act_bytes=2 * n * xb + ob, act_store_bytes=ob)
 
 
 def matmul(b: Any, d: Any, f: Any, *, x_bytes: Any = 2, w_bytes: Any = 2,
@@ -68,7 +69,7 @@ def matmul(b: Any, d: Any, f: Any, *, x_bytes: Any = 2, w_bytes: Any = 2,
     xb, wb, ob = (_width(x_bytes, "x_bytes"), _width(w_bytes, "w_bytes"),
                   _width(out_bytes, "out_bytes"))
     return Cost(flops=_macs(b * f, d, exact), weight_bytes=d * f * wb,
-                act_bytes=b * d * xb + b * f * ob)
+                act_bytes=b * d * xb + b * f * ob, act_store_bytes=b * f * ob)
 
 
 def matvec(d: Any, f: Any, **widths: Any) -> Cost:
@@ -95,7 +96,7 @@ def batched_matmul(b: Any, d: Any, f: Any, *, x_bytes: Any = 2, w_bytes: Any = 2
     xb, wb, ob = (_width(x_bytes, "x_bytes"), _width(w_bytes, "w_bytes"),
                   _width(out_bytes, "out_bytes"))
     return Cost(flops=_macs(b * f, d, exact), weight_bytes=b * d * f * wb,
-                act_bytes=b * d * xb + b * f * ob)
+                act_bytes=b * d * xb + b * f * ob, act_store_bytes=b * f * ob)
 
 
 def elementwise(n: Any, *, flops_per_element: Any = 1, inputs: int = 1, x_bytes: Any = 2,
@@ -109,9 +110,10 @@ def elementwise(n: Any, *, flops_per_element: Any = 1, inputs: int = 1, x_bytes:
     n = as_dimension(n, "n")
     if not isinstance(inputs, int) or inputs < 0:
         raise ValueError(f"inputs must be a non-negative integer, got {inputs!r}")
+    written = n * _width(out_bytes, "out_bytes")
     return Cost(flops=as_exact(flops_per_element, "flops_per_element") * n,
-                act_bytes=inputs * n * _width(x_bytes, "x_bytes") + n * _width(out_bytes,
-                                                                                 "out_bytes"))
+                act_bytes=inputs * n * _width(x_bytes, "x_bytes") + written,
+                act_store_bytes=written)
 
 
 def add(n: Any, *, x_bytes: Any = 2) -> Cost:
@@ -137,7 +139,7 @@ def rmsnorm(rows: Any, d: Any, *, x_bytes: Any = 2, w_bytes: Any = 2) -> Cost:
     rows, d = as_dimension(rows, "rows"), as_dimension(d, "d")
     xb = _width(x_bytes, "x_bytes")
     return Cost(flops=rows * (4 * d + 2), weight_bytes=d * _width(w_bytes, "w_bytes"),
-                act_bytes=2 * rows * d * xb)
+                act_bytes=2 * rows * d * xb, act_store_bytes=rows * d * xb)
 
 
 def softmax(rows: Any, n: Any, *, useful_elements: Any = None, x_bytes: Any = 2) -> Cost:
@@ -152,8 +154,9 @@ def softmax(rows: Any, n: Any, *, useful_elements: Any = None, x_bytes: Any = 2)
     """
     rows, n = as_dimension(rows, "rows"), as_dimension(n, "n")
     u = rows * n if useful_elements is None else as_exact(useful_elements, "useful_elements")
+    xb = _width(x_bytes, "x_bytes")
     return Cost(flops=rows * (6 * n - 2), useful_flops=6 * u - 2 * rows,
-                act_bytes=2 * rows * n * _width(x_bytes, "x_bytes"))
+                act_bytes=2 * rows * n * xb, act_store_bytes=rows * n * xb)
 
 
 def swiglu(n: Any, *, x_bytes: Any = 2) -> Cost:
@@ -180,7 +183,8 @@ def rope(n: Any, *, table: Any = 0, x_bytes: Any = 2) -> Cost:
     """
     n = as_dimension(n, "n")
     xb = _width(x_bytes, "x_bytes")
-    return Cost(flops=3 * n, act_bytes=2 * n * xb + as_exact(table, "table") * xb)
+    return Cost(flops=3 * n, act_bytes=2 * n * xb + as_exact(table, "table") * xb,
+                act_store_bytes=n * xb)
 
 
 _SPEC = re.compile(r"^\s*([a-zA-Z]+(?:\s*,\s*[a-zA-Z]+)*)\s*->\s*([a-zA-Z]*)\s*$")
@@ -242,4 +246,5 @@ def einsum(spec: str, *shapes: Any, x_bytes: Any = 2, out_bytes: Any = 2) -> Cos
     xb, ob = _width(x_bytes, "x_bytes"), _width(out_bytes, "out_bytes")
     read = sum(sp.Mul(*(sizes[c] for c in term)) for term in inputs)
     written = sp.Mul(*(sizes[c] for c in output))
-    return Cost(flops=einsum_flops(spec, *shapes), act_bytes=read * xb + written * ob)
+    return Cost(flops=einsum_flops(spec, *shapes), act_bytes=read * xb + written * ob,
+                act_store_bytes=written * ob)

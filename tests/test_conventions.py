@@ -33,6 +33,10 @@ NAMES = {"q_proj": "attn/q_proj", "k_proj": "attn/k_proj", "v_proj": "attn/v_pro
          "mlp_norm": "mlp_norm", "attn_add": "attn/residual", "mlp_add": "mlp/residual",
          "mlp_act": "mlp/swiglu", "lm_head": "lm_head"}
 KINDS = ("load_weight", "load_act", "store_act", "load_kv_cache", "store_kv_cache")
+#: LLM-Viewer's kind -> the table's number of it (OpValues / JSON field)
+AS_SYMROOF = {"load_weight": "weight_bytes", "load_act": "act_load_bytes",
+              "store_act": "act_store_bytes", "load_kv_cache": "kv_load_bytes",
+              "store_kv_cache": "kv_store_bytes"}
 
 
 @pytest.fixture(scope="module")
@@ -59,11 +63,15 @@ def _step(run: dict, phase: str) -> dict:
 
 
 def _expected(row: dict, layers: int) -> dict:
-    """LLM-Viewer's row as symroof's kinds (act = loads + stores; KV: only one is nonzero)."""
+    """LLM-Viewer's row in symroof's words: its OPs and its five kinds of bytes, each."""
     return {"flops": Fraction(row["OPs"]) * layers,
-            "weight_bytes": Fraction(row["load_weight"]) * layers,
-            "act_bytes": Fraction(row["load_act"] + row["store_act"]) * layers,
-            "kv_bytes": Fraction(row["load_kv_cache"] + row["store_kv_cache"]) * layers}
+            **{AS_SYMROOF[kind]: Fraction(row[kind]) * layers for kind in KINDS}}
+
+
+def _got(v) -> dict:
+    """A table row's (OpValues or JSON row) OPs and bytes by kind, as LLM-Viewer splits them."""
+    get = v.get if isinstance(v, dict) else lambda k: getattr(v, k)
+    return {k: Fraction(get(k)) for k in ("flops", *AS_SYMROOF.values())}
 
 
 def test_the_peers_file_says_how_it_was_made(peer):
@@ -99,6 +107,7 @@ def test_llm_viewer_every_run_every_row_reproduced(peer):
         L = int(m.L)
         for phase in ("prefill", "decode"):
             t = sr.roofline_table(m, chip, **_step(run, phase), conventions="llm-viewer")
+            report = t.as_dict()["rows"]  # what report --format json prints of the table
             layers = run[phase]["layers"]
             assert sorted(NAMES[k] for k in layers) == sorted(t.numbers), (run["quant"], phase)
             where = f"{run['model']} {run['hardware']} {run['quant']} S={run['seqlen']} " \
@@ -106,18 +115,13 @@ def test_llm_viewer_every_run_every_row_reproduced(peer):
             for name, row in layers.items():
                 n = 1 if name == "lm_head" else L  # LLM-Viewer's rows are one block's
                 v = t.numbers[NAMES[name]]
-                got = {k: Fraction(getattr(v, k)) for k in ("flops", "weight_bytes",
-                                                           "act_bytes", "kv_bytes")}
-                assert got == _expected(row, n), f"{where} {name}"
-                assert row["load_kv_cache"] == 0 or row["store_kv_cache"] == 0
+                assert _got(v) == _expected(row, n) == _got(report[NAMES[name]]), \
+                    f"{where} {name}"
                 assert math.isclose(v.lower, row["inference_time"] * n, rel_tol=1e-12), \
                     f"{where} {name} time"
                 checked += 1
             totals = run[phase]["totals"]  # sum(per block) * layers + lm_head
-            assert t._total.flops == totals["OPs"]
-            assert t._total.weight_bytes == totals["load_weight"]
-            assert t._total.act_bytes == totals["load_act"] + totals["store_act"]
-            assert t._total.kv_bytes == totals["load_kv_cache"] + totals["store_kv_cache"]
+            assert _got(t._total) == _expected(totals, 1), f"{where} totals"
             assert math.isclose(float(t._per_op_sum), totals["inference_time"], rel_tol=1e-12)
     flash = sum(r["use_flashattention"] for r in data["runs"])
     assert flash == 24 and checked == 2 * (168 * 16 - flash * 2)  # 16 rows; flash: 1 for 3
@@ -143,8 +147,9 @@ def test_llm_viewer_through_the_report_command(peer, capsys, index):
         for name, row in run[phase]["layers"].items():
             n = 1 if name == "lm_head" else L
             got = out["rows"][NAMES[name]]
-            assert {k: Fraction(got[k]) for k in ("flops", "weight_bytes", "act_bytes",
-                                                 "kv_bytes")} == _expected(row, n)
+            assert _got(got) == _expected(row, n)
+            assert got["act_bytes"] == got["act_load_bytes"] + got["act_store_bytes"]
+            assert got["kv_bytes"] == got["kv_load_bytes"] + got["kv_store_bytes"]
             assert math.isclose(got["t_lower_s"], row["inference_time"] * n, rel_tol=1e-12)
         assert math.isclose(out["per_op_sum_s"], run[phase]["totals"]["inference_time"],
                             rel_tol=1e-12)
@@ -384,6 +389,7 @@ def test_serve_params_and_prefill_take_conventions():
     # length: 4 sequences x 8,192 tokens x 100 kB, twice
     assert mine.cost.kv_bytes == 4 * 8192 * 100_000
     assert peer.cost.kv_bytes == 2 * 4 * 8192 * 100_000
+    assert (mine.cost.kv_store_bytes, peer.cost.kv_store_bytes) == (0, 4 * 8192 * 100_000)
     assert str(peer).splitlines()[0].endswith("KV bf16, conventions: llm-analysis:")
     assert "conventions" not in str(mine)
     mac = sr.serve_params(30 * 10**9, v5e, **args,
@@ -446,6 +452,7 @@ def test_the_whole_model_cost_is_the_rows_contractions_under_every_profile(name)
             assert whole.flops == sum(c.useful_flops for c in mm), said
             assert whole.weight_bytes == sum(c.weight_bytes for c in mm), said
             assert whole.kv_bytes == sum(c.kv_bytes for c in core), said
+            assert whole.kv_store_bytes == sum(c.kv_store_bytes for c in core), said
             total = sum(rows.values(), sr.Cost())
             assert total.useful_flops >= whole.flops and total.bytes >= whole.bytes, said
 

@@ -168,3 +168,44 @@ def test_solve_json_sides_are_the_step_rows_times():
     assert (d["lhs"], d["rhs"]) == (str(t.t_math), str(t.t_mem))
     assert d["root"] is None and d["never"].startswith("t_mem > t_math at every batch")
     assert float(sp.limit(t.t_math / t.t_mem, B, sp.oo)) == pytest.approx(0.106, abs=5e-4)
+
+
+def test_train_json_with_kept_tensors_is_the_plan_with_that_remat_tuple():
+    d = cli_json("train --model tiny --mesh tpu-v5e:2x2 --batch 64 --seq 1024 "
+                 "--remat layer_input,mlp/up --strategy zero3")
+    keep = ("layer_input", "mlp/up")
+    assert d["query"]["remat"] == list(keep)
+    mesh = sr.mesh("tpu-v5e", "2x2")
+    assert [row["strategy"] for row in d["strategies"]] == ["zero3"]
+    for row in d["strategies"]:
+        axes = {r: tuple(a) for r, a in row["axes"].items()}
+        plan = sr.train_plan("tiny", mesh, row["strategy"], batch_tokens=64 * 1024,
+                             seq=1024, remat=keep, **axes)
+        assert close(row["lower_s"], plan.lower) and close(row["upper_s"], plan.upper)
+        assert close(row["memory_bytes"], plan.memory_total) and row["fits"] is plan.fits
+        assert row["plan"] == str(plan) and "remat layer_input,mlp/up" in row["plan"]
+    full = sr.train_plan("tiny", mesh, "zero3", batch_tokens=64 * 1024, seq=1024,
+                         fsdp=("X", "Y"))  # remat full keeps less: the tuple is read
+    assert d["strategies"][0]["memory_bytes"] > full.memory_total
+
+
+@pytest.mark.parametrize("price, usd, source", [
+    ("1.2", sp.Rational(6, 5), "--price on the command line"),
+    ("record", sp.Rational(6, 5), "How to Scale Your Model, ch. 8"),  # the book's v5e $1.20
+])
+def test_serve_json_with_a_price_and_generated_tokens(price, usd, source):
+    d = cli_json("serve --model llama-3.1-70b --mesh tpu-v5e:4x4 --batch 32 --context 8k "
+                 f"--weights int8 --kv fp8 --price {price} --generated 256")
+    plan = sr.serve("llama-3.1-70b", sr.mesh("tpu-v5e", "4x4"), batch=32, context=8192,
+                    weights="int8", kv="fp8")
+    assert "price" in d and set(d["price"]) == {"usd_per_chip_hour", "source",
+                                                "usd_per_million_tokens"}
+    p = d["price"]
+    assert close(p["usd_per_chip_hour"], usd) and p["source"].startswith(source)
+    # dollars per million tokens: 16 chip-hours' price for the step's lower bound, over the
+    # 32 tokens it decodes (book ch. 8), computed here from the plan's time
+    assert close(p["usd_per_million_tokens"], usd * 16 * plan.time.lower / 3600 / 32 * 10**6)
+    assert close(p["usd_per_million_tokens"], d["lower_s"] * 16 * 1.2 / 3600 / 32 * 10**6)
+    # requests a second per chip: the 32 sequences' tokens a second per chip, 256 a request
+    assert close(d["requests_per_s_per_chip"], 32 / (plan.time.lower * 16) / 256)
+    assert close(d["requests_per_s_per_chip"], plan.requests_per_s_per_chip(256))

@@ -217,8 +217,9 @@ _SWITCHED = ("nvlink_ports", "levels", "sharp", "hop_latency", "net_latency", "t
              "net_overhead", "ring_base_latency", "tree_base_latency", "pcie_bw")
 
 
-def _network(spec: dict | None, sources: dict) -> Torus | Switched | None:
-    """A record's ``network`` entry, ``{"torus" | "switched": {field: (value, source)}}``."""
+def _network(spec: dict | None, sources: dict, link_bw: Any) -> Torus | Switched | None:
+    """A record's ``network`` entry, ``{"torus" | "switched": {field: (value, source)}}``; a
+    GPU's node level is ``(name, degree, 1)``, its W_GPU every NVLink port at ``link_bw``."""
     if spec is None:
         return None
     (kind, entries), = spec.items()
@@ -226,7 +227,9 @@ def _network(spec: dict | None, sources: dict) -> Torus | Switched | None:
     sources.update({f"network.{key}": src for key, (_, src) in entries.items()})
     if kind == "torus":
         return Torus(**values)
-    values["levels"] = tuple(Level(*lv) for lv in values["levels"])
+    node, *above = values["levels"]
+    values["levels"] = (Level(*node, values["nvlink_ports"] * link_bw),
+                        *(Level(*lv) for lv in above))
     return Switched(**values)
 
 
@@ -235,7 +238,7 @@ def _from_record(record: dict) -> Chip:
     sources = {f"peaks.{dtype}": src for dtype, (_, src) in record["peaks"].items()}
     figures = {name: record[name][0] for name in _FIGURES}
     sources.update({name: record[name][1] for name in _FIGURES})
-    network = _network(record.get("network"), sources)
+    network = _network(record.get("network"), sources, figures["link_bw"])
     internals = {key: value for key, (value, _) in record.get("internals", {}).items()}
     sources.update({f"internals.{key}": src
                     for key, (_, src) in record.get("internals", {}).items()})

@@ -26,7 +26,10 @@ Choices that apply to every record:
 * ``network``: a TPU's torus (``_torus``) or a GPU's switched levels (``_switched``), from
   the node up; a level is (name, degree, GPUs per child, one GPU's one-way bandwidth into it,
   and whether its switches reduce in the network: SHARP) and appears only where a source gives
-  its size.
+  its size. The node level is (name, degree, 1): its bandwidth, W_GPU, is the record's
+  ``nvlink_ports`` x ``link_bw``, filled in by :mod:`symroof.hardware.chip` (never retyped).
+* A figure that follows from another field's is written as that field times its factor (a
+  named constant both read), never as the other field's literal again.
 
 This module imports nothing but ``fractions``; :mod:`symroof.hardware` turns the dicts into
 ``Chip`` records.
@@ -154,12 +157,15 @@ def _switched(ports, levels, levels_src, sharp, sharp_src, pcie_bw, pcie_src) ->
     }}
 
 
+#: one GPU's share of its node's scale-out: a 400 Gb/s ConnectX-7 NIC a GPU, one way (8 a
+#: DGX H100, H200 or B200 node, and DeepSeek's H800 nodes), at every level of a full fat tree
+_CX7_PER_GPU = 400 * G // 8
 #: The DGX H100 node and 1024-GPU SuperPod of the book (H200 sits in the same node), and the
 #: core level above SuperPods. A level is (name, degree, GPUs per child, one GPU's one-way
-#: B/s into it, SHARP in its switches).
-_DGX_H100_LEVELS = (("node", 8, 1, 18 * 25 * G), ("leaf", 32, 8, 400 * G // 8, True),
-                    ("spine", 4, 256, 400 * G // 8, True),
-                    ("core", 64, 1024, 400 * G // 8, True))
+#: B/s into it, SHARP in its switches); the node's B/s is nvlink_ports x link_bw.
+_DGX_H100_LEVELS = (("node", 8, 1), ("leaf", 32, 8, _CX7_PER_GPU, True),
+                    ("spine", 4, 256, _CX7_PER_GPU, True),
+                    ("core", 64, 1024, _CX7_PER_GPU, True))
 _CORE_SRC = ("; core: " + _BOOK_NODE + " Quiz 3 Q2: beyond 2048 GPUs 'we need to add another "
              "level ... NVIDIA calls these core switches' (4096 GPUs: 128 spine and 64 core "
              "switches), full bisection kept, so 50 GB/s per GPU; its degree: a three-tier fat "
@@ -194,10 +200,17 @@ _AMPERE = ("NVIDIA A100 Tensor Core GPU architecture whitepaper, "
            "nvidia-ampere-architecture-whitepaper.pdf")
 
 
+#: SMs per GPU (the book's GPU table): a record's ``cores``, and its CUDA cores are SMs x lanes
+_GH100_SMS, _B200_SMS, _A100_SMS, _V100_SMS = 132, 148, 108, 80
+#: one NVLink-4 link, one way: the H100 sheet's 900 GB/s per GPU, both directions, over 18
+#: links (the h100 record's link_bw; a Hopper NVSwitch port runs at it)
+_NVLINK4 = 900 * G // 2 // 18
+
+
 def _hopper_internals(name: str) -> dict:
     """An H100 or H200 SXM (the same GH100): SMs, tensor cores, SMEM, L2, registers."""
     return {
-        "cores": (132, _BOOK_SM + f": {name} '132' SMs"),
+        "cores": (_GH100_SMS, _BOOK_SM + f": {name} '132' SMs"),
         "units_per_core": (4, _BOOK_SM + ": 4 subpartitions a SM, each with one Tensor Core"),
         "clock": (198 * G // 100, _BOOK_SM + f": {name} clock '1.59GHz/1.98GHz' (base/boost): "
                   "the boost, at which 132 x 128 x 2 FLOPs x 1.98e9 = the sheet's 67e12 fp32. "
@@ -205,8 +218,8 @@ def _hopper_internals(name: str) -> dict:
                   "1.83 GHz, the book's footnote uses 1.76 GHz"),
         "unit_flops.bf16": (1024, _BOOK_SM + ": 'each H100 TC can do ... ~ 1024 bf16 "
                             "FLOPs/cycle' (an estimate; NVIDIA publishes no TC details)"),
-        "vector_alus": (132 * 4 * 32, _BOOK_SM + " Quiz 1 Q1: 132 x 4 x 32 = 16896 fp32 CUDA "
-                        "cores"),
+        "vector_alus": (_GH100_SMS * 4 * 32, _BOOK_SM + " Quiz 1 Q1: 132 x 4 x 32 = 16896 fp32 "
+                        "CUDA cores"),
         "smem_bytes": (256 * 10**3, _BOOK_SM + ": SMEM '256kB' per SM"),
         "registers_bytes": (4 * 16384 * 4, _BOOK_SM + ": 16,384 32-bit registers per "
                             "subpartition, 4 x 16384 x 4 = 256 KiB per SM"),
@@ -214,11 +227,14 @@ def _hopper_internals(name: str) -> dict:
         "l2_bw": (55 * T // 10, _BOOK_SM + ": L2 bandwidth not published, 'measured to be about "
                   "5.5TB/s' (https://chipsandcheese.com/p/nvidias-h100-funny-l2-and-tons-of-"
                   "bandwidth)"),
-        "nvswitch_bw": (4 * 64 * 25 * G, _BOOK_NODE + " Quiz 2 Q1: the node's 4 NVSwitches of 64 "
+        "nvswitch_bw": (4 * 64 * _NVLINK4, _BOOK_NODE + " Quiz 2 Q1: the node's 4 NVSwitches of 64 "
                         "NVLink-4 ports, 4 x 64 x 25e9 = 6.4 TB/s one way"),
     }
 
 
+#: one GPU's share of an NVL72 rack's scale-out, one way: the rack's 3.6 TB/s egress (4 x 18 x
+#: 400 Gb/s / 8) over its 72 GPUs, at leaf and spine (a full fat tree)
+_NVL72_NIC_PER_GPU = 3600 * G // 72
 _GB200_GPU = ("; a GB200 NVL72's GPU is a B200: NVIDIA DGX SuperPOD RA (DGX GB200), 'Each B200 "
               "GPU features 18 NVL5 links', https://docs.nvidia.com/dgx-superpod/reference-"
               "architecture-scalable-infrastructure-gb200/latest/network-fabrics.html. No "
@@ -229,11 +245,11 @@ def _blackwell_internals() -> dict:
     """A GB200 NVL72's GPU: the book's B200 row (SMs, tensor cores, SMEM, TMEM, L2) and its
     CUDA-core count; no clock on record (neither NVIDIA nor the book gives the GB200's)."""
     return {
-        "cores": (148, _BOOK_SM + ": B200 '148' SMs" + _GB200_GPU),
+        "cores": (_B200_SMS, _BOOK_SM + ": B200 '148' SMs" + _GB200_GPU),
         "units_per_core": (4, _BOOK_SM + ": 4 Tensor Cores a SM" + _GB200_GPU),
         "unit_flops.bf16": (2048, _BOOK_SM + ": 'it seems likely it's about 2048 "
                             "FLOPs/TC/cycle' (an estimate)" + _GB200_GPU),
-        "vector_alus": (148 * 4 * 32, _BOOK_SM + " Quiz 1 Q1: 'a total of 18944' CUDA cores"
+        "vector_alus": (_B200_SMS * 4 * 32, _BOOK_SM + " Quiz 1 Q1: 'a total of 18944' CUDA cores"
                         + _GB200_GPU),
         "smem_bytes": (256 * 10**3, _BOOK_SM + ": SMEM '256kB' per SM" + _GB200_GPU),
         "tmem_bytes": (256 * 10**3, _BOOK_SM + ": 'Blackwell adds 256kB of TMEM per SM'"
@@ -242,27 +258,30 @@ def _blackwell_internals() -> dict:
     }
 
 
+_V5E_HBM = 820 * G  # tpu-v5e's HBM bandwidth: its hbm_bw, and VMEM's is 22x it
+
+_H100_RECORD = dict(
+    name="h100",
+    peaks={
+        # 1979 / 2 = 989.5, but the unrounded sparse figure is 1978.9, so dense is 989.4;
+        # the seeds (and design.md) use 989e12.
+        "bf16": (989 * T, _H100 + ": 'BF16 Tensor Core 1,979 TFLOPS*'" + _SPARSE
+                 + " (989.4e12 unrounded; the seeds print 9.89e14)"),
+        "fp16": (989 * T, _H100 + ": 'FP16 Tensor Core 1,979 TFLOPS*', as bf16"),
+        "fp8": (3958 * T // 2, _H100 + ": 'FP8 Tensor Core 3,958 TFLOPS*'" + _SPARSE),
+        "int8": (3958 * T // 2, _H100 + ": 'INT8 Tensor Core 3,958 TOPS*'" + _SPARSE),
+        "fp32": (67 * T, _H100 + ": 'FP32 67 TFLOPS' (CUDA cores, not tensor cores)"),
+    },
+    hbm_bw=(3350 * G, _H100 + ": 'GPU memory bandwidth 3.35TB/s'; the seeds use 3.35e12"),
+    hbm_bytes=(80 * G, _H100 + ": 'GPU memory 80GB', read as 80e9 B (silicon: 80 GiB)"),
+    link_bw=(_NVLINK4, _H100 + ": 'NVLink 900GB/s' (bidirectional, per GPU) "
+             "over 18 links; " + _BOOK_GPU + ": 25GB/s per link each way"),
+    network=_HOPPER_NET,
+    internals=_hopper_internals("H100")
+)
+
 RECORDS: list[dict] = [
-    dict(
-        name="h100",
-        peaks={
-            # 1979 / 2 = 989.5, but the unrounded sparse figure is 1978.9, so dense is 989.4;
-            # the seeds (and design.md) use 989e12.
-            "bf16": (989 * T, _H100 + ": 'BF16 Tensor Core 1,979 TFLOPS*'" + _SPARSE
-                     + " (989.4e12 unrounded; the seeds print 9.89e14)"),
-            "fp16": (989 * T, _H100 + ": 'FP16 Tensor Core 1,979 TFLOPS*', as bf16"),
-            "fp8": (3958 * T // 2, _H100 + ": 'FP8 Tensor Core 3,958 TFLOPS*'" + _SPARSE),
-            "int8": (3958 * T // 2, _H100 + ": 'INT8 Tensor Core 3,958 TOPS*'" + _SPARSE),
-            "fp32": (67 * T, _H100 + ": 'FP32 67 TFLOPS' (CUDA cores, not tensor cores)"),
-        },
-        hbm_bw=(3350 * G, _H100 + ": 'GPU memory bandwidth 3.35TB/s'; the seeds use 3.35e12"),
-        hbm_bytes=(80 * G, _H100 + ": 'GPU memory 80GB', read as 80e9 B (silicon: 80 GiB)"),
-        # 900 GB/s per GPU, both directions, over 18 NVLink-4 links: 25e9 B/s per link each way.
-        link_bw=(900 * G // 2 // 18, _H100 + ": 'NVLink 900GB/s' (bidirectional, per GPU) "
-                 "over 18 links; " + _BOOK_GPU + ": 25GB/s per link each way"),
-        network=_HOPPER_NET,
-        internals=_hopper_internals("H100")
-    ),
+    _H100_RECORD,
     dict(
         name="h200",
         peaks={
@@ -287,26 +306,16 @@ RECORDS: list[dict] = [
     ),
     dict(
         name="h800",
-        peaks={
-            # The H800 SXM is a GH100 at H100 SXM rates with NVLink and FP64 cut. The book
-            # quotes the H800 sheet's FP8 '3,026 TFLOPS*' (1.513e15 dense): that is the PCIe
-            # column (the H100 PCIe's rate), not the SXM part DeepSeek trained on.
-            "bf16": (989 * T, _H100 + ": 'BF16 Tensor Core 1,979 TFLOPS*'" + _SPARSE
-                     + "; the H800 SXM keeps H100 SXM compute (" + _DSV3 + ")"),
-            "fp16": (989 * T, _H100 + ": 'FP16 Tensor Core 1,979 TFLOPS*', as bf16; H800 "
-                     "SXM = H100 SXM compute (" + _DSV3 + ")"),
-            "fp8": (3958 * T // 2, _H100 + ": 'FP8 Tensor Core 3,958 TFLOPS*'" + _SPARSE
-                    + "; H800 SXM = H100 SXM compute (" + _DSV3 + "). " + _BOOK_GPU
-                    + " quotes '3,026 TFLOPS' sparse (1.513e15 dense), the PCIe form factor"),
-            "int8": (3958 * T // 2, _H100 + ": 'INT8 Tensor Core 3,958 TOPS*'" + _SPARSE
-                     + "; H800 SXM = H100 SXM compute (" + _DSV3 + ")"),
-            "fp32": (67 * T, _H100 + ": 'FP32 67 TFLOPS' (CUDA cores); H800 SXM = H100 SXM "
-                     "compute (" + _DSV3 + ")"),
-        },
-        hbm_bw=(3350 * G, _H100 + ": 'GPU memory bandwidth 3.35TB/s'; the H800 SXM is the H100 SXM "
-                "with FP64 and NVLink cut (" + _DSV3 + ")"),
-        hbm_bytes=(80 * G, _H100 + ": 'GPU memory 80GB', read as 80e9 B; the H800 SXM is "
-                   "the H100 SXM with FP64 and NVLink cut (" + _DSV3 + ")"),
+        # The H800 SXM is a GH100 at H100 SXM rates with NVLink and FP64 cut: its peaks and
+        # memory are the h100 record's. The book quotes the H800 sheet's FP8 '3,026 TFLOPS*'
+        # (1.513e15 dense): that is the PCIe column (the H100 PCIe's rate), not the SXM part
+        # DeepSeek trained on.
+        peaks={d: (v, src + "; the H800 SXM keeps H100 SXM compute (" + _DSV3 + ")"
+                   + (". " + _BOOK_GPU + " quotes '3,026 TFLOPS' sparse (1.513e15 dense), the "
+                      "PCIe form factor" if d == "fp8" else ""))
+               for d, (v, src) in _H100_RECORD["peaks"].items()},
+        **{k: (_H100_RECORD[k][0], _H100_RECORD[k][1] + "; the H800 SXM is the H100 SXM with "
+               "FP64 and NVLink cut (" + _DSV3 + ")") for k in ("hbm_bw", "hbm_bytes")},
         link_bw=(25 * G, _DSV3 + ": H800 NVLink 400 GB/s bidirectional (H100: 900), NVLink-4 "
                  "links at 25e9 B/s each way (" + _BOOK_GPU + ")"),
         network=_switched(
@@ -315,8 +324,7 @@ RECORDS: list[dict] = [
             # node: W_GPU = 8 links x 25e9 one way. leaf/spine: DeepSeek's multi-plane fat
             # tree, one 400 Gb/s NIC per GPU (one plane each), two layers of 64-port switches:
             # a leaf has 32 nodes below it, a spine 64 leaves: 8 x 32 x 64 = 16,384 GPUs.
-            (("node", 8, 1, 8 * 25 * G), ("leaf", 32, 8, 400 * G // 8),
-             ("spine", 64, 256, 400 * G // 8)),
+            (("node", 8, 1), ("leaf", 32, 8, _CX7_PER_GPU), ("spine", 64, 256, _CX7_PER_GPU)),
             "node: W_GPU = 8 NVLink-4 links x 25e9 = 200e9 B/s one way: the H800 sheet's and "
             + _DSV3 + "'s 'NVLink 400GB/s' is bidirectional, read one way as the H100 sheet's "
             "900 GB/s is read as the book's 450e9 (18 x 25e9). " + _BOOK_GPU + " 'Data "
@@ -345,7 +353,7 @@ RECORDS: list[dict] = [
             (12, _BOOK_NODE + ": NVLink 3.0, 12 ports of 25 GB/s per Ampere GPU"),
             # node: 6 NVSwitch-2; above it one HDR 200 Gb/s NIC per GPU into the scalable
             # unit of 20 DGX A100 (no spine: no source gives the DGX A100 SuperPOD's top).
-            (("node", 8, 1, 12 * 25 * G), ("leaf", 20, 8, 200 * G // 8)),
+            (("node", 8, 1), ("leaf", 20, 8, 200 * G // 8)),
             _BOOK_NODE + ": Ampere node of 8 GPUs, W_GPU = 12 x 25 GB/s = 300 GB/s; node "
             "egress: NVIDIA DGX A100 datasheet '8x Single-Port Mellanox ConnectX-6 VPI "
             "200Gb/s HDR InfiniBand' = 200 GB/s per node, 25 GB/s per GPU "
@@ -356,11 +364,11 @@ RECORDS: list[dict] = [
             False, _NVLS + "; the A100's second-generation NVSwitch has none",
             64 * G // 2, _A100 + ": 'PCIe Gen4: 64GB/s' (both directions)"),
         internals={
-            "cores": (108, _BOOK_SM + ": A100 '108' SMs"),
+            "cores": (_A100_SMS, _BOOK_SM + ": A100 '108' SMs"),
             "units_per_core": (4, _BOOK_SM + ": 4 Tensor Cores a SM (one per subpartition)"),
             "clock": (141 * G // 100, _BOOK_SM + ": A100 clock '1.10GHz/1.41GHz': the boost"),
             "unit_flops.bf16": (512, _BOOK_SM + ": 'An A100 can do 512' bf16 FLOPs/TC/cycle"),
-            "vector_alus": (108 * 64, _AMPERE + ": 64 FP32 CUDA cores per SM, 6912 a GPU"),
+            "vector_alus": (_A100_SMS * 64, _AMPERE + ": 64 FP32 CUDA cores per SM, 6912 a GPU"),
             "smem_bytes": (192 * 10**3, _BOOK_SM + ": SMEM '192kB' per SM"),
             "l2_bytes": (40 * 10**6, _BOOK_SM + ": L2 '40MB'"),
         }
@@ -384,7 +392,7 @@ RECORDS: list[dict] = [
         # scale-out level above it, so the node is the only level.
         network=_switched(
             (6, _V100 + ": 300 GB/s over 6 NVLink-2 links"),
-            (("node", 16, 1, 6 * 25 * G),),
+            (("node", 16, 1),),
             "NVIDIA DGX-2: 16 V100 joined by 12 NVSwitches, every GPU at 300 GB/s "
             "bidirectional (150e9 B/s one way), https://www.nvidia.com/en-us/data-center/"
             "dgx-2/; its 8 x 100 Gb/s EDR NICs would give 6.25e9 B/s per GPU, but no source "
@@ -393,7 +401,8 @@ RECORDS: list[dict] = [
             32 * G // 2, _V100 + ": the PCIe card's 'Interconnect Bandwidth 32GB/sec' "
             "(Gen3 x16, both directions); the SXM2 part has the same Gen3 x16 host link"),
         internals={
-            "cores": (80, _BOOK_SM + ": V100 '80' SMs; " + _VOLTA + ": 80 SMs, 640 Tensor Cores"),
+            "cores": (_V100_SMS, _BOOK_SM + ": V100 '80' SMs; " + _VOLTA + ": 80 SMs, 640 "
+                      "Tensor Cores"),
             "units_per_core": (8, _VOLTA + ": 640 Tensor Cores / 80 SMs = 8 a SM (the book "
                                "counts 4 of 256 FLOPs: the same 1024 a SM per cycle)"),
             "clock": (153 * G // 100, _VOLTA + ": V100 SXM2 GPU Boost Clock 1530 MHz. The book's "
@@ -401,7 +410,7 @@ RECORDS: list[dict] = [
                       "follow"),
             "unit_flops.fp16": (2 * 64, _VOLTA + ": each Tensor Core does 64 FP16 FMA a clock "
                                 "(128 FLOPs)"),
-            "vector_alus": (80 * 64, _VOLTA + ": 64 FP32 cores per SM, 5120 a GPU"),
+            "vector_alus": (_V100_SMS * 64, _VOLTA + ": 64 FP32 cores per SM, 5120 a GPU"),
             "smem_bytes": (96 * 10**3, _BOOK_SM + ": SMEM '96kB' per SM"),
             "l2_bytes": (6 * 10**6, _BOOK_SM + ": L2 '6MB'"),
         }
@@ -430,8 +439,8 @@ RECORDS: list[dict] = [
                  + _BOOK_GPU + ")"),
         network=_switched(
             (18, _BOOK_NODE + ": NVLink 5.0, 18 ports of 50 GB/s per Blackwell GPU"),
-            (("node", 8, 1, 18 * 50 * G), ("leaf", 32, 8, 400 * G // 8, True),
-             ("spine", 4, 256, 400 * G // 8, True), ("core", 64, 1024, 400 * G // 8, True)),
+            (("node", 8, 1), ("leaf", 32, 8, _CX7_PER_GPU, True),
+             ("spine", 4, 256, _CX7_PER_GPU, True), ("core", 64, 1024, _CX7_PER_GPU, True)),
             _BOOK_NODE + ": B200 node of 8 GPUs, W_GPU = 18 x 50 GB/s = 900 GB/s, node egress "
             "400 GB/s (8 x 400 Gb/s, " + _BASEPOD + "); leaf and spine: NVIDIA DGX SuperPOD "
             "RA (DGX B200), SUs of 32 DGX B200, 4 SUs = 128 nodes = 1024 GPUs under 32 leaf "
@@ -443,14 +452,14 @@ RECORDS: list[dict] = [
             "both directions. Uncertain: the sheets list no B200 host link; the GPU supports "
             "Gen6"),
         internals={
-            "cores": (148, _BOOK_SM + ": B200 '148' SMs"),
+            "cores": (_B200_SMS, _BOOK_SM + ": B200 '148' SMs"),
             "units_per_core": (4, _BOOK_SM + ": 4 Tensor Cores a SM"),
             "clock": (186 * G // 100, _BOOK_SM + ": the clock is '?' in the book's table; its "
                       "footnote estimates 2250e12 / (148 x 4 x 1.86e9) ~ 2048. Uncertain: "
                       "Quiz 1 Q6 reads 2.1 GHz off the 80e12 fp32 figure"),
             "unit_flops.bf16": (2048, _BOOK_SM + ": 'it seems likely it's about 2048 "
                                 "FLOPs/TC/cycle' (an estimate)"),
-            "vector_alus": (148 * 4 * 32, _BOOK_SM + " Quiz 1 Q1: 'a total of 18944' CUDA "
+            "vector_alus": (_B200_SMS * 4 * 32, _BOOK_SM + " Quiz 1 Q1: 'a total of 18944' CUDA "
                             "cores"),
             "smem_bytes": (256 * 10**3, _BOOK_SM + ": SMEM '256kB' per SM"),
             "tmem_bytes": (256 * 10**3, _BOOK_SM + ": 'Blackwell adds 256kB of TMEM per SM'"),
@@ -485,8 +494,8 @@ RECORDS: list[dict] = [
             (18, _BOOK_NODE + ": NVLink 5.0, 18 ports of 50 GB/s per Blackwell GPU"),
             # node: the 72-GPU NVLink domain; leaf: a scalable unit of 8 racks (576 GPUs);
             # spine: 16 SUs, the RA's 128 racks of 9216 GPUs.
-            (("node", 72, 1, 18 * 50 * G), ("leaf", 8, 72, 3600 * G // 72),
-             ("spine", 9216 // 576, 576, 3600 * G // 72)),
+            (("node", 72, 1), ("leaf", 8, 72, _NVL72_NIC_PER_GPU),
+             ("spine", 9216 // 576, 576, _NVL72_NIC_PER_GPU)),
             _BOOK_NODE + ": GB200 NVL72 node of 72 GPUs, W_GPU 900 GB/s, node egress "
             "4 x 18 x 400 Gb/s / 8 = 3.6 TB/s (50 GB/s per GPU); NVIDIA DGX SuperPOD RA (DGX "
             "GB200): 'each SU contains 8 DGX GB200 systems', https://docs.nvidia.com/"
@@ -592,7 +601,7 @@ RECORDS: list[dict] = [
             "bf16": (197 * T, _BOOK_ROOF + ": 1.97e14; " + _GCP + "v5e: '197 TFLOPs'"),
             "int8": (394 * T, _BOOK_ROOF + ", problem 1: 3.94e14; " + _GCP + "v5e: '393 TOPs'"),
         },
-        hbm_bw=(820 * G, _BOOK_ROOF + ": 8.2e11 (critical intensity 240). The same chapter's "
+        hbm_bw=(_V5E_HBM, _BOOK_ROOF + ": 8.2e11 (critical intensity 240). The same chapter's "
                 "problem 1 and the TPU table use 8.1e11; " + _GCP + "v5e: '819 GBps'"),
         hbm_bytes=(16 * G, _BOOK_TPU + ": 16GB, read as 16e9 B; " + _GCP + "v5e: '16 GB' "
                    "(the book's prose says 16GiB)"),
@@ -612,7 +621,7 @@ RECORDS: list[dict] = [
             "unit_flops.int8": (2 * _MXU[0], _BOOK_TC + ": 'int8 ... roughly 2x' bf16 FLOPs "
                                 "(the v5e table: 3.94e14 against 1.97e14)"),
             "vmem_bytes": (128 * 2**20, _BOOK_TC + ": VMEM '128 MiB on TPU v5e'"),
-            "vmem_bw": (22 * 820 * G, _BOOK_TC + ": 'VMEM bandwidth is around 22x higher than "
+            "vmem_bw": (22 * _V5E_HBM, _BOOK_TC + ": 'VMEM bandwidth is around 22x higher than "
                         "HBM bandwidth' (ch. 2 problem 4 writes 1.78e13 = 22 x 8.1e11); 22 x "
                         "this record's 8.2e11"),
             "host_dram": (384 * G, "Google Cloud TPU docs, https://cloud.google.com/tpu/docs/"

@@ -28,8 +28,8 @@ from ..conventions import current
 from ..cost import Cost
 from . import rows as rw
 
-__all__ = ["Heads", "context", "pairs", "softmax_flops", "fused_bytes", "blocks", "core",
-           "core_rows", "CORE_MODES", "kv_passes"]
+__all__ = ["Heads", "Pairs", "context", "pairs", "counted_pairs", "softmax_flops", "fused_bytes",
+           "blocks", "core", "core_rows", "CORE_MODES", "kv_passes"]
 
 #: forms of the attention core a forward step can take (training takes naive and fused)
 CORE_MODES = ("naive", "fused", "flash")
@@ -58,21 +58,46 @@ def context(T: Any, c: Any, window: Any) -> tuple[sp.Expr, sp.Expr]:
     return T + sp.Min(c, W - 1), m * c + m * (m + 1) / 2 + (T - m) * W
 
 
+class Pairs(NamedTuple):
+    """What a step's attention core attends, per sequence and head (:func:`counted_pairs`)."""
+
+    K: Any  # keys read
+    executed: Any  # (query, key) pairs a naive core evaluates
+    useful: Any  # of those, the ones counted as useful
+    cached: Any  # cached positions the queries attend (the blockwise kernel's blocks)
+
+
+def counted_pairs(T: Any, c: Any, window: Any) -> Pairs:
+    """Keys read per sequence, and the (query, key) pairs per sequence and head a naive core
+    executes and counts as useful, under ``attention_pairs``: "causal" executes all T x K
+    and counts :func:`context`'s P; "all" counts every one of the T x K; "new"
+    (llm-analysis) executes and counts the T x T pairs of the new tokens only, the c cached
+    positions unattended.
+
+    >>> from symroof.conventions import using
+    >>> counted_pairs(1, 99, None)                # decode: 100 pairs, all of them useful
+    Pairs(K=100, executed=100, useful=100, cached=99)
+    >>> with using("llm-analysis"):
+    ...     counted_pairs(1, 99, None)   # one pair, the 99 cached keys unattended
+    Pairs(K=100, executed=1, useful=1, cached=0)
+    """
+    K, P = context(T, c, window)
+    rule, T = current().attention_pairs, sp.sympify(T)
+    if rule == "new":
+        return Pairs(K, T ** 2, T ** 2, sp.Integer(0))
+    return Pairs(K, T * K, P if rule == "causal" else T * K, sp.sympify(c))
+
+
 def pairs(T: Any, c: Any, window: Any) -> tuple[sp.Expr, sp.Expr]:
-    """(K, P) as :func:`context` gives them, or, under ``attention_pairs="all"``, every one
-    of the T x K (query, key) pairs counted as useful (``"new"``: the T x T of the new tokens).
+    """(K, P) of :func:`counted_pairs`: keys read, useful pairs per sequence and head.
 
     >>> from symroof.conventions import using
     >>> with using("llm-viewer"):
     ...     pairs(4, 0, None)
     (4, 16)
-    >>> with using("llm-analysis"):
-    ...     pairs(1, 99, None)   # decode: one pair, the 99 cached keys unattended
-    (100, 1)
     """
-    K, P = context(T, c, window)
-    rule = current().attention_pairs
-    return K, {"causal": P, "all": sp.sympify(T) * K, "new": sp.sympify(T) ** 2}[rule]
+    pairs = counted_pairs(T, c, window)
+    return pairs.K, pairs.useful
 
 
 def softmax_flops(rows: Any, elements: Any, useful: Any) -> tuple[Any, Any]:
@@ -91,22 +116,25 @@ def softmax_flops(rows: Any, elements: Any, useful: Any) -> tuple[Any, Any]:
     return per * elements, per * useful
 
 
-def fused_bytes(B: Any, T: Any, K: Any, h: Heads, *, ab: Any, kvb: Any) -> tuple[Any, Any]:
-    """(activation, KV) bytes of a fused attention core: Q read and O written, K and V read
-    once; or (``fused_core="per-query-block"``, LLM-Viewer's FlashAttention-2 estimate) K
-    and V of all H heads re-read for each block of d_k query rows, O written twice at
-    T x K.
+def fused_bytes(B: Any, T: Any, K: Any, h: Heads, *, ab: Any, kvb: Any
+                ) -> tuple[Any, Any, Any]:
+    """(activation, activation written, KV read) bytes of a fused attention core: Q read
+    and O written, K and V read once; or (``fused_core="per-query-block"``, LLM-Viewer's
+    FlashAttention-2 estimate) K and V of all H heads re-read for each block of d_k query
+    rows, O written twice at T x K.
 
     >>> from symroof.symbols import B, S, d_h, H
     >>> fused_bytes(B, 1, S, Heads(H, d_h, d_h, d_h, d_h), ab=2, kvb=2)
-    (4*B*H*d_h, 4*B*S*d_h)
+    (4*B*H*d_h, 2*B*H*d_h, 4*B*S*d_h)
     """
+    q = B * T * h.H * h.d_k * ab  # Q read
     if current().fused_core == "once":
         reads = h.k_elems + (0 if h.shared else h.v_elems)
-        return B * T * h.H * (h.d_k + h.d_v) * ab, B * K * reads * kvb
+        o = B * T * h.H * h.d_v * ab
+        return q + o, o, B * K * reads * kvb
     q_blocks = sp.ceiling(sp.sympify(T) / h.d_k)
-    return ((B * T * h.H * h.d_k + 2 * B * h.H * T * K) * ab,
-            q_blocks * B * K * h.H * (h.d_k + h.d_v) * kvb)
+    o = 2 * B * h.H * T * K * ab
+    return q + o, o, q_blocks * B * K * h.H * (h.d_k + h.d_v) * kvb
 
 
 def _below(N: Any, b: Any) -> sp.Expr:
@@ -136,8 +164,8 @@ def _capped(cap: int, n: Any) -> Any:
 
 def kv_passes() -> int:
     """Times the KV cache crosses memory in a step under the conventions in force
-    (``kv_traffic``): 1 read, or 2 (read, and written back at its final length); the core
-    rows and the whole-model cost both read it.
+    (``kv_traffic``): 1 read, or 2 (read, and written back at its final length: every pass
+    after the first a store); the core rows and the whole-model cost both read it.
 
     >>> from symroof.conventions import using
     >>> with using("llm-analysis"):
@@ -159,35 +187,41 @@ def core(mode: str, B: Any, T: Any, c: Any, h: Heads, *, window: Any, ab: Any, k
     4*B*S*d_h
     """
     cv = current()
-    K, P = pairs(T, c, window)
+    K, X, P, seen = counted_pairs(T, c, window)
     H, d_k, d_v = h.H, h.d_k, h.d_v
     n, cap = B * T, (3 if softcap else 0)
     kv_factor = kv_passes()
-    soft, soft_useful = softmax_flops(B * H * T, B * H * T * K, B * H * P)
+    kv_stored = kv_factor - 1  # of the passes over the cache, those that write it back
+    soft, soft_useful = softmax_flops(B * H * T, B * H * X, B * H * P)
     if mode == "naive":
         q_heads = H if cv.prefill_q_heads == "H" else \
             h.k_elems / d_k + (H - h.k_elems / d_k) * sp.Min(1, c)  # KV heads if c = 0
-        return {
-            "attn/scores": Cost(flops=rw.mac_flops(B * H * T * K * d_k),
+        scores = B * H * X * ab  # the score (and probability) matrix, at the executed pairs
+        k_cache, v_cache = B * K * h.k_elems * kvb, B * K * h.v_elems * kvb
+        return {  # scores: reads Q and K, writes s; softmax: s to p; av: reads p and V, writes o
+            "attn/scores": Cost(flops=rw.mac_flops(B * H * X * d_k),
                                 useful_flops=rw.mac_flops(B * H * P * d_k),
-                                kv_bytes=kv_factor * B * K * h.k_elems * kvb,
-                                act_bytes=(n * q_heads * d_k + B * H * T * K) * ab),
-            "attn/softmax": Cost(flops=soft + _capped(cap, B * H * T * K),
+                                kv_bytes=kv_factor * k_cache, kv_store_bytes=kv_stored * k_cache,
+                                act_bytes=n * q_heads * d_k * ab + scores,
+                                act_store_bytes=scores),
+            "attn/softmax": Cost(flops=soft + _capped(cap, B * H * X),
                                  useful_flops=soft_useful + _capped(cap, B * H * P),
-                                 act_bytes=2 * B * H * T * K * ab),
-            "attn/av": Cost(flops=rw.mac_flops(B * H * T * K * d_v),
+                                 act_bytes=2 * scores, act_store_bytes=scores),
+            "attn/av": Cost(flops=rw.mac_flops(B * H * X * d_v),
                             useful_flops=rw.mac_flops(B * H * P * d_v),
-                            kv_bytes=kv_factor * B * K * h.v_elems * kvb,
-                            act_bytes=(B * H * T * K + n * H * d_v) * ab),
+                            kv_bytes=kv_factor * v_cache, kv_store_bytes=kv_stored * v_cache,
+                            act_bytes=scores + n * H * d_v * ab,
+                            act_store_bytes=n * H * d_v * ab),
         }
     matmuls = rw.mac_flops(B * H * P * (d_k + d_v))
     if mode == "fused":
         flops = matmuls + soft_useful + _capped(cap, B * H * P)
     else:  # per row: 5n - 2, 3 per extra block (new max, its exp, rescale l), o: d_v (2J - 1)
-        J = blocks(T, c, window, block)
+        J = blocks(T, seen, window, block)
         flops = matmuls + B * H * ((5 + cap) * P - 2 * T + 3 * (J - T) + d_v * (2 * J - T))
-    act, kv = fused_bytes(B, T, K, h, ab=ab, kvb=kvb)
-    return {"attn/core": Cost(flops=flops, kv_bytes=kv_factor * kv, act_bytes=act)}
+    act, written, kv = fused_bytes(B, T, K, h, ab=ab, kvb=kvb)
+    return {"attn/core": Cost(flops=flops, kv_bytes=kv_factor * kv, act_bytes=act,
+                              act_store_bytes=written, kv_store_bytes=kv_stored * kv)}
 
 
 def core_rows(a: Any, L: Any, mode: str, B: Any, T: Any, c: Any, s: Any) -> dict[str, Cost]:
@@ -233,8 +267,9 @@ def standard(a: Any, n: Any, T: Any, pos: Any, s: Any) -> dict[str, Cost]:
         cost = rw.linear(n, D, heads * d_h, ab=ab, wb=wb, bias=a.qkv_bias)
         if not into_cache:
             return cost
-        moved = n * kv_heads * d_h
-        return cost + Cost(act_bytes=-moved * ab, kv_bytes=moved * kvb)
+        moved = n * kv_heads * d_h  # k and v go to the cache, not to activations
+        return cost + Cost(act_bytes=-moved * ab, act_store_bytes=-moved * ab,
+                           kv_bytes=moved * kvb, kv_store_bytes=moved * kvb)
 
     if a.fused_qkv:
         rows["attn/qkv_proj"] = project(H + 2 * G, 2 * G)
@@ -246,7 +281,8 @@ def standard(a: Any, n: Any, T: Any, pos: Any, s: Any) -> dict[str, Cost]:
         rows["attn/k_norm"] = rw.norm("rms", n * G, d_h, ab=ab, wb=wb)
     rows |= pos.rope_row(n, H + G, pos.rotated(d_h), T, s)
     if not into_cache:
-        rows["attn/kv_write"] = Cost(kv_bytes=2 * n * G * d_h * kvb,
+        rows["attn/kv_write"] = Cost(kv_bytes=2 * n * G * d_h * kvb,  # reads k, v; writes
+                                     kv_store_bytes=2 * n * G * d_h * kvb,  # the cache
                                      act_bytes=2 * n * G * d_h * ab)
     return rows
 
@@ -282,14 +318,16 @@ def mla(a: Any, n: Any, T: Any, s: Any) -> dict[str, Cost]:
     rows["attn/rope"] = rw.rope(n, H + 1, m.d_rope, T, ab=ab)  # q's RoPE part, the shared key
     if m.absorb:  # cache the latent and the RoPE key; W_UK folds into the query
         rows["attn/kv_write"] = Cost(kv_bytes=n * m.cache_per_token * kvb,
+                                     kv_store_bytes=n * m.cache_per_token * kvb,
                                      act_bytes=n * m.cache_per_token * ab)
         rows["attn/q_absorb"] = Cost(flops=2 * n * H * m.d_nope * m.kv_rank,
                                      weight_bytes=H * m.d_nope * m.kv_rank * wb,
-                                     act_bytes=n * H * (m.d_nope + m.kv_rank) * ab)
+                                     act_bytes=n * H * (m.d_nope + m.kv_rank) * ab,
+                                     act_store_bytes=n * H * m.kv_rank * ab)
         return rows
     rows["attn/kv_b_proj"] = rw.linear(n, m.kv_rank, H * (m.d_nope + m.d_v), ab=ab, wb=wb)
     rows["attn/kv_write"] = Cost(  # reads k_nope, the RoPE key once, v; writes per-head k, v
-        kv_bytes=n * H * (m.d_qk + m.d_v) * kvb,
+        kv_bytes=n * H * (m.d_qk + m.d_v) * kvb, kv_store_bytes=n * H * (m.d_qk + m.d_v) * kvb,
         act_bytes=n * (H * m.d_nope + m.d_rope + H * m.d_v) * ab)
     return rows
 
@@ -309,4 +347,5 @@ def mla_after(a: Any, n: Any, s: Any) -> dict[str, Cost]:
         return {}
     return {"attn/o_absorb": Cost(flops=2 * n * a.H * m.kv_rank * m.d_v,
                                   weight_bytes=a.H * m.kv_rank * m.d_v * s.wb,
-                                  act_bytes=n * a.H * (m.kv_rank + m.d_v) * s.ab)}
+                                  act_bytes=n * a.H * (m.kv_rank + m.d_v) * s.ab,
+                                  act_store_bytes=n * a.H * m.d_v * s.ab)}

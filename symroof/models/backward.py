@@ -15,7 +15,13 @@ multiply-accumulate, 1 per other arithmetic result, n - 1 per reduction of n; un
 - The gradient matmuls count ``flops_per_mac`` FLOPs per multiply-add (the conventions in
   force; the lm_head's its ``lm_head_flops_per_mac``), as their forward does. The
   elementwise backwards keep symroof's exact counts under every profile: no peer's
-  profile defines a backward count per element (docs/accounting.md, "Conventions").
+  profile defines a backward count per element (docs/accounting.md, "Conventions"); but
+  ``transcendentals="apart"`` takes the exp, tanh, erf and sqrt they evaluate out of their
+  FLOPs, as it does the forward's (:func:`symroof.models.rows.transcendental`, its one
+  reader).
+- A training step's rows leave ``act_store_bytes`` and ``kv_store_bytes`` at 0 by design:
+  their activation bytes are one total, not split into loads and stores (a forward step's
+  rows are split; there is no KV cache here).
 
 >>> from symroof.symbols import B, D, F
 >>> linear_dx(B, D, F).flops == linear_dw(B, D, F).flops == 2*B*D*F
@@ -30,7 +36,7 @@ from typing import Any
 import sympy as sp
 
 from ..cost import Cost, as_dimension, as_exact
-from .rows import mac_flops
+from .rows import mac_flops, transcendental
 
 __all__ = ["linear_dx", "linear_dw", "grad_sum", "rmsnorm_backward", "swiglu_backward",
            "softmax_backward", "attention_matmul_backward", "flash_attention_backward",
@@ -96,15 +102,16 @@ def rmsnorm_backward(rows: Any, d: Any, *, x_bytes: Any = 2, w_bytes: Any = 2,
     """Backward of y = x / r * w, r = sqrt(mean(x^2) + eps): dx = (g - xhat*mean(g*xhat)) / r
     with g = dy*w, and dw = sum over rows of dy*xhat.
 
-    Per row: recompute r (2d + 2), xhat (d), g (d), mean(g*xhat) (2d), the rest (3d): 9d + 2;
-    dw: rows*d products and (rows - 1)*d adds. Reads x, dy and w; writes dx and dw.
+    Per row: recompute r (2d + 2, one sqrt), xhat (d), g (d), mean(g*xhat) (2d), the rest
+    (3d): 9d + 2; dw: rows*d products and (rows - 1)*d adds. Reads x, dy and w; writes dx
+    and dw.
 
     >>> from symroof.symbols import B, D
     >>> rmsnorm_backward(B, D).flops
     B*(9*D + 2) + D*(2*B - 1)
     """
     rows, d = as_dimension(rows, "rows"), as_dimension(d, "d")
-    return Cost(flops=rows * (9 * d + 2) + (2 * rows - 1) * d,
+    return Cost(flops=rows * (9 * d + 2) + (2 * rows - 1) * d - transcendental(rows),
                 weight_bytes=d * (_w(w_bytes, "w_bytes") + _w(grad_bytes, "grad_bytes")),
                 act_bytes=3 * rows * d * _w(x_bytes, "x_bytes"))
 
@@ -120,7 +127,7 @@ def swiglu_backward(n: Any, *, x_bytes: Any = 2) -> Cost:
     Cost(flops=12*B*F, act_bytes=10*B*F)
     """
     n = as_dimension(n, "n")
-    return Cost(flops=12 * n, act_bytes=5 * n * _w(x_bytes, "x_bytes"))
+    return Cost(flops=12 * n - transcendental(n), act_bytes=5 * n * _w(x_bytes, "x_bytes"))
 
 
 def softmax_backward(rows: Any, n: Any, *, useful_elements: Any = None,
@@ -137,7 +144,9 @@ def softmax_backward(rows: Any, n: Any, *, useful_elements: Any = None,
     rows, n = as_dimension(rows, "rows"), as_dimension(n, "n")
     u = rows * n if useful_elements is None else as_exact(useful_elements, "useful_elements")
     per = 11 if softcap else 5
-    return Cost(flops=rows * (per * n - 1), useful_flops=per * u - rows,
+    tanh = transcendental(rows * n) if softcap else 0  # the softcap's tanh, recomputed
+    useful_tanh = transcendental(u) if softcap else 0
+    return Cost(flops=rows * (per * n - 1) - tanh, useful_flops=per * u - rows - useful_tanh,
                 act_bytes=(4 if softcap else 3) * rows * n * _w(x_bytes, "x_bytes"))
 
 
@@ -177,7 +186,8 @@ def flash_attention_backward(B: Any, T: Any, S: Any, H: Any, G: Any, d_h: Any, *
                           ((B, "B"), (T, "T"), (S, "S"), (H, "H"), (G, "G"), (d_h, "d_h")))
     pairs = T * S if pairs is None else as_exact(pairs, "pairs")
     per_pair = mac_flops(5 * d_h) + 6 + (6 if softcap else 0)  # five matmuls of d_h
-    return Cost(flops=B * H * pairs * per_pair + B * T * H * (2 * d_h - 1),
+    exps = transcendental(B * H * pairs * (2 if softcap else 1))  # exp (and tanh) a pair
+    return Cost(flops=B * H * pairs * per_pair + B * T * H * (2 * d_h - 1) - exps,
                 act_bytes=(4 * B * T * H * d_h + 4 * B * S * G * d_h + B * T * H)
                 * _w(x_bytes, "x_bytes"))
 
@@ -209,7 +219,7 @@ def cross_entropy(rows: Any, v: Any, *, x_bytes: Any = 2) -> Cost:
     B*S*(4*V + 1) + B*S
     """
     rows, v = as_dimension(rows, "rows"), as_dimension(v, "v")
-    return Cost(flops=rows * (4 * v + 1) + rows,
+    return Cost(flops=rows * (4 * v + 1) + rows - transcendental(rows * (v + 1)),  # exp, log
                 act_bytes=(rows * v + rows + 1) * _w(x_bytes, "x_bytes"))
 
 
@@ -223,7 +233,7 @@ def cross_entropy_backward(rows: Any, v: Any, *, x_bytes: Any = 2) -> Cost:
     B*S*(3*V + 1)
     """
     rows, v = as_dimension(rows, "rows"), as_dimension(v, "v")
-    return Cost(flops=rows * (3 * v + 1),
+    return Cost(flops=rows * (3 * v + 1) - transcendental(rows * v),  # an exp a logit
                 act_bytes=(2 * rows * v + rows) * _w(x_bytes, "x_bytes"))
 
 

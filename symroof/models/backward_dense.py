@@ -21,12 +21,16 @@ from typing import Any
 
 from ..cost import Cost, as_dimension
 from .backward import _w, rmsnorm_backward
+from .rows import transcendental
 
-__all__ = ["ACT_GRAD_FLOPS", "layernorm_backward", "norm_backward", "activation_backward",
-           "softcap_backward", "pos_embed_backward"]
+__all__ = ["ACT_GRAD_FLOPS", "ACT_GRAD_TRANSCENDENTALS", "layernorm_backward", "norm_backward",
+           "activation_backward", "softcap_backward", "pos_embed_backward"]
 
 #: activation -> FLOPs per element of its derivative (the value act(g) costs 1 more).
 ACT_GRAD_FLOPS = {"silu": 8, "gelu": 10, "gelu_tanh": 16}
+#: activation -> exp, tanh or erf evaluations among them (silu': the sigmoid's exp; gelu':
+#: the cdf's erf and the pdf's exp; gelu_tanh': one tanh), left out under "apart"
+ACT_GRAD_TRANSCENDENTALS = {"silu": 1, "gelu": 2, "gelu_tanh": 1}
 
 
 def layernorm_backward(rows: Any, d: Any, *, x_bytes: Any = 2, w_bytes: Any = 2,
@@ -34,8 +38,8 @@ def layernorm_backward(rows: Any, d: Any, *, x_bytes: Any = 2, w_bytes: Any = 2,
     """Backward of y = xhat*w + b, xhat = (x - mean)/std: with g = dy*w,
     dx = (g - mean(g) - xhat*mean(g*xhat))/std; dw = sum of dy*xhat, db = sum of dy.
 
-    Per row: recompute the mean (d), centre (d), variance (2d), std (2), xhat (d); g (d),
-    mean(g) (d), mean(g*xhat) (2d), dx (4d): 13d + 2; dw: rows*d products and
+    Per row: recompute the mean (d), centre (d), variance (2d), std (2: + eps, sqrt), xhat
+    (d); g (d), mean(g) (d), mean(g*xhat) (2d), dx (4d): 13d + 2; dw: rows*d products and
     (rows - 1)*d adds; db: (rows - 1)*d adds. Reads x, dy and w; writes dx, dw and db.
 
     >>> from symroof.symbols import B, D
@@ -43,7 +47,7 @@ def layernorm_backward(rows: Any, d: Any, *, x_bytes: Any = 2, w_bytes: Any = 2,
     B*(13*D + 2) + D*(3*B - 2)
     """
     rows, d = as_dimension(rows, "rows"), as_dimension(d, "d")
-    return Cost(flops=rows * (13 * d + 2) + (3 * rows - 2) * d,
+    return Cost(flops=rows * (13 * d + 2) + (3 * rows - 2) * d - transcendental(rows),
                 weight_bytes=d * (_w(w_bytes, "w_bytes") + 2 * _w(grad_bytes, "grad_bytes")),
                 act_bytes=3 * rows * d * _w(x_bytes, "x_bytes"))
 
@@ -71,7 +75,8 @@ def activation_backward(act: str, *, gated: bool, n: Any, x_bytes: Any = 2) -> C
     """
     n = as_dimension(n, "n")
     per = ACT_GRAD_FLOPS[act] + (1 + 3 if gated else 1)
-    return Cost(flops=per * n, act_bytes=(5 if gated else 3) * n * _w(x_bytes, "x_bytes"))
+    return Cost(flops=per * n - transcendental(ACT_GRAD_TRANSCENDENTALS[act] * n),
+                act_bytes=(5 if gated else 3) * n * _w(x_bytes, "x_bytes"))
 
 
 def softcap_backward(n: Any, *, x_bytes: Any = 2) -> Cost:

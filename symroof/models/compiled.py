@@ -49,13 +49,15 @@ from .transformer import Transformer, group
 __all__ = ["OpValues", "CompiledTable", "compiled_table", "row_values", "exact_number",
            "exact_terms", "rates"]
 
-_FIELDS = ("flops", "useful_flops", "weight_bytes", "act_bytes", "kv_bytes")
+_FIELDS = ("flops", "useful_flops", "weight_bytes", "act_bytes", "kv_bytes", "act_store_bytes",
+           "kv_store_bytes")
 
 
 class OpValues(NamedTuple):
     """One row of a numeric table: exact counts, float seconds (useful FLOPs over the peak
     unless the table counts executed ones), the lower and upper bounds and what bounds it
-    (the time rule, :mod:`symroof.timerule`, on the rounded terms)."""
+    (the time rule, :mod:`symroof.timerule`, on the rounded terms); last, the parts of the
+    activation and KV bytes the row writes (``Cost.act_store_bytes``, ``kv_store_bytes``)."""
 
     flops: Any
     useful_flops: Any
@@ -69,11 +71,23 @@ class OpValues(NamedTuple):
     lower: float
     upper: float
     bound: str
+    act_store_bytes: Any = 0
+    kv_store_bytes: Any = 0
 
     @property
     def bytes(self) -> Any:
         """Memory bytes: weights + activations + KV cache."""
         return self.weight_bytes + self.act_bytes + self.kv_bytes
+
+    @property
+    def act_load_bytes(self) -> Any:
+        """Activation bytes read (``act_bytes`` less those written)."""
+        return self.act_bytes - self.act_store_bytes
+
+    @property
+    def kv_load_bytes(self) -> Any:
+        """KV cache bytes read (``kv_bytes`` less those written)."""
+        return self.kv_bytes - self.kv_store_bytes
 
 
 def exact_number(x: Any) -> Any:
@@ -125,7 +139,8 @@ def row_values(cost: Cost | dict[str, Any], chip: Any, dtype: str, useful: bool)
     lower, upper, which = combine(list(t.values()))
     return OpValues(f["flops"], f["useful_flops"], f["weight_bytes"], f["act_bytes"],
                     f["kv_bytes"], f["net_bytes"], t["compute"], t["memory"],
-                    t.get("network", 0.0), lower, upper, list(t)[which])
+                    t.get("network", 0.0), lower, upper, list(t)[which],
+                    f.get("act_store_bytes", 0), f.get("kv_store_bytes", 0))
 
 
 class CompiledTable(NamedTuple):
@@ -157,8 +172,9 @@ def _row_source(i: str, fields: list[str], dens: list[int], peak: sp.Expr,
     vals = [wrap(src, den) for src, den in zip(fields, dens)]
     to = "float" if any(d != 1 for d in dens) else ""
     head = f"f{i}, u{i}, w{i}, a{i}, k{i}, 0, m{i}, t{i}, 0.0"
-    rule = source([f"m{i}", f"t{i}"], lambda lo, up, k: f"({head}, {lo}, {up}, {TERMS[k]!r})")
-    return [f"    f{i}, u{i}, w{i}, a{i}, k{i} = " + ", ".join(vals),
+    rule = source([f"m{i}", f"t{i}"],
+                  lambda lo, up, k: f"({head}, {lo}, {up}, {TERMS[k]!r}, s{i}, q{i})")
+    return [f"    f{i}, u{i}, w{i}, a{i}, k{i}, s{i}, q{i} = " + ", ".join(vals),
             f"    m{i} = {to}({_over(f'{counted}{i}', peak)}); "
             f"t{i} = {to}({_over(f'(w{i} + a{i} + k{i})', hbm_bw)})",
             f"    r{i} = _new(_V, {rule})"]
@@ -233,9 +249,10 @@ def _source(model: Transformer, peak: sp.Expr, hbm_bw: sp.Expr, attention: str,
     # the totals, asked for apart (JSON, text): each count summed over the rows, exactly,
     # then its terms and the rule
     lines += ["def _total(rows):"]
-    lines += [f"    f{k}, u{k}, w{k}, a{k}, k{k} = rows[{k}][:5]" for k in range(last)]
-    sums = [" + ".join(f"{v}{k}" for k in range(last)) for v in "fuwak"]
+    lines += [f"    (f{k}, u{k}, w{k}, a{k}, k{k}), (s{k}, q{k}) = rows[{k}][:5], rows[{k}][12:]"
+              for k in range(last)]
+    sums = [" + ".join(f"{v}{k}" for k in range(last)) for v in "fuwaksq"]
     exact = all(d == 1 for k in range(last) for d in dens[k])
-    lines += _row_source("z", sums, [1 if exact else 0] * 5, peak, hbm_bw, counted)
+    lines += _row_source("z", sums, [1 if exact else 0] * len(_FIELDS), peak, hbm_bw, counted)
     lines.append("    return rz")
     return list(names[:-1]), "\n".join(lines)

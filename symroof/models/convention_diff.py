@@ -37,8 +37,9 @@ from ..workload import as_step
 
 __all__ = ["compare_conventions", "ConventionsDiff", "RowDiff", "QUANTITIES"]
 
-#: the counts compared, as a Cost holds them
-QUANTITIES = ("flops", "useful_flops", "weight_bytes", "act_bytes", "kv_bytes")
+#: the counts compared, as a Cost holds them (the bytes written among the act and KV bytes too)
+QUANTITIES = ("flops", "useful_flops", "weight_bytes", "act_bytes", "kv_bytes", "act_store_bytes",
+              "kv_store_bytes")
 
 
 @dataclass(frozen=True)

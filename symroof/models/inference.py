@@ -46,15 +46,18 @@ def ctx_star(model: Transformer) -> sp.Expr:
 def kv_crossover(model: Transformer, batch: Any = _B) -> sp.Expr:
     """Context S where a batch's KV-cache read in a decode step (B S 2 L G d_h kv_bytes, as
     :meth:`Transformer.whole` reads it: a sliding window caps the S of its layers) equals the
-    weight read (P_mm w_bytes); ``ValueError`` where the cache never gets there.
+    weight read of the same step (P_mm w_bytes; a MoE's balanced step reads min(E, B k)
+    experts, as the whole-model cost does); ``ValueError`` where the cache never gets there.
+    Both sides are the one whole-model cost's (head width and KV traffic as it counts them).
 
     >>> import symroof as sr
     >>> round(float(kv_crossover(sr.model("llama-3.1-8b"), batch=1)))
     114512
+    >>> kv_crossover(sr.model("mixtral-8x7b"), batch=64)   # all 8 experts read, not k = 2
+    22207/2
     """
-    counted = model._counted()  # both sides at the head width the conventions count
-    return crossover(model.whole(batch, 1, _S - 1).kv_bytes,
-                     counted.matmul_params * model.w_bytes, _S)
+    step = model.whole(batch, 1, _S - 1)
+    return crossover(step.kv_bytes, step.weight_bytes, _S)
 
 
 def op_times(rows: dict[str, Cost], chip: Any, dtype: str = "bf16",

@@ -102,7 +102,7 @@ def _experts(act: str, D: Any, F: Any, load: list[tuple], ab: Any, wb: Any
     t > 0; so FLOPs follow the assignments, weight bytes the experts read."""
     def mm(a: Any, read: Any, d_in: Any, d_out: Any) -> Cost:
         return Cost(flops=2 * a * d_in * d_out, weight_bytes=read * d_in * d_out * wb,
-                    act_bytes=a * (d_in + d_out) * ab)
+                    act_bytes=a * (d_in + d_out) * ab, act_store_bytes=a * d_out * ab)
 
     rows = dict.fromkeys(("gate", "up", "act", "down"), Cost())
     for assigned, read, _ in load:
@@ -125,7 +125,7 @@ def _shared(e: Any, n: Any, L_moe: Any, s: Any) -> dict[str, Cost]:
             "moe/shared/down": rw.linear(n, F_s, D, ab=ab, wb=wb)}
     if moe.shared_gate:
         rows["moe/shared/scale"] = Cost(flops=2 * n * D + 4 * n + n * D, weight_bytes=D * wb,
-                                        act_bytes=3 * n * D * ab)
+                                        act_bytes=3 * n * D * ab, act_store_bytes=n * D * ab)
     return {key: L_moe * cost for key, cost in rows.items()}
 
 
@@ -149,15 +149,15 @@ def moe_rows(e: Any, n: Any, L_moe: Any, tokens_per_expert: Any, s: Any) -> dict
     experts = _experts(e.act, D, moe.F, load, ab, wb)
     key = rw.act_key(e.act, True)
     rows = {"moe/router": L_moe * rw.linear(n, D, E, ab=ab, wb=wb),
-            "moe/route": L_moe * Cost(flops=n * route_flops(moe),
+            "moe/route": L_moe * Cost(flops=n * route_flops(moe),  # E logits in, k weights out
                                       weight_bytes=E * wb if moe.router_bias else 0,
-                                      act_bytes=n * (E + k) * ab),
+                                      act_bytes=n * (E + k) * ab, act_store_bytes=n * k * ab),
             "moe/gate": scale * experts["gate"], "moe/up": scale * experts["up"],
             f"moe/{key}": scale * experts["act"], "moe/down": scale * experts["down"]}
     if moe.shared_F != 0:
         rows |= _shared(e, n, L_moe, s)
     shared_add = n * D if moe.shared_F != 0 else 0
-    rows["moe/combine"] = L_moe * Cost(
+    rows["moe/combine"] = L_moe * Cost(  # reads k outputs, k weights (and the shared one)
         flops=n * D * (2 * k - 1) + shared_add,
-        act_bytes=(n * k * D + n * k + n * D + shared_add) * ab)
+        act_bytes=(n * k * D + n * k + n * D + shared_add) * ab, act_store_bytes=n * D * ab)
     return rows

@@ -1,6 +1,7 @@
 """Small row builders shared by every family: norms, linear layers, activations, the
 embedding and its learned positions, RoPE, softcapping. Each returns one :class:`Cost`
-following docs/accounting.md (FLOPs per element written where they are counted).
+following docs/accounting.md (FLOPs per element written where they are counted), with the
+activation bytes it writes as ``act_store_bytes`` (the rest of ``act_bytes`` it reads).
 
 >>> from symroof.symbols import B, D, F
 >>> norm("layer", B, D, ab=2, wb=2).flops            # LayerNorm: 7D + 2 per row
@@ -58,7 +59,8 @@ def _per_mac(cost: Cost) -> Cost:
     macs, useful = cost.flops / 2, cost.useful_flops / 2
     return Cost(flops=mac_flops(macs), useful_flops=mac_flops(useful),
                 weight_bytes=cost.weight_bytes, act_bytes=cost.act_bytes,
-                kv_bytes=cost.kv_bytes)
+                kv_bytes=cost.kv_bytes, act_store_bytes=cost.act_store_bytes,
+                kv_store_bytes=cost.kv_store_bytes)
 
 
 def norm(kind: str, rows: Any, d: Any, *, ab: Any, wb: Any) -> Cost:
@@ -74,11 +76,13 @@ def norm(kind: str, rows: Any, d: Any, *, ab: Any, wb: Any) -> Cost:
     """
     cv = current()
     base = op.rmsnorm(rows, d, x_bytes=ab, w_bytes=wb) if kind == "rms" else \
-        Cost(flops=rows * (7 * d + 2), weight_bytes=2 * d * wb, act_bytes=2 * rows * d * ab)
+        Cost(flops=rows * (7 * d + 2), weight_bytes=2 * d * wb, act_bytes=2 * rows * d * ab,
+             act_store_bytes=rows * d * ab)
     per = cv.norm_flops
     flops = base.flops - transcendental(rows) if per == "exact" else per * rows * d  # sqrt
     weights = base.weight_bytes if cv.norm_weights == "read" else 0
-    return Cost(flops=flops, weight_bytes=weights, act_bytes=base.act_bytes)
+    return Cost(flops=flops, weight_bytes=weights, act_bytes=base.act_bytes,
+                act_store_bytes=base.act_store_bytes)
 
 
 def linear(n: Any, d_in: Any, d_out: Any, *, ab: Any, wb: Any, bias: bool = False) -> Cost:
@@ -116,7 +120,7 @@ def activation(act: str, *, gated: bool, n: Any, ab: Any) -> Cost:
         flops = (ACTIVATIONS[act] + (1 if gated else 0)) * n - transcendental(n)
     else:
         flops = counted * n
-    return Cost(flops=flops, act_bytes=(3 if gated else 2) * n * ab)
+    return Cost(flops=flops, act_bytes=(3 if gated else 2) * n * ab, act_store_bytes=n * ab)
 
 
 def residual(n: Any, *, ab: Any) -> Cost:
@@ -127,7 +131,8 @@ def residual(n: Any, *, ab: Any) -> Cost:
     >>> residual(N, ab=2) == op.add(N)
     True
     """
-    return Cost(flops=n, act_bytes=(current().residual_reads + 1) * n * ab)
+    return Cost(flops=n, act_bytes=(current().residual_reads + 1) * n * ab,
+                act_store_bytes=n * ab)
 
 
 def lm_head(rows: Any, D: Any, V: Any, *, ab: Any, wb: Any) -> Cost:
@@ -138,8 +143,9 @@ def lm_head(rows: Any, D: Any, V: Any, *, ab: Any, wb: Any) -> Cost:
     >>> lm_head(B, D, V, ab=2, wb=2) == op.matmul(B, D, V)
     True
     """
-    act = (rows if current().lm_head_act == "positions" else 1) * (D + V) * ab
-    return Cost(flops=lm_head_flops(rows * D * V), weight_bytes=D * V * wb, act_bytes=act)
+    n = rows if current().lm_head_act == "positions" else 1  # rows of x in, of logits out
+    return Cost(flops=lm_head_flops(rows * D * V), weight_bytes=D * V * wb,
+                act_bytes=n * (D + V) * ab, act_store_bytes=n * V * ab)
 
 
 def lm_head_flops(macs: Any) -> Any:
@@ -163,7 +169,8 @@ def softcap(n: Any, *, ab: Any) -> Cost:
     >>> softcap(B*V, ab=2).act_bytes
     4*B*V
     """
-    return Cost(flops=3 * n - transcendental(n), act_bytes=2 * n * ab)  # one tanh each
+    return Cost(flops=3 * n - transcendental(n), act_bytes=2 * n * ab,  # one tanh each
+                act_store_bytes=n * ab)
 
 
 def embed(n: Any, D: Any, *, ab: Any, wb: Any, scaled: bool = False) -> Cost:
@@ -174,7 +181,8 @@ def embed(n: Any, D: Any, *, ab: Any, wb: Any, scaled: bool = False) -> Cost:
     >>> embed(B, D, ab=2, wb=2, scaled=True).flops
     B*D
     """
-    return Cost(flops=n * D if scaled else 0, weight_bytes=n * D * wb, act_bytes=n * D * ab)
+    return Cost(flops=n * D if scaled else 0, weight_bytes=n * D * wb, act_bytes=n * D * ab,
+                act_store_bytes=n * D * ab)  # every activation byte is the rows written
 
 
 def pos_embed(n: Any, T: Any, D: Any, *, ab: Any, wb: Any) -> Cost:
@@ -185,7 +193,8 @@ def pos_embed(n: Any, T: Any, D: Any, *, ab: Any, wb: Any) -> Cost:
     >>> pos_embed(B*T, T, D, ab=2, wb=2).weight_bytes
     2*D*T
     """
-    return Cost(flops=n * D, weight_bytes=T * D * wb, act_bytes=2 * n * D * ab)
+    return Cost(flops=n * D, weight_bytes=T * D * wb, act_bytes=2 * n * D * ab,
+                act_store_bytes=n * D * ab)
 
 
 def rope(n: Any, heads: Any, r: Any, T: Any, *, ab: Any) -> Cost:

@@ -194,17 +194,19 @@ class Sizes:
         B, T, c = as_step(batch, new_tokens, cached)  # batch may be a Step
         elems, per_pair, _ = self._cached()
         head = self.V * self.D  # the lm_head's matrix, on B T rows or (last_only) on B
-        macs, kv = B * T * (self.matmul_params - head), 0
+        macs, cache = B * T * (self.matmul_params - head), 0  # cache: one pass over it
         local = self.local_layers
         for layers, window in ((self.L - local, None), (local, self.window)):
             if layers != 0:
                 K, P = ar.pairs(T, c, window)  # causal, or all (attention_pairs)
                 macs += layers * B * per_pair * P / 2
-                kv += layers * B * K * elems * self.kv_bytes * ar.kv_passes()  # kv_traffic
+                cache += layers * B * K * elems * self.kv_bytes
         weights = self.matmul_params
         if self.moe is not None:  # a balanced step reads min(E, n k) experts, not k
             reached = sp.Min(self.moe.E, B * T * self.moe.k) - self.moe.k
             weights += self.moe_layers * reached * self.moe.expert_params(self.D)
         # FLOPs per multiply-add as the rows count them (flops_per_mac, lm_head_flops_per_mac)
         flops = rw.mac_flops(macs) + rw.lm_head_flops((B if last_only else B * T) * head)
-        return Cost(flops=flops, weight_bytes=weights * self.w_bytes, kv_bytes=kv)
+        passes = ar.kv_passes()  # kv_traffic: read, or read and written back (a store)
+        return Cost(flops=flops, weight_bytes=weights * self.w_bytes, kv_bytes=passes * cache,
+                    kv_store_bytes=(passes - 1) * cache)

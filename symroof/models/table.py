@@ -144,10 +144,11 @@ class RooflineTable:
         compiled = vars(self).get("_totals")
         if compiled is not None:
             return compiled(tuple(self.numbers.values()))
-        columns = zip(*self.numbers.values())  # one column per OpValues field
+        columns = list(zip(*self.numbers.values()))  # one column per OpValues field
         sums = {n: sum(col) for n, col in zip(FIELDS[:6], columns)}
-        return _values({**sums, "net_time": sum(self._net.values())}, self.chip, self.dtype,
-                       self.useful)
+        stored = {n: sum(col) for n, col in zip(FIELDS[8:], columns[12:])}  # the writes
+        return _values({**sums, **stored, "net_time": sum(self._net.values())}, self.chip,
+                       self.dtype, self.useful)
 
     def _exact_times(self, v: OpValues, net_time: Any = 0,
                      useful: bool | None = None) -> tuple[Any, Any, Any]:
@@ -244,7 +245,7 @@ class RooflineTable:
         def rows(items: Any) -> dict[str, dict[str, Any]]:
             out = {}
             for name, v in items:  # one loop, no call per row: most of as_dict's time
-                f, u, w, a, k, _, t_math, t_mem, _, lower, upper, bound = v
+                f, u, w, a, k, _, t_math, t_mem, _, lower, upper, bound, sa, sk = v
                 nbytes = w + a + k  # an int only where w, a and k all are
                 if type(f) is int and type(u) is int and type(nbytes) is int and nbytes:
                     counted = u if useful else f  # the common case: Python ints throughout
@@ -255,8 +256,12 @@ class RooflineTable:
                 else:
                     intensity, exact = pair(v)
                     f, u, w, a, k = int(f), int(u), int(w), int(a), int(k)
+                if type(sa) is not int or type(sk) is not int:
+                    sa, sk = int(sa), int(sk)  # (exact counts: integers, as the others)
                 out[name] = {"flops": f, "useful_flops": u, "weight_bytes": w, "kv_bytes": k,
-                             "act_bytes": a, "intensity": intensity, "intensity_exact": exact,
+                             "act_bytes": a, "act_load_bytes": a - sa, "act_store_bytes": sa,
+                             "kv_load_bytes": k - sk, "kv_store_bytes": sk,
+                             "intensity": intensity, "intensity_exact": exact,
                              "bound": bound, "t_math_s": t_math, "t_mem_s": t_mem,
                              "t_lower_s": lower, "t_upper_s": upper}
             return out

@@ -282,7 +282,8 @@ class Transformer(Sizes):
             rows = {k: c_ for k, c_ in rows.items() if k not in omit}
             if cv.activation_traffic == "none":
                 rows = {k: Cost(flops=c_.flops, useful_flops=c_.useful_flops,
-                                weight_bytes=c_.weight_bytes, kv_bytes=c_.kv_bytes)
+                                weight_bytes=c_.weight_bytes, kv_bytes=c_.kv_bytes,
+                                kv_store_bytes=c_.kv_store_bytes)
                         for k, c_ in rows.items()}
             return rows
 

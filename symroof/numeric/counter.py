@@ -27,7 +27,8 @@ class Counter:
     gradients (``grad_bytes``), optimizer moments (``moment_bytes``) and master weights
     (``master_bytes``). ``rows`` maps op key -> the five quantities in ``QUANTITIES``, in
     order of first appearance; ``saved`` maps a kept activation's key -> its bytes (what a
-    training forward keeps for the backward, see ``keep``).
+    training forward keeps for the backward, see ``keep``); ``stored`` maps op key -> the
+    activation and KV bytes among its writes (``act_store_bytes``, ``kv_store_bytes``).
 
     >>> import numpy as np
     >>> c = Counter()
@@ -53,6 +54,7 @@ class Counter:
         self._widths = widths
         self.rows: dict[str, dict[str, int]] = {}
         self.saved: dict[str, int] = {}
+        self.stored: dict[str, dict[str, int]] = {}
 
     def keep(self, key: str, x: np.ndarray) -> None:
         """Record activation ``x`` as kept for the backward pass under ``key`` (act width).
@@ -81,7 +83,9 @@ class Counter:
         if not isinstance(key, str) or not key:
             raise ValueError(f"op key must be a non-empty string, got {key!r}")
         row = self.rows.setdefault(key, dict.fromkeys(QUANTITIES, 0))
-        return _CountedOp(row, self._sized)
+        stored = self.stored.setdefault(key, dict.fromkeys(("act_store_bytes",
+                                                             "kv_store_bytes"), 0))
+        return _CountedOp(row, self._sized, stored)
 
     def _check(self, quantity: str, keys: Iterable[str] | None) -> list[str]:
         if quantity not in QUANTITIES:

@@ -163,16 +163,24 @@ class _CountedOp(_PlainOp):
     ``x.size * width(kind)`` (the counter owns the widths; this class only adds them up)."""
 
     def __init__(self, row: dict[str, int],
-                 sized: Callable[[np.ndarray, str], tuple[str, int]]):
+                 sized: Callable[[np.ndarray, str], tuple[str, int]],
+                 stored: dict[str, int] | None = None):
         self._row = row
         self._sized = sized
+        self._stored = stored  # the activation and KV bytes written, apart
 
     def read(self, x: np.ndarray, kind: str) -> None:
         """Add ``x.size * width(kind)`` bytes of the given kind."""
         field, n_bytes = self._sized(x, kind)
         self._row[field] += n_bytes
 
-    write = read  # the unfused rule counts a write like a read: once, its real size
+    def write(self, x: np.ndarray, kind: str) -> None:
+        """Count a write like a read (the unfused rule: once, its real size), and an
+        activation or KV write among the bytes stored too."""
+        field, n_bytes = self._sized(x, kind)
+        self._row[field] += n_bytes
+        if self._stored is not None and field in ("act_bytes", "kv_bytes"):
+            self._stored[field[:-5] + "store_bytes"] += n_bytes
 
     def _tally(self, flops: int, useful: int) -> None:
         self._row["flops"] += flops

@@ -199,7 +199,9 @@ def derive(plan: Any) -> dict[str, Condition]:
             out[role] = Condition(role, "B/N", ">", root / N, per_chip, _SOURCES[role])
     if plan.axes["tp"]:
         y = SYM["n_tp"]
-        free_y = {s: v for s, v in fixed.items() if s != y}
+        # at the plan's batch: a whole layer's rows are affine in B, and where a term does
+        # not scale with it (a small model's) the root in Y would keep B
+        free_y = {s: v for s, v in fixed.items() if s != y} | {_B: plan.batch_tokens}
         root = _solve(_times(plan, free_y), "tp", y, sp.Min)
         if root is not None:
             out["tp"] = Condition("tp", "Y", "<", root, deg["tp"], _SOURCES["tp"])

@@ -236,9 +236,9 @@ def _plan(mesh: Mesh, text: str, a: ArraySpec, b: ArraySpec, out: ArraySpec, str
     c = ArraySpec("", (I, K), (a2.axes_of(I), b2.axes_of(K)), partial)
     flops = 2 * _size(a2, dims, mesh) * dims[K] / (mesh.size(b2.axes_of(K))
                                                     if b2.axes_of(K) else 1)
-    compute = Cost(flops=flops, act_bytes=_size(a2, dims, mesh) * widths[0]
-                   + _size(c, dims, mesh) * widths[2],
-                   weight_bytes=_size(b2, dims, mesh) * widths[1])
+    written = _size(c, dims, mesh) * widths[2]  # the local product, written once
+    compute = Cost(flops=flops, act_bytes=_size(a2, dims, mesh) * widths[0] + written,
+                   act_store_bytes=written, weight_bytes=_size(b2, dims, mesh) * widths[1])
     steps += _steps(c, out.with_unreduced(()), dims, mesh, widths[2])
     local = f"{a2} @ {b2} -> {c}"
     return ShardedMatmul(text, mesh, strategy, compute, tuple(steps), local, (a, b, out), dims,

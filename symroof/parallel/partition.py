@@ -445,5 +445,7 @@ def _per_chip(rows: Mapping[str, Cost], walk: list, mesh: Mesh) -> dict[str, Cos
         out[key] = Cost(flops=c.flops / work, useful_flops=c.useful_flops / work,
                         weight_bytes=c.weight_bytes / ways(rule.weight, mesh),
                         act_bytes=c.act_bytes / work, kv_bytes=c.kv_bytes / ways(rule.kv, mesh),
-                        net_bytes=c.net_bytes, net_time=c.net_time, host_bytes=c.host_bytes)
+                        net_bytes=c.net_bytes, net_time=c.net_time, host_bytes=c.host_bytes,
+                        act_store_bytes=c.act_store_bytes / work,  # the writes, split alike
+                        kv_store_bytes=c.kv_store_bytes / ways(rule.kv, mesh))
     return out

@@ -49,6 +49,7 @@ import sympy as sp
 from ..analysis import crossover
 from ..conventions import Conventions, current
 from ..hardware.chip import symbolic_chip
+from ..hardware.collectives import all_gather
 from ..hardware.mesh import Mesh
 from ..hardware.mesh import mesh as _mesh
 from ..hardware.topology import Switched
@@ -150,9 +151,11 @@ def ici_condition(plan: Any) -> dict[str, Condition]:
     """``{"ici": Y < F/(B beta)}`` of a decode plan with layers (module docstring): the
     mesh width below which sharding a weight matmul over F keeps it HBM-bound, solved on
     a ring of the plan's chip with its peak, HBM and per-link bandwidth (a TPU's torus, as
-    the book has it); on a GPU the ring's W_ici is the book's W_coll (ch. 12: W_GPU inside
-    an NVLink node, the node's egress W_node beyond it); ``{}`` for a model known only by
-    its parameters.
+    the book has it); on a GPU the ring's W_ici is W_coll, the bandwidth of an AllGather
+    over the plan's GPUs as the collectives price it under the conventions' ``gpu_level``
+    and ``ring_factor`` (the book's: W_GPU inside an NVLink node, the node's egress W_node
+    beyond it, ch. 12; symroof's: the slowest level the group spans, with (N - 1)/N);
+    ``{}`` for a model known only by its parameters.
 
     >>> import symroof as sr
     >>> plan = sr.serve("llama-3.1-70b", sr.mesh("tpu-v5e", "4x8"), batch=64, context=8192)
@@ -162,10 +165,9 @@ def ici_condition(plan: Any) -> dict[str, Condition]:
     m, chip = plan.model, plan.mesh.chip
     if not hasattr(m, "F"):
         return {}  # no layers
-    net, link = chip.network, chip.link_bw
-    if isinstance(net, Switched):  # W_ici = 2 link on a ring; a GPU's is W_coll
-        link = (net.levels[0].bw_per_gpu if plan.n <= net.node_size or len(net.levels) < 2
-                else net.node_egress) / 2
+    link = chip.link_bw  # W_ici = 2 link on a ring; a GPU's is W_coll, the group's
+    if isinstance(chip.network, Switched):  # AllGather bandwidth, as the collectives read it
+        link = 1 / all_gather(plan.mesh, 1, plan.mesh.names).t_bw / 2  # (gpu_level)
     threshold = _ici_threshold(chip, plan.compute_dtype, m.act_bytes, m.w_bytes, plan.batch,
                                m.D, m.F, link, current())
     return {"ici": Condition("decode stays HBM-bound", "Y", "<", threshold, plan.n,

@@ -141,7 +141,8 @@ def serve_params(params: Any, mesh: Mesh, step: Step | None = None, *, batch: An
     m = ParamModel(P, kv_tok, width(weights, "weights"), width(kv, "KV"))
     with using(conventions) as cv:  # the whole model's rows, every parameter a weight
         rows = {"weights": Cost(flops=mac_flops(B * P), weight_bytes=P * m.w_bytes),
-                "kv": Cost(kv_bytes=kv_passes() * B * m.kv_cache_bytes(S))}
+                "kv": Cost(kv_bytes=kv_passes() * B * m.kv_cache_bytes(S),  # passes after
+                           kv_store_bytes=(kv_passes() - 1) * B * m.kv_cache_bytes(S))}  # 1: stores
     N = mesh.n_chips
     memory = {"weights": P * m.w_bytes / N, "kv": B * m.kv_cache_bytes(S) / N}
     return ParamServePlan(m, mesh, B, S, weights, kv, rows, memory, compute_dtype,
