@@ -117,13 +117,13 @@ def _layer_keys(model: Any, rows: dict) -> list[str]:
 
 def _weight_moves(model: Any, rows: dict, n: dict, change: str, keys: Any = None,
                   ) -> dict[tuple[str, str], Any]:
-    """(kind, role) -> bytes of one layer's weights' ``change`` of partition (the rest of
-    the parameters spread over the L layers, split by TP), each weight its own partitions
+    """(kind, role) -> bytes of one layer's weights' ``change`` of partition, a layer of
+    the pipeline's last stage (:func:`_whole_weights`), each weight its own partitions
     (:func:`~symroof.parallel.train_layout.weight_moves`); ``keys``: only those weights."""
     at = {SYM[f"n_{r}"]: n[r] for r in ROLE_AXES}
     experts = model.moe is not None
     terms: dict[tuple[str, str], list[tuple[Any, Any]]] = {}
-    for k, (w, tp, ep) in _whole_weights(model, rows).items():
+    for k, (w, tp, ep) in _whole_weights(model, rows, n["pp"]).items():
         if keys is None or k in keys:
             for kind, role, share in weight_moves(change, tp, ep, experts):
                 terms.setdefault((kind, label(role, n)), []).append((share.xreplace(at), w))
@@ -135,18 +135,23 @@ def _weight_moves(model: Any, rows: dict, n: dict, change: str, keys: Any = None
     return out
 
 
-def _whole_weights(model: Any, rows: dict) -> dict[str, tuple[Any, bool, bool]]:
-    """One layer's weight bytes, unsharded, per forward-row key of the layers, with whether
-    TP and EP split them; ``"rest"``: the embedding, final norm and lm_head over L (TP
-    splits them)."""
+def _whole_weights(model: Any, rows: dict, Z: Any = 1) -> dict[str, tuple[Any, bool, bool]]:
+    """A layer's weight bytes, unsharded, per forward-row key of the layers, with whether
+    TP and EP split them, on the last of ``Z`` pipeline stages: its weights
+    (:func:`stage_shares` of each row's, the rest of its parameters from
+    :meth:`~symroof.models.blocks.Blocks.stage_params`) over its layers; ``"rest"``: the
+    final norm and lm_head (and, with one stage, the embedding), spread over those layers
+    (TP splits them). One stage: the model's weights over its L layers."""
     out: dict[str, tuple[Any, bool, bool]] = {}
+    share, layers = stage_shares(model, Z), model.blocks.last_stage(Z)["all"]
     whole = sp.Integer(0)
     for k in _layer_keys(model, rows):
-        w = sp.sympify(rows[f"fwd/{k}"].weight_bytes).xreplace({_b: 0}) / model.L
+        w = sp.sympify(rows[f"fwd/{k}"].weight_bytes).xreplace({_b: 0}) * share(k) / layers
         if w != 0:
             whole += w
             out[k] = (w, tp_splits(k), ep_splits(k))
-    out["rest"] = ((model.params * model.w_bytes - model.L * whole) / model.L, True, False)
+    stage = sum(model.blocks.stage_params(Z).values()) * model.w_bytes
+    out["rest"] = ((stage - layers * whole) / layers, True, False)
     return out
 
 
