@@ -136,7 +136,7 @@ net_d.claim(r"$T_\text{math} = BDF / C$ and $T_\text{comms} = 2BF / W_\text{net}
 net_d.claim(r"$\text{AI}_\text{net} = D/2$, against the chip's $C/W_\text{net}$ = "
             "1.97e14 / 4.5e10 = 4377",
             net_i == D / 2 and int(v5e.peak() / v5e.link_bw) == 4377)
-net_d.claim(r"compute-bound iff $D > 2C/W_\text{net}$ = 8755.6",
+net_d.claim(r"compute-bound iff $D > 2C/W_\text{net}$, about 8760 (8755.6)",
             math.floor(d_star) == 8755
             and d_star == sr.crossover(sharded.t_math, sharded.t_net, D))
 net_d.claim("the threshold depends on $D$, not on $B$", d_star.free_symbols == set())

@@ -87,8 +87,8 @@ for name in LLAMA:
     parts = {k: v / m.params for k, v in m.param_breakdown().items()}
     shares[name] = {"attention": parts["attention"], "MLP": parts["mlp"],
                     "embedding + lm_head": parts["embedding"] + parts["lm_head"]}
-    d1.step(f"{name}: shares of {float(m.params) / 1e9:.3g}B parameters, in % "
-            "(attention, MLP, embedding + lm_head)", rf"\text{{{name}}}",
+    d1.step(f"{name}: attention, MLP and embedding + lm_head shares of its "
+            f"{float(m.params) / 1e9:.3g}B parameters (%)", rf"\text{{{name}}}",
             sp.Tuple(*(sp.Float(pct(s), 3) for s in shares[name].values())))
 d1.step("Llama-3.1-8B", r"P(\text{llama-3.1-8b})", llama8.params)
 d1.claim("Llama-3.1-8B has 8,030,261,248 parameters", llama8.params == 8_030_261_248)
@@ -162,16 +162,16 @@ d2.claim(r"decode FLOPs $= B \cdot \text{FLOPs}/\text{token}(\text{ctx})$, the w
 # The book's letters: b batch, t query, s key, d model, f MLP, n query heads, k KV heads,
 # g query heads per KV head, h head dim. Ours: n = H, k = G, g = H/G, h = d_h.
 LETTERS = {"b": B, "t": T, "s": S, "d": D, "f": F, "n": H, "k": G, "g": H / G, "h": d_h}
-EINSUMS = [  # (op, row of model.ops, book's einsum)
-    ("q_proj", "attn/q_proj", "btd,dnh->btnh"),
-    ("k_proj", "attn/k_proj", "btd,dkh->btkh"),
-    ("v_proj", "attn/v_proj", "btd,dkh->btkh"),
-    ("QK^T", "attn/scores", "btkgh,bskh->btskg"),
-    ("PV", "attn/av", "btskg,bskh->btkgh"),
-    ("o_proj", "attn/o_proj", "btnh,nhd->btd"),
-    ("mlp_gate", "mlp/gate", "btd,df->btf"),
-    ("mlp_up", "mlp/up", "btd,df->btf"),
-    ("mlp_down", "mlp/down", "btf,fd->btd"),
+EINSUMS = [  # (op, its subscript, row of model.ops, book's einsum)
+    ("Q projection", "Q", "attn/q_proj", "btd,dnh->btnh"),
+    ("K projection", "K", "attn/k_proj", "btd,dkh->btkh"),
+    ("V projection", "V", "attn/v_proj", "btd,dkh->btkh"),
+    ("QK^T", "QK", "attn/scores", "btkgh,bskh->btskg"),
+    ("PV", "PV", "attn/av", "btskg,bskh->btkgh"),
+    ("output projection", "O", "attn/o_proj", "btnh,nhd->btd"),
+    ("MLP gate", "gate", "mlp/gate", "btd,df->btf"),
+    ("MLP up", "up", "mlp/up", "btd,df->btf"),
+    ("MLP down", "down", "mlp/down", "btf,fd->btd"),
 ]
 NUMBERS = {B: 1, T: 2048, S: 2048, D: llama8.D, F: llama8.F, H: llama8.H, G: llama8.G,
            d_h: llama8.d_h}
@@ -179,19 +179,18 @@ d3 = Derivation("Demo 3: one Llama-3.1-8B layer as einsums ($B = 1$, $T = S = 20
                 source=SEED + "; How to Scale Your Model, part 4")
 rows8 = llama8.ops(1, 2048, 0)  # naive: the full T x S score matrix is executed
 per_op = {}
-for op, row, spec in EINSUMS:
+for op, label, row, spec in EINSUMS:
     shapes = [tuple(LETTERS[c] for c in term) for term in spec.split("->")[0].split(",")]
     flops = einsum_flops(spec, *shapes)
     per_op[op] = flops.subs(NUMBERS)
-    label = op.replace("^", "").replace("_", r"\_")
     d3.step(f"{op}: {spec}", rf"\text{{FLOPs}}_\text{{{label}}}", flops,
             value=f"{float(per_op[op]):.4g}")
-    d3.claim(f"{op}: the executed FLOPs of {row} over $L$",
+    d3.claim(f"{op}: the executed FLOPs of the model's row ({row}), divided by $L$",
              per_op[op] == rows8[row].flops / llama8.L)
 layer_flops = d3.step("one layer, by the einsum rule", r"\text{FLOPs}_\text{layer}",
                       sum(per_op.values()))
 d3.claim("one layer: the executed FLOPs of those rows over $L$",
-         layer_flops == total(rows8, [r for _, r, _ in EINSUMS], "flops") / llama8.L)
+         layer_flops == total(rows8, [r for _, _, r, _ in EINSUMS], "flops") / llama8.L)
 
 # The book's GQA scores against the NumPy model's grouping (b t g r d: g KV head, r = H/G).
 rng = np.random.default_rng(0)
@@ -203,7 +202,7 @@ looped = np.stack([np.stack([q[0, :, kv, r] @ k[0, :, kv].T for r in range(3)], 
                    for kv in range(2)], -2)[None]  # one matmul per query head: (b, t, s, k, g)
 diff = d3.step("largest difference: 'btkgh,bskh->btskg' vs 'btgrd,bsgd->bgrts'",
                r"\max|\Delta|", sp.Float(float(np.max(np.abs(book - grouped))), 3))
-d3.claim("the book's einsum equals the grouped formulation to within 1e-15",
+d3.claim("the einsum of How to Scale Your Model equals the grouped formulation to within 1e-15",
          diff < 1e-14 and np.max(np.abs(book - looped)) < 1e-14)
 
 # --- Demo 4: when attention FLOPs catch up with the matmuls ----------------------------
@@ -274,7 +273,7 @@ ratio = {case: d5.step(f"{case}: per-op sum over the whole-model bound (weights 
                        rf"\text{{ratio}}_\text{{{case}}}",
                        tab.per_op_sum / sr.time(tab.whole, h100, useful=True).lower)
          for case, tab in tables.items()}
-d5.claim("the tables' ratio is step_time's", all(
+d5.claim("each table's ratio is the one the step-time estimate of the whole model gives", all(
     ratio[case] == sr.step_time(llama8, h100, *args).ratio for case, args in CASES.items()))
 
 pre_ms = ms["prefill"]

@@ -131,7 +131,8 @@ for case, text, strategy, _ in CASES:
     lhs = " + ".join(rf"T\big({tex_collective(s)}\big)" for s in sm.steps) or r"T_\text{comms}"
     cases_d.step(f"case {case}: ${tex_spec(text)}$; locally ${tex_spec(sm.local)}$", lhs,
                  sm.t_comms)
-cases_d.claim("each case needs the book's collectives: none; AllGather (or AllReduce); "
+cases_d.claim("each case needs the collectives How to Scale Your Model names: none; AllGather "
+              "(or AllReduce); "
               "AllReduce (or ReduceScatter); AllGather of one operand",
               all([s.collective.kind for s in plans[c].steps] == k for c, _, _, k in CASES))
 cases_d.claim(r"an AllGather and a ReduceScatter cost $V_b / W_\text{ici}$, an AllReduce "
@@ -378,7 +379,7 @@ two_d.claim(r"$T_\text{math} = BDF/C$, $T_\text{comms} = 2BF/W_1$, so $D^* = 2C/
             "depends on $D$, not $B$",
             pair.t_math == B * D * F / C and pair.t_comms == 2 * B * F / W_1
             and d_pair == 2 * C / W_1)
-two_d.claim("v5e: $D^*$ = 78800/9 = 8755.6 (the number of derivation 01, with no "
+two_d.claim("v5e: $D^*$ = 78800/9, about 8760 (8755.6, the number of derivation 01, with no "
             "latency)",
             d_v5e == sp.Rational(78800, 9) and d_v5e == sr.crossover(old.t_math, old.t_net, D))
 two_d.claim("the $X$-chip ring formula gives the same threshold at $X = 2$ (a ring of two is a "

@@ -120,7 +120,7 @@ attn = bwd_d.step(r"beside them the attention core's six matmuls ($QK^\top$ and 
                   sp.factor(fl(rows, ATTENTION_MATMUL_KEYS)))
 useful = bwd_d.step("of which a causal mask uses", r"\text{FLOPs}^\text{attn}_\text{useful}",
                     sp.factor(fl(rows, ATTENTION_MATMUL_KEYS, "useful_flops")))
-book_attn = bwd_d.step(r"the book's count in one call: the same rows under the book "
+book_attn = bwd_d.step(r"the same count in one call: the rows under the book "
                        "conventions (attention pairs: all), useful FLOPs",
                        r"\text{FLOPs}^\text{attn}_\text{book}",
                        sp.factor(fl(BOOK_ROWS, ATTENTION_MATMUL_KEYS, "useful_flops")))
@@ -155,7 +155,7 @@ bwd_d.claim("attention adds $12 B L H S^2 d_h$ (the book's $12 B T^2 N H$ a laye
             "$S = 8D$ and the QKVO projections at $S = 2D$",
             attn == 12 * B * L * H * S**2 * d_h and useful == 6 * B * L * H * S * (S + 1) * d_h
             and share == S / (8 * D) and s_qkvo == S / (2 * D))
-bwd_d.claim("under the book's conventions the useful attention FLOPs are its $12 B T^2 N H$ a "
+bwd_d.claim("under the book conventions the useful attention FLOPs are $12 B T^2 N H$ a "
             "layer: symroof's causal count differs by the convention attention_pairs alone",
             book_attn == attn)
 bwd_d.claim("the vocabulary costs $6 B S D V$ and the embedding $B S D$ adds. Erratum: ch. 4's "
@@ -244,7 +244,7 @@ remat_d.claim(r"for LLaMA-3-70B the $S \times S$ softmax is 65% of what no remat
               and round(float(cost70[3]), 2) == 1.33 and round(float(cost70[1]), 3) == 1.012)
 
 # --- Optimizer memory -----------------------------------------------------------------------
-opt_d = Derivation("Parameters and Adam: the book's 10 bytes a parameter",
+opt_d = Derivation("Parameters and Adam: 10 bytes a parameter",
                    source=CH5 + " (Data Parallelism); " + CH6 + "; " + CH12 + " (quiz 5)")
 P = sp.Symbol("P", positive=True)  # parameters
 
@@ -281,15 +281,17 @@ opt_d.claim("LLaMA-3-70B: 706 GB (the book's 700 GB takes 70e9), 9 H100s at leas
             and round(float(tp8)) == 88 and tp8 > 80)
 
 # --- The conditions, in the book's letters --------------------------------------------------
-cond_d = Derivation("When each strategy stays compute-bound: the book's formulas",
+cond_d = Derivation("When each strategy stays compute-bound: the formulas of How to Scale "
+                    "Your Model",
                     source=CH5 + " (Data Parallelism; Fully-Sharded Data Parallelism; Tensor "
                     "Parallelism; Combining FSDP and Tensor Parallelism; Scaling Across Pods)")
 chip = sr.symbolic_chip(W_net=W_ici / 2)  # one link each way: a wrapped axis gathers at W_ici
 mesh3 = sr.mesh(chip, {"X": X, "Y": Y, "Z": Z})
 mixed = plan(sym, mesh3, "fsdp+tp", fsdp="XY", tp="Z")  # FSDP on two axes, TP on the third
 lay = plan(sym, sr.mesh(chip, {"X": X}), "fsdp").layer
-t_math = cond_d.step(r"FSDP over one axis of $X$ chips, forward pass of the book's MLP layer "
-                     r"$\text{In}[B_X, D] \cdot W_\text{in}[D_X, F] \cdot W_\text{out}[F, D_X]$",
+t_math = cond_d.step(r"FSDP over one axis of $X$ chips, forward pass of the MLP layer "
+                     r"$\text{In}[B_X, D] \cdot W_\text{in}[D_X, F] \cdot W_\text{out}[F, D_X]$ "
+                     "of How to Scale Your Model",
                      r"T_\text{math}",
                      lay["forward/compute"].flops / C)
 t_comm = cond_d.step(r"its two weight AllGathers ($2DF$ bytes each, at $W_\text{ici}$)",
@@ -483,8 +485,8 @@ flop_time = {k: plans[k].lower / sum(t.t_math for t in plans[k].time.values())
 within = per_chip[np.argmax(t_step["FSDP"] / t_compute < 1.01)]
 pod_d.claim("so FSDP + TP on whole axes keeps its step within 22% of its FLOPs (TP's excess, "
             "its norms' AllReduces included, hides under the backward's) down to 56 tokens a "
-            r"chip, and FSDP alone within 1% down to about 840; at the book's batch they take "
-            r"$1.13\times$ and $1.35\times$ their FLOP time",
+            r"chip, and FSDP alone within 1% down to about 840; at the batch of How to Scale "
+            r"Your Model they take $1.13\times$ and $1.35\times$ their FLOP time",
             knee == 56 and float(max(t_step["FSDP+TP"][per_chip > 60]
                                      / t_compute[per_chip > 60])) < 1.22
             and 820 < within < 860 and abs(float(flop_time["FSDP+TP"]) - 1.13) < 0.01
@@ -545,7 +547,8 @@ gpu_d.step("TP over $Y$ GPUs, forward pass: $4BDF/Y$ FLOPs against $4BD$ bytes",
 W_gpu = h100.link_bw * h100.network.nvlink_ports  # 450 GB/s a GPU, NVLink egress
 W_node = h100.network.levels[1].bw_per_gpu * 8  # 400 GB/s a node (8 x 50 GB/s NICs)
 C_h = h100.peak()
-gpu_d.step(r"H100 (989e12 FLOP/s), the book's form: $C / W_\text{GPU}$ inside a node",
+gpu_d.step(r"H100 (989e12 FLOP/s), as How to Scale Your Model forms it: $C / W_\text{GPU}$ "
+           "inside a node",
            r"C / W_\text{GPU}",
            C_h / W_gpu)
 gpu_d.step(r"and $C / W_\text{node}$ beyond it", r"C / W_\text{node}", C_h / W_node)
@@ -578,16 +581,16 @@ b2 = gpu_d.step(r"a B200 SuperPod (2250e12 FLOP/s, $W_\text{node}$ unchanged)",
 book_w = {k: V_b / sr.all_gather(sr.mesh("h100", GROUPS[k][1]), V_b, GROUPS[k][2],
                                   conventions="book").t_bw for k in ("one node", "SuperPod")}
 book_node, book_pod = (C_h / book_w[k] for k in ("one node", "SuperPod"))
-gpu_d.step(r"the book's form in one call: the same AllGathers under the book conventions "
-           "(ring factor: the book's, no $(N - 1)/N$), one node and the SuperPod",
+gpu_d.step(r"the same form in one call: the AllGathers under the book conventions "
+           "(ring factor: no $(N - 1)/N$), one node and the SuperPod",
            r"(B/N)^*_\text{book}", sp.ImmutableMatrix([[rnd(book_node, 4), rnd(book_pod, 4)]]))
-gpu_d.claim("the book-form calls give the book's 2200 and 2475 tokens a GPU at its C = 990e12 "
+gpu_d.claim("at $C$ = 990e12 the book-form calls give 2200 and 2475 tokens a GPU "
             "(2198 and 2472.5 at the record's 989e12); symroof's 1923 and 2395 differ from them "
             "by the ring's 7/8 and 31/32 and nothing else",
             book_node * 990 / 989 == 2200 and book_pod * 990 / 989 == 2475
             and dp_node == book_node * sp.Rational(7, 8)
             and dp_pod == book_pod * sp.Rational(31, 32))
-gpu_d.claim("the book's 2200 in a node and 2475 beyond (990e12 over 450e9 and 400e9; 2198 and "
+gpu_d.claim("2200 tokens a GPU in a node and 2475 beyond (990e12 over 450e9 and 400e9; 2198 and "
             "2473 with the record's 989e12) leave out the ring's $(N - 1)/N$: DP needs 1923 "
             "tokens a GPU on a node (7/8) and 2395 on the SuperPod (31/32, the leaf level)",
             round(float(C_h / W_gpu), -2) == 2200 and round(float(C_h / W_node), -1) == 2470
@@ -611,7 +614,7 @@ gpu_d.claim("16-way TP over two nodes is comms-bound (16 > 14.9): the node level
             "too. Erratum: the book's $F > 2475 (Y - 8)$ ('up to 19-way') counts only the "
             "cross-node traffic", W_eff["two nodes"] == W_eff["one node"] and 16 > y_node)
 gpu_d.claim("with model parallelism over 8 nodes the ZeRO-1 reduction needs 290 tokens a GPU "
-            "(289.7): the book's 990e12/3200e9 = 309, times the ring's 15/16",
+            "(289.7): 990e12/3200e9 = 309, times the ring's 15/16",
             round(float(pp_c), 1) == 289.7
             and pp_c == C_h / (8 * W_node) * sp.Rational(15, 16))
 gpu_d.claim("a B200 SuperPod needs 5449 tokens a GPU beyond a node (the book's 2250e12/400e9 "
@@ -692,7 +695,8 @@ mem_d.claim("3 checkpoints (41731a7): 16.4 TB (the book's 16.5), 172 chips (the 
             "'8GB')", round(float(later.total / TB), 1) == 16.4 and later.chips == 172
             and round(float(later.per_chip(8960) / GB), 1) == 1.8
             and round(float(twelve.per_chip(8960) / GB), 1) == 7.1)
-mem_d.claim(r"so small a slice would take $44 \times 8960/171$ = 2305 days. Erratum: the Feb "
+mem_d.claim(r"so small a slice would take $44 \times 8960 / 171$ days, about 2300 days. "
+            r"Erratum: the Feb "
             r"2025 answer prints '44 days $\times$ 8960 / 171 = 1752 days', which is 8960/225",
             round(44 * 8960 / 171) == 2305 and round(44 * 8960 / 225) == 1752)
 mem_d.claim("block remat as symroof counts it (layer inputs and the 1.1 TB of logits) needs 7.4 "

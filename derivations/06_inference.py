@@ -99,7 +99,8 @@ t_min = step_d.step("small batch: every matmul and the attention memory-bound; t
                     "read once, each of $B$ sequences reads its $S$ tokens of KV cache, $N$ chips "
                     "share the bytes", r"T_\text{min}", (B * S * KV + P * b_w) / (N * W))
 mlp_math, mlp_mem = 2 * B * P / (N * C), P * b_w / (N * W)
-t_book = step_d.step("the book's general form: attention never compute-bound, the MLP a "
+t_book = step_d.step("the general form of How to Scale Your Model: attention never "
+                     "compute-bound, the MLP a "
                      "roofline of its own, the two not overlapped", r"T_\text{step}",
                      B * S * KV / (N * W) + sp.Max(mlp_math, mlp_mem))
 b_crit = step_d.step("the MLP turns compute-bound above", r"B_\text{crit}",
@@ -225,7 +226,7 @@ kv_d.claim("the book's tables: 5.0 ms at $B = 1$ (book 4.98, from 32.7 GB), 249 
            and round(float(t_gqa.subs(B, 240) * ms)) == 53
            and round(float(240 / t_gqa.subs(B, 240)), -2) == 4500)
 kv_d.claim("multi-head fits 15 sequences on 8 chips (the book's 'OOM beyond 16' reads 128 GB "
-           "as GiB); GQA fits 75, above the book's batch 64",
+           "as GiB); GQA fits 75, above the batch of 64 the book serves",
            cap13 == 15 and cap13g == 75
            and sr.serve(llama13, slice8, batch=1, context=CTX).max_batch == 15)
 kv_d.claim("LLaMA-3-70B: 163840 B a token in int8 (the book's '160kB', and 327680 in bf16, its "
@@ -346,7 +347,7 @@ t_hbm = ici_d.step("each chip reads its $2DF/Y$ bytes of weights", r"T_\text{HBM
 ici_d.step("and does its share of the FLOPs", r"T_\text{math}", up.t_math)
 y_ici = ici_d.step("memory-bound decode turns ICI-bound above",
                    r"Y_\text{ICI}", sr.crossover(t_ici, t_hbm, Y))
-ici_d.step(r"in the book's letters, $\beta = W/W_\text{ici}$", r"Y_\text{ICI}",
+ici_d.step(r"in the letters of How to Scale Your Model, $\beta = W/W_\text{ici}$", r"Y_\text{ICI}",
            y_ici.subs(W, beta_s * W_ici))
 y_math = ici_d.step("compute-bound decode turns ICI-bound above", r"Y_\text{math}",
                     up.crossover(Y))
@@ -364,7 +365,8 @@ ici_us = [ici_d.step(text, rf"T_\text{{{name}}} / \text{{us}}", t.subs(at_4x8) *
     ("ch. 8's check of one bf16 matmul on a v5e 4x8: $B = 64$, $D = 8192$, $F = 28672$, "
      "$Y = 32$; the ICI", "ICI", t_ici),
     ("the HBM", "HBM", t_hbm), ("the math", "math", up.t_math))]
-ici_d.claim(r"$Y_\text{ICI} = F/(B \beta)$ and $Y_\text{math} = F/\alpha$: the book's forms",
+ici_d.claim(r"$Y_\text{ICI} = F/(B \beta)$ and $Y_\text{math} = F/\alpha$, the forms of How to "
+            "Scale Your Model",
             y_ici.subs(W, beta_s * W_ici) == F / (B * beta_s)
             and y_math.subs(C, alpha_s * W_ici) == F / alpha_s)
 ici_d.claim(r"$\beta$ = 9.1 on a v5e (the book: 'around 8'); ch. 7's example gives $Y = 56$ (the "

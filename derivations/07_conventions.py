@@ -87,7 +87,8 @@ RIDGES = {
     "book, 9.89e14 / 3.4e12": sp.Rational(989 * 10**12, 34 * 10**11),
     "book, 1e15 / 3.35e12": sp.Rational(10**15, 335 * 10**10),
 }
-r.step("C/W in FLOP/B: symroof, llm-analysis, LLM-Viewer, the book's two printings",
+r.step("C/W in the records of symroof, llm-analysis and LLM-Viewer, then two pairs of figures "
+       "printed in How to Scale Your Model (FLOP/B)",
        r"C / W", sp.ImmutableMatrix([[round(float(v), 1) for v in RIDGES.values()]]))
 r.claim("the records give 291 to 322 FLOP/B for one chip: LLM-Viewer's 3.072e12 B/s puts its "
         "ridge 9% above the datasheet's",

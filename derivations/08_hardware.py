@@ -82,7 +82,8 @@ ch2_v6e = v6e.replace(peaks={"bf16": 9.2e14}, pcie_bw=1.5e10,
 pcie_b = roof_d.step("a bf16 matmul streamed from host DRAM on a v6e, $B \\ll D$, with the "
                      "problem's 9.2e14 FLOP/s and 1.5e10 B/s", r"B^*_\text{PCIe}",
                      sr.critical_batch(ch2_v6e, roof="pcie"))
-pcie_rec = roof_d.step("... with the record's 9.1e14 and the book's v6e PCIe of 3.2e10 B/s",
+pcie_rec = roof_d.step("... with the record's 9.1e14 and a v6e PCIe of 3.2e10 B/s, as in How "
+                       "to Scale Your Model",
                        r"B^*_\text{PCIe, record}", sr.critical_batch(v6e, roof="pcie"))
 load = sr.time(sr.Cost(host_bytes=10**9),
                v5e.replace(pcie_bw=1.5e10, note="ch. 2's problems: 1.5e10 B/s of PCIe"))
@@ -151,7 +152,8 @@ gpu_d.claim("NCCL's tree floor is $118.4\\,\\mu$s where a flat ring's would be 4
 gpu_d.claim("GB200: 128 NVL72 racks, 16 scalable units of 8 under a spine, are NVIDIA's 9216 "
             "GPUs", nvl.n_chips == 9216 and [lv.degree for lv in nvl.levels("RG")]
             == [72, 8, 16])
-gpu_d.claim(r"over 64 nodes the AllToAll is the book's $V_b (M - 1)/(M^2 W_\text{node})$",
+gpu_d.claim(r"over 64 nodes the AllToAll is $V_b (M - 1)/(M^2 W_\text{node})$, as in How to "
+            "Scale Your Model",
             a2a == sp.Rational(M - 1, M**2))
 gpu_d.claim(r"the book's 'more than $4\times$ degradation' from one node to two compares "
             r"$V_b/(8 W_\text{GPU})$ with $V_b/(2 W_\text{node})$ ($4.5\times$); the exact "

@@ -128,12 +128,13 @@ q256 = agg_d.step(r"at $B = 256$, in the general form (the MLP compute-bound)",
                   r"T_\text{step}(256) / \text{ms}", quiz(256).book_time * ms)
 agg_d.claim("ch. 2: 'the load takes around 10ms' (10.4 ms, memory-bound)",
             round(float(t_load)) == 10 and load.bound == "memory")
-agg_d.claim("ch. 7: 2.5 ms at $B = 4$ (2.54) and 21 ms at $B = 256$ (20.9); the book reads "
+agg_d.claim("ch. 7: 2.5 ms at $B = 4$ (2.54) and 21 ms at $B = 256$ (20.9). The book reads "
             "the v5e's HBM as 8.1e11, the record 8.2e11",
             round(float(q4), 1) == 2.5 and round(float(q256)) == 21)
 
 # --- Serving in the book's units -------------------------------------------------------------
-units_d = Derivation("Serving in the book's units: prefill, requests, the ICI limit",
+units_d = Derivation("Serving in the units of How to Scale Your Model: prefill, requests, "
+                     "the ICI limit",
                      source=CH7 + " (Distributing Inference); " + CH8 + " (What about "
                      "prefill?; Thinking about throughput; Visualizing the Latency Throughput "
                      "Tradeoff)")
@@ -189,7 +190,8 @@ at13 = [sum(saved_activations(llama13, n, 1, THREE)[k] for k in THREE) / TB
         for n in (16 * 10**6, 3 * 10**6)]
 ckpt_d.step("LLaMA-2-13B at 16e6 and 3e6 tokens", r"M_\text{ckpt} / \text{TB}",
             sp.ImmutableMatrix([[sp.Float(float(v), 3) for v in at13]]))
-ckpt_d.claim(r"$2 L B (D + 2F)$, the book's form; 42 TB at 16M tokens (41.9; the Feb 2025 "
+ckpt_d.claim(r"$2 L B (D + 2F)$, as in How to Scale Your Model; 42 TB at 16M tokens (41.9; "
+             r"the Feb 2025 "
              r"answer writes '$B = 16 \times 10^{16}$') and 7.86 TB at 3M (the book: '~7.86e12')",
              per_layer == 2 * L * B * (D + 2 * F) and round(float(at13[0])) == 42
              and round(float(at13[1]), 2) == 7.86)
@@ -206,7 +208,7 @@ u = cost_d.step("LLaMA-3-70B on 15T tokens, if the 8960-chip pod took ch. 6's 3.
                 r"\text{MFU}", sr.mfu(run, 8960 * sp.Rational(38, 10) * 10**6 / 3600))
 cost_d.claim("FLOPs per dollar: 3.3e17, 3.9e17 and 5.9e17 (the Feb 2025 table omits the 3600 "
              "s of an hour)", [round(float(v) / 1e17, 1) for v in per_usd] == [3.3, 3.9, 5.9])
-cost_d.claim("3.8e6 s on the pod is 41% MFU, the book's 40% (its 3.8e6 rounds 3.86e6 down)",
+cost_d.claim("3.8e6 s on the pod is 41% MFU (the book's 40%: its 3.8e6 rounds 3.86e6 down)",
              round(float(u), 2) == 0.41)
 
 NOTES = [batch_d, mem_d, agg_d, units_d, ckpt_d, cost_d]

@@ -11,6 +11,7 @@ import re
 import shutil
 
 import pytest
+from student_scan import student_defects
 
 from symroof.surfaces.handout import for_students, short_claim, unit_of
 from symroof.surfaces.notes import build_notes, find_scripts
@@ -50,6 +51,15 @@ def test_prose_loses_its_internal_references():
         ("s", "s", "s")
     assert (unit_of(r"T / \text{days}"), unit_of(r"T^*_\text{prefill}"), unit_of("B^*")) == \
         ("", "", "")
+    # a step about an internal reference goes whole; a title that empties keeps its head
+    from symroof.derivation import Derivation
+    from symroof.surfaces.handout import derivation_latex
+    d = Derivation("Adam: the book's 10 bytes")
+    d.step("lecture 1: the seed's count", "N", 2)
+    d.step("the count", "K", 3)
+    assert derivation_latex(d).splitlines() == [
+        r"\subsection*{Adam}", r"\begin{align*}", r"\intertext{the count}", "K &= 3",
+        r"\end{align*}"]
 
 
 def test_handout_has_no_internal_reference(handout):
@@ -212,3 +222,94 @@ def test_the_conventions_section_says_its_fields_in_words(handout, derivations,
                               for p in find_scripts() if p.name.startswith("07_")])
     assert {"attention\\_pairs", "lm\\_head\\_flops\\_per\\_mac"} <= \
         set(SNAKE.findall(_conventions_section(teacher)))
+
+
+# -- one scan of everything a student reads: the handout and two seeds' problem sheets ------
+def test_what_students_read_is_clean(handout):
+    """The scan finds each defect it looks for in a planted document, then none in the
+    handout or in the problem and solution sheets of two seeds (every chapter)."""
+    from symroof.problems import problem_set
+    from symroof.problems.sheets import sheet_latex
+
+    planted = "\n".join([
+        r"\begin{document}", r"a time of $\frac{128}{241455078125}$ at step\_time, see",
+        r"attn/q\_proj (seed 003, commit 0819a7d, roofline.py) and \texttt{x};",
+        "llama-3.1-8b on a tpu-v5e", r"\begin{align*}", r"\intertext{the time}",
+        r"T_\text{math} &= 0.00101 \\", r"\intertext{the shares (\%)}",
+        r"\text{share} &= \left( 12.34, 5\right) \\", r"C / W &= 240", r"\end{align*}",
+        r"\noindent\textbf{Answer.} $M = 7.2$\par", r"\subsection*{}"])
+    found = student_defects(planted)
+    for defect in ("fraction 128/241455078125", "snake_case: 'step\\\\_time'", "row key",
+                   "seed", "commit hash", "file", "typewriter", "model identifier",
+                   "chip identifier", r"no unit: T_\text{math} = 0.00101",
+                   r"more than 3 figures: \text{share}", r"no unit: \text{share}",
+                   "no unit: C / W", "no unit: M = 7.2", "a heading with no words"):
+        assert any(f.startswith(defect) for f in found), (defect, found)
+    documents = {"handout": handout[1]}
+    for seed in (2027, 31):
+        problems = problem_set("all", seed)
+        for solutions in (False, True):
+            documents[f"seed {seed}, solutions={solutions}"] = sheet_latex(
+                problems, "Course", solutions=solutions)
+    defects = {name: student_defects(tex) for name, tex in documents.items()}
+    assert not any(defects.values()), defects
+
+
+def test_every_row_key_has_words():
+    """Every part of every preset's row keys, inference and training (each remat policy),
+    has its words: no row reaches a student as a code name."""
+    import symroof as sr
+    from symroof.models.presets import MODELS
+    from symroof.models.training import train_ops
+    from symroof.surfaces.handout import PASSES, ROW_WORDS, row_words
+
+    keys = {k for n in MODELS for k in sr.model(n).ops(1, 1, 7)}
+    keys |= {k for n in MODELS for remat in ("none", "selective", "full")
+             for k in train_ops(sr.model(n), 2, 8, remat)}
+    missing = {p for k in keys for p in k.split("/") if p not in ROW_WORDS and p not in PASSES}
+    assert len(keys) > 150 and not missing, missing
+    assert not [k for k in keys if "_" in row_words(k)]
+    # the words as a student reads them (MLA's, a training row's, a shared expert's)
+    assert row_words("attn/kv_a_proj") == "attention: KV down-projection"
+    assert row_words("bwd/attn/q_proj/dx") == "backward, attention: Q projection, input gradient"
+    assert row_words("recompute/moe/shared/up") == "recompute, MoE shared expert: up projection"
+
+
+def test_a_quantity_over_its_unit_reads_as_the_quantity_with_its_unit():
+    """``T / \\mu\\text{s} = 23.3`` is ``T = 23.3 µs`` in the handout (a single number with
+    its SI prefix, a row of them with the unit written once); a formula keeps its left side."""
+    import sympy as sp
+
+    from symroof.derivation import Derivation
+    from symroof.surfaces.handout import derivation_latex
+    from symroof.symbols import C
+
+    d = Derivation("Units")
+    d.step("a gather", r"T_\text{AG} / \mu\text{s}", sp.Float(23.3, 3))
+    d.step("a pod", r"M_\text{pod} / \text{TB}", 860)
+    d.step("a prefill", r"T / \text{s}", sp.Rational(917, 1000))
+    d.step("levels", r"W / (\text{GB/s})", sp.ImmutableMatrix([[514, 413]]))
+    d.step("a run", r"T / \text{days}", sp.Float(44.7, 3))
+    d.step("a formula", r"T / \text{s}", 10**12 / C)
+    d.step("latency-bound below (bytes)", "V^*_8", 360000)  # a unit the statement states
+    d.step("the A100's units", r"C^\text{A100}", 312 * 10**12)  # a peak, read off its letter
+    rows = [r.split(r" \\")[0] for r in derivation_latex(d).splitlines() if "&=" in r]
+    assert rows == [r"T_\text{AG} &= 23.3\,\mu\mathrm{s}", r"M_\text{pod} &= 860\,\mathrm{TB}",
+                    r"T &= 917\,\mathrm{ms}",
+                    r"W &= \left[\begin{matrix}514 & 413\end{matrix}\right]\,\mathrm{GB/s}",
+                    r"T &= 44.7\,\mathrm{days}", r"T / \text{s} &= \frac{10^{12}}{C}",
+                    r"V^*_8 &= 360\,\mathrm{kB}", r"C^\text{A100} &= 312\,\mathrm{TFLOP/s}"]
+
+
+def test_a_roofline_table_names_its_rows_in_words_for_students():
+    """Each row of an op-by-op roofline table, the bottleneck it names and the notes under it
+    in words for the students; the teacher's edition keeps the row keys."""
+    import symroof as sr
+    from symroof.surfaces.notes import latex_item
+
+    table = sr.roofline_table(sr.model("llama-3.1-8b"), sr.chip("h100"), sr.Step(1, context=64))
+    students, teacher = latex_item(table, audience="students"), latex_item(table)
+    assert "\nattention: Q projection & " in students and "\nLM head & " in students
+    assert "LM head on the last position" in students or "LM head on every position" in students
+    assert not re.findall(r".{30}(?:\\_|attn/|mlp/).{30}", students)
+    assert "\nattn/q\\_proj & " in teacher and "lm\\_head on" in teacher

@@ -14,6 +14,7 @@ import pytest
 import sympy as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from student_scan import student_defects
 
 import symroof as sr
 from symroof.problems import CHAPTERS, TEMPLATES, Problem, Template, problem_set
@@ -118,6 +119,8 @@ def test_every_seed_gives_a_well_posed_problem(template, seed):
     for value, unit in p.answers.values():  # the answers print readable, with their units
         shown = sr.latex(value, unit=unit)
         assert not re.search(r"\\frac\{\d{4,}\}", shown), shown
+    # and its solution sheet reads cleanly: short numbers with units, no code names
+    assert not student_defects(sheet_latex([p], "Course", solutions=True))
 
 
 def test_teacher_templates():
@@ -135,7 +138,7 @@ def test_teacher_templates():
     assert p.statement == "How long does an H100 take to read 8e9 bf16 parameters?"
     assert p.answers["T"][0] == sp.Rational(16 * 10**9, 335 * 10**10)  # 4.78 ms
     tex = sheet_latex(problem_set("mine", 7, templates=[mine]), "Mine", solutions=True)
-    assert r"\textbf{Answer.} $T = " in tex and "(seed 7)" in tex
+    assert r"\textbf{Answer.} $T = " in tex and "(variant 7)" in tex
     with pytest.raises(ValueError, match="placeholders chip have no value"):
         Template("mine", "x", "X", "a {chip}", solve, {})
     with pytest.raises(ValueError, match="--chapter 'nope'"):

@@ -19,13 +19,14 @@ from ..hardware import all_gather, chip, mesh, symbolic_chip
 from ..models import model
 from ..ops import matmul
 from ..parallel.sharding import parse_array
-from ..symbols import B, C, D, F, N, W, X, Y, Z, quantity
+from ..symbols import B, C, D, F, N, V_b, W, X, Y, Z, quantity
 from .template import Template, pick
 
 __all__ = ["HARDWARE_TEMPLATES"]
 
 C8 = symbolic_chip().peak("int8")  # the int8 peak, C_int8
 P, b_w = quantity("P"), quantity("b_w")  # the table's rule for named quantities
+W_1, T_min = quantity("W_1"), quantity("T_min")  # a link's one-way bandwidth, a hop's latency
 INT8_CHIPS = ("tpu-v5e", "tpu-v5p", "tpu-v6e", "h100", "h200", "a100", "b200")
 GPUS = ("h100", "h200", "a100", "b200", "gb200")
 ACTIVE_MODELS = ("llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "mixtral-8x7b",
@@ -152,19 +153,20 @@ def _gather(p: dict[str, Any], d: Derivation) -> dict[str, tuple[Any, str]]:
     m = mesh(p["chip"], p["shape"])
     x, y, _ = (m[a].size for a in ("X", "Y", "Z"))
     at = {B: p["B"], D: p["D"], Y: y}
+    link = {W_1: m.chip.link_bw, T_min: m["X"].hop_latency, X: x, Y: y}
     v_x = d.step(r"$\text{AllGather}_X$: each $X$-group ends with $\text{bf16}[B, D_Y]$",
                  r"V_b^X", 2 * B * D / Y, at=at)
-    t_x = all_gather(m, v_x, "X")
-    tx = d.step(f"gathered over the {x} chips of $X$: {t_x.bound}-bound (symroof's collective "
-                "on this slice)", r"T_\text{AG}^X", t_x.time)
+    tx = d.step(f"round the ring of {x} chips in both directions, at $W_1$ a link and "
+                "$T_\\text{min}$ a hop: the larger of the latency floor and the bandwidth term",
+                r"T_\text{AG}^X", sp.Max(T_min * X / 2, V_b / (2 * W_1)), at={**link, V_b: v_x})
     v_xy = d.step(r"$\text{AllGather}_{XY}$: each group ends with the whole array",
                   r"V_b^{XY}", 2 * B * D, at=at)
-    t_xy = all_gather(m, v_xy, "XY")
-    txy = d.step(f"over both axes at once: {t_xy.bound}-bound", r"T_\text{AG}^{XY}", t_xy.time)
-    w_bidi = 2 * m.chip.link_bw  # both directions of a wrapped axis
-    d.claim(r"bandwidth terms $V_b / W_\text{ici}$ and $V_b / (2 W_\text{ici})$ with the "
-            r"bidirectional $W_\text{ici}$ of a wrapped axis",
-            t_x.t_bw == v_x / w_bidi and t_xy.t_bw == v_xy / (2 * w_bidi))
+    txy = d.step("over both axes at once: their hops add, and so do their links",
+                 r"T_\text{AG}^{XY}", sp.Max(T_min * (X / 2 + Y / 2), V_b / (4 * W_1)),
+                 at={**link, V_b: v_xy})
+    t_x, t_xy = all_gather(m, v_x, "X"), all_gather(m, v_xy, "XY")
+    d.claim(f"symroof's AllGathers on this slice take these times: {t_x.bound}-bound over "
+            f"$X$, {t_xy.bound}-bound over $XY$", tx == t_x.time and txy == t_xy.time)
     return {r"T_\text{AG}^X": (tx, "s"), r"T_\text{AG}^{XY}": (txy, "s")}
 
 
@@ -178,15 +180,18 @@ def _tiny_gather(p: dict[str, Any], d: Derivation) -> dict[str, tuple[Any, str]]
     m = mesh(p["chip"], p["shape"])
     axis = m["X"]
     v = d.step(r"the gathered $\text{bf16}[B]$", r"V_b", 2 * B, at={B: p["B"]})
-    t = all_gather(m, v, "X")
-    bw = d.step("its bandwidth term, at the ring's bidirectional bandwidth", r"T_\text{bw}",
-                t.t_bw)
+    link = {W_1: m.chip.link_bw, T_min: axis.hop_latency, X: axis.size, V_b: v}
+    bw = d.step("its bandwidth term, both directions of the ring at $W_1$ a link",
+                r"T_\text{bw}", V_b / (2 * W_1), at=link)
     lat = d.step(f"the latency floor: {axis.size // 2} hops each way round the ring of "
-                 f"{axis.size}, {shown_time(axis.hop_latency)} a hop", r"T_\text{lat}", t.t_lat)
-    total = d.step(f"the larger of the two: {t.bound}-bound", r"T_\text{AG}", t.time)
-    d.claim("latency-bound: the floor is the time, far above the bandwidth term",
-            t.bound == "latency" and total == lat and bw < lat / 10
-            and lat == sp.Rational(axis.size, 2) * axis.hop_latency)
+                 f"{axis.size}, $T_\\text{{min}}$ = {shown_time(axis.hop_latency)} a hop",
+                 r"T_\text{lat}", T_min * X / 2, at=link)
+    t = all_gather(m, v, "X")
+    total = d.step(f"the larger of the two: {t.bound}-bound", r"T_\text{AG}", sp.Max(bw, lat))
+    d.claim("latency-bound: the floor is the time, far above the bandwidth term, as "
+            "symroof's AllGather on this slice has it",
+            t.bound == "latency" and total == lat == t.t_lat == t.time and bw < lat / 10
+            and bw == t.t_bw)
     return {r"T_\text{AG}": (total, "s")}
 
 

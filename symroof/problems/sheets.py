@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..prose import tex_text
-from ..render import latex
-from ..surfaces.handout import derivation_latex
+from ..surfaces.handout import derivation_latex, handout_latex
 from ..surfaces.notes import _preamble, compile_pdf
 from .template import BOOK_SEED, Problem
 
@@ -46,7 +45,7 @@ def answers_latex(problem: Problem) -> str:
     >>> print(answers_latex(problem_set("rooflines")[0]))
     \\noindent\\textbf{Answer.} $B^* = 243$
     """
-    shown = [f"${label} = {latex(value, unit=unit)}$"
+    shown = [f"${label} = {handout_latex(value, unit)}$"
              for label, (value, unit) in problem.answers.items()]
     return r"\noindent\textbf{Answer.} " + "; ".join(shown)
 
@@ -72,7 +71,7 @@ def sheet_latex(problems: list[Problem], title: str, *, solutions: bool,
     if not problems:
         raise ValueError("no problems to write")
     seed = problems[0].seed
-    numbers = "the book's numbers" if seed == BOOK_SEED else f"seed {seed}"
+    numbers = "the book's numbers" if seed == BOOK_SEED else f"variant {seed}"
     full = f"{title}: {'solutions' if solutions else 'problems'} ({numbers})"
     body = [line for i, p in enumerate(problems, 1) for line in _problem(i, p, solutions)]
     head = _preamble(full, author, date, contents=False)

@@ -37,8 +37,8 @@ from typing import Any
 import sympy as sp
 
 from ..derivation import Derivation
-from ..hardware import CHIPS
 from ..render import number
+from ..surfaces.handout_words import product_name
 
 __all__ = ["Template", "Problem", "BOOK_SEED", "shown"]
 
@@ -63,14 +63,16 @@ def articled(text: str) -> str:
 
 def shown(value: Any) -> str:
     """A parameter as a statement prints it: integers as they are, other numbers at up to 4
-    significant figures in e-notation past 10^4 (``8.1e11``), chips by their product names,
-    other names as they are.
+    significant figures in e-notation past 10^4 (``8.1e11``), chips and models by their
+    product names (:func:`~symroof.surfaces.handout_words.product_name`), other names as they are.
 
     >>> shown(4096), shown(8.1e11), shown(sp.Rational(1, 2)), shown("tpu-v5e"), shown("h100")
     ('4096', '8.1e11', '1/2', 'TPU v5e', 'H100')
+    >>> shown("llama-3.1-70b")
+    'Llama-3.1-70B'
     """
-    if isinstance(value, str) and value in CHIPS:  # a chip as people write it
-        return value.upper() if not value.startswith("tpu-") else "TPU " + value[4:]
+    if isinstance(value, str):  # a chip or a model as people write it
+        return product_name(value)
     if isinstance(value, bool) or not isinstance(value, (int, float, sp.Basic)):
         return str(value)
     exact = sp.nsimplify(value) if isinstance(value, float) else sp.sympify(value)

@@ -4,7 +4,8 @@ A handout has no internal references (the seed lectures, errata, the book's comm
 its revisions and slips, file names, code), claims as short statements (no parenthetical
 asides), and every computed number at 3 significant figures with its unit, in the readable
 form of :func:`symroof.render.number`. The teacher's edition keeps all of it; both come from
-the same derivation scripts (:mod:`symroof.surfaces.notes`).
+the same derivation scripts (:mod:`symroof.surfaces.notes`). Names and units in words (a row
+key, a preset, a quantity over its unit) come from :mod:`symroof.surfaces.handout_words`.
 
 >>> print(for_students("Problem 1 (seed 000). The ridge is 240. Erratum: the book says 241."))
 Problem 1. The ridge is 240.
@@ -19,21 +20,32 @@ from typing import Any
 
 import sympy as sp
 
-from ..conventions import LABELS
 from ..derivation import Derivation, DerivationStep
 from ..models.check import QUANTITIES, CheckReport
 from ..prose import tex_text
-from ..render import latex, number
+from ..render import PREFIXED, latex, number
+from .handout_words import (
+    BLOCKS,
+    PASSES,
+    ROW_WORDS,
+    WORDS,
+    in_words,
+    pass_and_block,
+    per_unit,
+    product_name,
+    row_words,
+)
 
 __all__ = ["INTERNAL", "for_students", "short_claim", "unit_of", "stated_unit",
-           "derivation_latex", "WORDS", "in_words", "PASSES", "BLOCKS", "pass_and_block",
-           "grouped_rows", "grouped_latex"]
+           "derivation_latex", "handout_latex", "per_unit", "product_name", "WORDS", "in_words",
+           "ROW_WORDS", "row_words", "PASSES", "BLOCKS", "pass_and_block", "grouped_rows",
+           "grouped_latex"]
 
 #: what a handout never shows: internal references, errata and the book's slips, code
 INTERNAL = re.compile(
     r"\bseeds?\b|\bseed's\b|\bcommits?\b|\brevisions?\b|errat|\.py\b|\.md\b|CS349|"
     r"Feb 2025|lecture[- ]\d|\bscript\b|``|\\texttt|\btruncat|\bslip|\bderivations? \d|"
-    r"the book's|book prints|the book (?:writes|rounds|prints|gives|says)|"
+    r"(?i:the book's|book prints|the book (?:writes|rounds|prints|gives|says|evaluates|reads))|"
     r"\b(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7}\b")
 _MATH = re.compile(r"(?<!\\)\$(?:[^$\\]|\\.)+?(?<!\\)\$")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\x00(`\"'])")
@@ -76,27 +88,6 @@ def _internal(text: str, maths: list[str]) -> bool:
     return INTERNAL.search(_unmasked(text, maths)) is not None
 
 
-#: code names a handout says in words: the conventions' fields (their labels,
-#: :data:`symroof.conventions.LABELS`) and the lm_head row
-WORDS = {**{f: label for f, label in LABELS.items() if "_" in f}, "lm_head": "LM head"}
-_WORD = re.compile(r"\b(?:fields? (?=(?:" + "|".join(WORDS) + r")\b))?("
-                   + "|".join(sorted(WORDS, key=len, reverse=True)) + r")\b")
-
-
-def in_words(text: str) -> str:
-    """``text`` with the code names of :data:`WORDS` in words (a field's label stands for
-    "field NAME"); LaTeX's escaped ``lm\\_head`` too.
-
-    >>> in_words("one FLOP a multiply-add (field lm_head_flops_per_mac) in the lm_head")
-    'one FLOP a multiply-add (LM head FLOPs per multiply-add) in the LM head'
-    >>> in_words(r"\\text{FLOPs}_\\text{lm\\_head}")
-    '\\\\text{FLOPs}_\\\\text{LM head}'
-    """
-    text = _WORD.sub(lambda m: WORDS[m.group(1)], text)
-    return re.sub("|".join(re.escape(w.replace("_", r"\_")) for w in WORDS),
-                  lambda m: WORDS[m.group().replace(r"\_", "_")], text)
-
-
 def for_students(text: str, *, asides: bool = True) -> str:
     """``text`` without its internal references: an erratum to the end of its paragraph,
     asides in parentheses and then whole sentences that cite the seeds, commits, revisions,
@@ -125,7 +116,7 @@ def short_claim(text: str) -> str:
 #: peak ``C``, a bandwidth ``W``, a memory ``M``, a KV cache or a collective's ``V_b``;
 #: a left side divided by something (``T / \text{ms}``) is already a pure number
 _UNITS = [(r"^[Tt](?:_|\()", "s"), (r"^\\text\{FLOPs\}", "FLOP"), (r"\\text\{bytes\}", "B"),
-          (r"^\\text\{AI\}", "FLOP/B"), (r"^C(?:_|$)", "FLOP/s"), (r"^W(?:_|$)", "B/s"),
+          (r"^\\text\{AI\}", "FLOP/B"), (r"^C(?:_|\^|$)", "FLOP/s"), (r"^W(?:_|\^|$)", "B/s"),
           (r"^M(?:_|$)", "B"), (r"^\\text\{KV\}", "B"), (r"^V_b", "B")]
 
 
@@ -136,14 +127,28 @@ def unit_of(lhs: Any) -> str:
     return next((unit for pattern, unit in _UNITS if re.search(pattern, lhs)), "")
 
 
+def handout_latex(x: Any, unit: str = "") -> str:
+    """A value as the handout prints it: readable numbers (:func:`symroof.render.latex`)
+    and a symbol's word subscript upright, as the prose writes it (``C_\text{int8}``).
+
+    >>> from symroof.symbols import W, d_h, quantity
+    >>> print(handout_latex(quantity("C_int8") * d_h / (2 * W)))
+    \\frac{C_\\text{int8} d_{h}}{2 W}
+    """
+    words = {s: rf"{s.name.split('_')[0]}_\text{{{s.name.split('_', 1)[1]}}}"
+             for s in getattr(x, "free_symbols", ()) if re.fullmatch(r"[A-Za-z]+_[A-Za-z]\w+",
+                                                                     s.name)}
+    return latex(x, unit=unit, **({"symbol_names": words} if words else {}))
+
+
 def _tex(x: Any, unit: str = "") -> str:
     if isinstance(x, str):  # a left side: microseconds as such, not "us"; code in words
         return in_words(x.replace(r"\text{us}", r"\mu\text{s}"))
-    return latex(x, unit=unit)
+    return handout_latex(x, unit)
 
 
 #: a statement that names its value's unit last, in brackets: "attention core (ms)"
-_STATED = re.compile(r"\((ms|us|ns|s|kB|MB|GB|TB|GB/s|TB/s|%|days|years)\)\s*$")
+_STATED = re.compile(r"\((ms|us|ns|s|kB|MB|GB|TB|GB/s|TB/s|FLOP/B|%|days|years|bytes)\)\s*$")
 #: or in words, last: "the per-op sums, in milliseconds"
 _IN_WORDS = {"milliseconds": "ms", "microseconds": "us", "seconds": "s"}
 _STATED_WORDS = re.compile(r",? in (" + "|".join(_IN_WORDS) + r")\s*$")
@@ -164,14 +169,43 @@ def stated_unit(statement: str) -> str | None:
     return m.group(1)
 
 
+def _as_basic(x: Any) -> Any:
+    """A Python number as SymPy's (exact), anything else as it is."""
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return sp.nsimplify(x) if isinstance(x, float) else sp.Integer(x)
+    return x
+
+
 def _in_unit(x: Any, unit: str) -> str:
     """A pure number in a stated unit: ``3.69\\,\\mathrm{ms}``."""
-    shown = latex(x)
-    numbers = isinstance(x, sp.MatrixBase) and all(v.is_number for v in x)  # a row of them
-    if not (isinstance(x, sp.Basic) and x.is_number or numbers):
+    x = _as_basic(x)
+    shown = handout_latex(x)
+    numbers = isinstance(x, (sp.MatrixBase, sp.Tuple)) and all(v.is_number for v in x)
+    if not (isinstance(x, sp.Basic) and x.is_number or numbers):  # numbers: a row of them
         return shown
-    tex = {"us": r"\mu\mathrm{s}", "%": r"\%"}.get(unit, rf"\mathrm{{{unit}}}")
+    if unit == "bytes" and not numbers:  # a count of bytes, with its SI prefix: 360 kB
+        return number(x, "B")
+    tex = {"us": r"\mu\mathrm{s}", "%": r"\%", "bytes": r"\mathrm{B}"}.get(
+        unit, rf"\mathrm{{{unit}}}")
     return rf"{shown}\,{tex}"
+
+
+def _per_unit_row(s: DerivationStep) -> str | None:
+    """``lhs &= value`` for a left side divided by its unit and a numeric value: the
+    quantity, and the value with its unit (one number: with its SI prefix)."""
+    per = per_unit(s.lhs) if isinstance(s.lhs, str) else None
+    x = _as_basic(s.rhs) if s.at_value is None else None
+    numbers = isinstance(x, (sp.MatrixBase, sp.Tuple)) and all(v.is_number for v in x)
+    if per is None or not (isinstance(x, sp.Basic) and x.is_number and x.is_real or numbers):
+        return None
+    lhs, said, unit, scale = per
+    if numbers:  # a row of numbers: the unit as written, once, after it
+        shown = _in_unit(x, said)
+    elif unit in PREFIXED:
+        shown = number(x * scale, unit)
+    else:
+        shown = rf"{number(x)}\,\mathrm{{{unit}}}"
+    return f"{_tex(lhs)} &= {shown}"
 
 
 def _row(s: DerivationStep) -> str:
@@ -181,7 +215,7 @@ def _row(s: DerivationStep) -> str:
 
     def value(x: Any) -> str:
         return _tex(x, unit) if stated is None or isinstance(x, str) else _in_unit(x, stated)
-    row = f"{_tex(s.lhs)} &= {value(s.rhs)}"
+    row = (stated is None and _per_unit_row(s)) or f"{_tex(s.lhs)} &= {value(s.rhs)}"
     if s.at_value is not None:
         row += r" \\*" + "\n" + f"&= {value(s.at_value)}"
     if s.because and for_students(s.because):  # beside its equation, not at the far margin
@@ -205,9 +239,11 @@ def derivation_latex(d: Derivation) -> str:
     &= 240
     \\end{align*}
     """
-    lines = [rf"\subsection*{{{tex_text(for_students(d.title))}}}"]
-    rows = [_row(s) for s in d.steps  # a quantity named for an internal reference goes too
-            if not (isinstance(s.lhs, str) and INTERNAL.search(s.lhs))]
+    title = for_students(d.title) or for_students(d.title.split(":")[0])  # never a bare head
+    lines = [rf"\subsection*{{{tex_text(title)}}}"]
+    rows = [_row(s) for s in d.steps  # a step about an internal reference goes: its quantity
+            if not (isinstance(s.lhs, str) and INTERNAL.search(s.lhs))  # or all its words
+            and not (s.statement and not for_students(s.statement))]
     if rows:
         lines += [r"\begin{align*}", " \\\\\n".join(rows), r"\end{align*}"]
     claims = [short_claim(t) for t, ok in d.claims if ok]
@@ -216,32 +252,6 @@ def derivation_latex(d: Derivation) -> str:
         lines += [rf"\item {tex_text(t)}" for t in claims if t]
         lines.append(r"\end{itemize}")
     return "\n".join(lines)
-
-
-#: a row key's pass, by its first part (``bwd/mlp/down/dx``: backward); a key with none of
-#: these (an inference step's ``attn/q_proj``) is a forward row. "kept" rows are the
-#: activations a training step keeps for its backward: bytes held, not bytes moved.
-PASSES = {"fwd": "forward", "bwd": "backward", "recompute": "recompute",
-          "optimizer": "optimizer", "saved": "kept"}
-#: a row's block, by the first word of its key past the pass (``attn_norm``, ``attn/av``:
-#: attention); a word not listed here is its own block
-BLOCKS = {"embed": "embedding", "pos": "embedding", "layer": "attention", "attn": "attention",
-          "mlp": "MLP", "moe": "MLP", "final": "head", "lm": "head", "logit": "head",
-          "loss": "head", "adam": "Adam"}
-
-
-def pass_and_block(key: str) -> tuple[str, str]:
-    """The pass and the block of a row key (:data:`PASSES`, :data:`BLOCKS`).
-
-    >>> pass_and_block("bwd/mlp/down/dx"), pass_and_block("saved/layer_input")
-    (('backward', 'MLP'), ('kept', 'attention'))
-    >>> pass_and_block("attn/q_proj"), pass_and_block("optimizer/adam")
-    (('forward', 'attention'), ('optimizer', 'Adam'))
-    """
-    first, _, rest = key.partition("/")
-    step, rest = (PASSES[first], rest) if first in PASSES and rest else ("forward", key)
-    word = re.split(r"[/_]", rest)[0]
-    return step, BLOCKS.get(word, word)
 
 
 def grouped_rows(report: CheckReport) -> dict[str, dict[str, int]]:

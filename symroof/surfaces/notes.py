@@ -28,7 +28,6 @@ import runpy
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,7 +36,7 @@ from ..derivation import Derivation
 from ..models.check import QUANTITIES, CheckReport
 from ..models.table import RooflineTable
 from ..prose import tex_escape, tex_text
-from .handout import derivation_latex, for_students, grouped_latex, in_words
+from .handout import derivation_latex, for_students, grouped_latex, in_words, row_words
 
 __all__ = ["Notes", "LatexError", "AUDIENCES", "find_scripts", "run_script", "load_script",
            "section", "latex_item", "notes_latex", "select_chapters", "build_notes",
@@ -165,14 +164,15 @@ def _check_caption(label: str) -> str:
     return tex_text(label)
 
 
-def _check_latex(report: CheckReport, words: Callable[[str], str] | None = None) -> str:
-    """The op-by-op table of a check report; ``words`` rewrites its caption (the
-    handout's :func:`~symroof.surfaces.handout.in_words`)."""
+def _check_latex(report: CheckReport, students: bool = False) -> str:
+    """The op-by-op table of a check report; the students' names each op and says its
+    caption in words (:func:`~symroof.surfaces.handout_words.row_words`, ``in_words``), the
+    teacher's prints the row keys."""
     bad = {(m.op, m.quantity): m for m in report.mismatches}
     head = ["op", "FLOPs", "useful FLOPs", "weight B", "KV B", "act B", "verdict"]
     body = []
     for op in report.rows:
-        cells = [tex_escape(op)]
+        cells = [tex_text(row_words(op)) if students else tex_escape(op)]
         for q in QUANTITIES:
             m = bad.get((op, q))
             cells.append(f"{report.counted.get(op, {}).get(q, '-'):,}" if m is None
@@ -182,7 +182,8 @@ def _check_latex(report: CheckReport, words: Callable[[str], str] | None = None)
     verdict = ("all equal: counted == symbolic for every op and quantity" if report.ok
                else f"{len(report.mismatches)} mismatch(es)")
     label = _check_caption(report.label)
-    caption = r"\caption{Counted (NumPy) against symbolic: " + (words or str)(label) + "}"
+    caption = r"\caption{Counted (NumPy) against symbolic: " + (
+        in_words(label) if students else label) + "}"
     head = [" & ".join(head) + r" \\"]
     if len(body) > LONG_TABLE:  # a long table breaks across pages, its head repeated
         return "\n".join([r"\begingroup\scriptsize", r"\begin{longtable}{lrrrrrl}",
@@ -193,6 +194,16 @@ def _check_latex(report: CheckReport, words: Callable[[str], str] | None = None)
                       r"\begin{tabular}{lrrrrrl}", r"\toprule", *head, r"\midrule", *body,
                       r"\bottomrule", r"\end{tabular}", caption, r"\end{table}",
                       rf"\noindent {tex_text(verdict)}\par"])
+
+
+def _table_in_words(tex: str, names: list[str]) -> str:
+    """A roofline table's LaTeX for the students: each row (its first cell, and the
+    bottleneck's quoted name) in words, and its notes' code names too (``in_words``)."""
+    for name in names:
+        said = tex_text(row_words(name))
+        tex = tex.replace(f"\n{tex_escape(name)} & ", f"\n{said} & ").replace(
+            f"`{tex_escape(name)}'", f"`{said}'")
+    return in_words(tex)
 
 
 def _figure(path: Path, caption: str, base: Any) -> str:
@@ -222,13 +233,14 @@ def latex_item(obj: Any, base: str | os.PathLike | None = None,
         return derivation_latex(obj) if students else obj.to_latex()
     if isinstance(obj, RooflineTable):  # wide tables shrink to the text width
         fit = r"\resizebox{\ifdim\width>\linewidth\linewidth\else\width\fi}{!}{"
-        return obj.to_latex().replace(r"\begin{tabular}", fit + r"\begin{tabular}", 1).replace(
+        tex = obj.to_latex().replace(r"\begin{tabular}", fit + r"\begin{tabular}", 1).replace(
             r"\end{tabular}", r"\end{tabular}}", 1)
+        return _table_in_words(tex, list(obj.numbers)) if students else tex
     if isinstance(obj, CheckReport):  # a handout sums a long report by pass and block
         if not students:
             return _check_latex(obj)
         if len(obj.rows) <= LONG_TABLE:
-            return _check_latex(obj, in_words)
+            return _check_latex(obj, students=True)
         return grouped_latex(obj, "Counted (NumPy) against symbolic, summed by pass and "
                              "block: " + in_words(_check_caption(obj.label)))
     if isinstance(obj, tuple) and len(obj) == 2 and isinstance(obj[0], Path):
