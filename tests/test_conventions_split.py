@@ -14,33 +14,30 @@ from pathlib import Path
 
 import pytest
 import sympy as sp
-from test_serving_act_bytes import NOT_DECLARED
 
 import symroof as sr
 from symroof.models.family_presets import FAMILY_PRESETS
 from symroof.parallel.serving_layouts import serving_layout
 from symroof.surfaces.cli import main
+from symroof.symbols import B as _B
+from symroof.symbols import T as _T
 
 B, S = 16, 1024
 
 
 def test_every_forward_row_stores_the_array_it_declares_it_writes():
     """For every forward row of every preset family, the activation bytes it writes are the
-    elements of the one array its block declares it writes (``Blocks.uses()``), at the
-    activation width, once per layer the row holds; a row that declares no write stores
-    nothing. The rows whose declarations do not account for their act bytes yet are
-    skipped (test_serving_act_bytes.NOT_DECLARED)."""
+    elements of the arrays its block declares it writes (``Blocks.uses()``, the share of
+    each it writes), at the activation width, once per layer the row holds; a row that
+    declares no write stores nothing."""
     mesh = sr.mesh("tpu-v5e", "4x4")
     checked = 0
     for m in FAMILY_PRESETS:
         lay, sizes = serving_layout(m, mesh, B, S, "1d", ())
         for key, c in m.ops(B, 1, S - 1, last_only=True, attention="fused").items():
-            if key in NOT_DECLARED:
-                continue
             rule = lay.rule(key)
-            written = rule.writes
-            elements = sp.Integer(0) if written is None else \
-                sp.Mul(*(sp.sympify(sizes[d]) for d in written.dims))
+            written = rule.moved[len(rule.reads):]  # Operands.moved: its reads, then writes
+            elements = sp.Add(*(e for _, e in written)).xreplace({_B: B, _T: 1})
             assert c.act_store_bytes == m.act_bytes * rule.repeats * elements, (m.name, key)
             assert c.act_load_bytes + c.act_store_bytes == c.act_bytes
             checked += 1

@@ -110,8 +110,9 @@ def test_shard_divides_rows_by_their_operands_and_inserts_collectives():
     out = shard(rows, lay, m, {"B": 8, "D": 16, "F": 64})
     assert list(out) == ["norm", "up", "down", "comm/mlp_allreduce", "add"]
     assert out["norm"] == rows["norm"]                       # replicated: every chip
+    # each chip reads h[B, D] whole and writes its quarter of u[B, F_X]: 2 (8 16 + 8 64 / 4)
     assert out["up"] == Cost(flops=2 * 8 * 16 * 64 // 4, weight_bytes=2 * 16 * 64 // 4,
-                             act_bytes=2 * 8 * 80 // 4)
+                             act_bytes=2 * (8 * 16 + 8 * 64 // 4))
     ar = sr.all_reduce(m, 2 * 8 * 16, "X")                   # [B, D] bf16 partial sums
     assert out["comm/mlp_allreduce"] == 3 * ar                # once per repeat (layer)
     assert sum(out.values(), Cost()).flops == sum(c.flops for c in out.values())

@@ -174,9 +174,10 @@ def test_2d_gated_mlps_allreduce_gate_and_up():
 
 def test_2d_changes_the_collectives_and_the_rows_on_split_activations():
     """Mixtral on a v5p 4x4x4, D over X, Y (16) and heads and F over Z (4). The matmuls, the
-    attention and the KV write are 1-D's per chip; the norms and residual adds work on
-    x[B, D_XYZ], 1/64 of 1-D's replicated rows; 1-D splits W_k, W_v over KV heads on X only
-    (4 of G = 8, the leading axes that divide G), 2-D over D_XY and heads_Z: 16 times less.
+    attention and the KV write are 1-D's per chip in FLOPs, weights and KV; the norms and
+    residual adds work on x[B, D_XYZ], 1/64 of 1-D's replicated rows; 1-D splits W_k, W_v
+    over KV heads on X only (4 of G = 8, the leading axes that divide G), 2-D over D_XY and
+    heads_Z: 16 times less.
     Per layer, 2-D all-reduces the experts' gate and up over XY and, apart, the router's
     logits (they pick the experts, so they are reduced first)."""
     mesh = sr.mesh("tpu-v5p", "4x4x4")
@@ -186,7 +187,14 @@ def test_2d_changes_the_collectives_and_the_rows_on_split_activations():
     assert two.d_axes == ("X", "Y") and two.memory == one.memory
     for key in ("attn/q_proj", "attn/kv_write", "attn/core", "attn/o_proj", "moe/gate",
                 "moe/up", "moe/down", "lm_head"):
-        assert two.rows[key] == one.rows[key], key
+        a, b = two.rows[key], one.rows[key]
+        assert (a.flops, a.weight_bytes, a.kv_bytes) == (b.flops, b.weight_bytes, b.kv_bytes)
+    # ... but not their activation bytes: each chip moves its share of the arrays it holds.
+    # q_proj, by hand (Mixtral: D = 4096, H d_h = 32 x 128 = 4096, 32 layers, bf16, B = 64):
+    # 1-D reads h[B, D] whole and writes q[B, H_XYZ] (1/64); 2-D reads h[B, D_XY] (1/16)
+    # and writes its partial sums of q[B, H_Z] (1/4)
+    assert one.rows["attn/q_proj"].act_bytes == 2 * 32 * (64 * 4096 + 64 * 4096 // 64)
+    assert two.rows["attn/q_proj"].act_bytes == 2 * 32 * (64 * 4096 // 16 + 64 * 4096 // 4)
     for key in ("attn_norm", "attn/residual", "mlp_norm", "mlp/residual", "final_norm"):
         assert two.rows[key].flops * 64 == one.rows[key].flops, key
     assert two.rows["attn/k_proj"].weight_bytes * 16 == one.rows["attn/k_proj"].weight_bytes

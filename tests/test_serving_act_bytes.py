@@ -1,45 +1,18 @@
-"""The arrays a decode row reads and writes, as the blocks declare them and serving's
-layouts partition them, checked against the row's own activation bytes: what a per-chip
-count of activation bytes by array (each array's local share) would rest on.
+"""The arrays each serving row reads and writes, as the blocks declare them (with the share
+of each a row moves) and serving's layouts partition them, against the row's own
+activation bytes: what each chip's activation bytes (its share of each array) rest on.
 """
 
 import sympy as sp
 
 import symroof as sr
 from symroof.models.family_presets import FAMILY_PRESETS
+from symroof.parallel.partition import local_act_bytes
 from symroof.parallel.serving_layouts import serving_layout
+from symroof.symbols import B as _B
+from symroof.symbols import T as _T
 
 B, S = 16, 1024
-
-#: rows whose declared reads and writes do not account for their act bytes: what each
-#: declaration leaves out (or counts more than the row moves)
-NOT_DECLARED = {
-    "mlp/gate": "gate and up each write half of u, declared as one array 2F wide",
-    "mlp/up": "gate and up each write half of u",
-    "moe/gate": "the experts' gate and up are one array m (routed and shared together)",
-    "moe/up": "as moe/gate",
-    "moe/shared/gate": "as moe/gate",
-    "moe/shared/up": "as moe/gate",
-    "moe/swiglu": "m holds the routed and the shared experts' gate and up",
-    "moe/shared/swiglu": "as moe/swiglu",
-    "moe/down": "writes the k experts' outputs (k D a token) before the combine; declares y",
-    "moe/shared/down": "DeepSeek-V3 only; cause not yet traced",
-    "moe/combine": "declares no arrays",
-    "moe/route": "reads the logits; moves more than them, declares no write",
-    "moe/shared/scale": "declares h only; the row moves 3x that",
-    "attn/qkv_proj": "writes q, k and v; declares q",
-    "attn/rope": "rotates q and k (declares q written); partial rotary and MLA rotate a slice",
-    "pos_embed": "declares x only; the row moves 2x that (GPT-2)",
-    "attn/kv_a_norm": "MLA (DeepSeek-V3): latent rows, not yet traced",
-    "attn/kv_a_proj": "as attn/kv_a_norm",
-    "attn/kv_write": "MLA as attn/kv_a_norm; 2-D reads k, v as the one array qkv",
-    "attn/q_absorb": "as attn/kv_a_norm",
-    "attn/o_absorb": "as attn/kv_a_norm",
-    "attn/o_proj": "as attn/kv_a_norm (exact for every other family)",
-}
-#: and under 2-D, where q, k and v are one array qkv[B, E] (reduced together)
-NOT_DECLARED_2D = {"attn/q_proj", "attn/k_proj", "attn/v_proj", "attn/q_norm", "attn/k_norm",
-                   "attn/core"}
 
 
 def _plans():
@@ -53,30 +26,48 @@ def _plans():
             yield m, layout, lay, sizes
 
 
-def _declared(lay, key, sizes):
-    """Elements of the whole arrays row ``key`` declares it reads and writes."""
-    rule = lay.rule(key)
-    arrays = [*rule.reads, *([rule.writes] if rule.writes is not None else [])]
-    return sum((sp.Mul(*(sp.sympify(sizes[d]) for d in a.dims)) for a in arrays),
-               sp.Integer(0))
+def test_every_rows_declared_arrays_account_for_its_act_bytes_decode_and_prefill():
+    # every row of every family, 1-D and 2-D, one new token (decode) and 64 (a prefill
+    # chunk, the lm_head on each sequence's last position, as the plans run it)
+    for m, layout, lay, _ in _plans():
+        for T in (1, 64):
+            for key, c in m.ops(B, T, S - T, last_only=True, attention="fused").items():
+                rule = lay.rule(key)
+                moved = sp.Add(*(e for _, e in rule.moved)).xreplace({_B: B, _T: T})
+                assert m.act_bytes * rule.repeats * moved == c.act_bytes, (m.name, layout, T, key)
+                # and the arrays it writes (after its reads) are the row's stores
+                stored = sp.Add(*(e for _, e in rule.moved[len(rule.reads):]))
+                assert m.act_bytes * rule.repeats * stored.xreplace({_B: B, _T: T}) == \
+                    c.act_store_bytes, (m.name, layout, T, key)
 
 
-def test_every_declared_rows_arrays_account_for_its_act_bytes():
-    for m, layout, lay, sizes in _plans():
-        ops = m.ops(B, 1, S - 1, last_only=True, attention="fused")
-        for key, c in ops.items():
-            if key in NOT_DECLARED or (layout == "2d" and key in NOT_DECLARED_2D):
-                continue
-            rule = lay.rule(key)
-            declared = m.act_bytes * rule.repeats * _declared(lay, key, sizes)
-            assert declared == c.act_bytes, (m.name, layout, key)
+def test_a_row_that_reads_an_array_whole_moves_it_whole_on_every_chip():
+    # Llama-3.1-8B (its config.json: D = 4096, F = 14336, 32 layers), bf16, B = 16, 1-D
+    # tensor parallelism over X = 4: mlp/up reads h[B, D] whole and writes its F = 14336
+    # columns of u split four ways, ab (B D + B F / 4) a layer
+    m = sr.model("llama-3.1-8b")
+    plan = sr.serve(m, sr.mesh("h100", {"X": 4}, custom=True), batch=16, context=1024)
+    assert plan.rows["mlp/up"].act_bytes == 32 * 2 * (16 * 4096 + 16 * 14336 // 4)
+    assert plan.rows["mlp/up"].act_store_bytes == 32 * 2 * 16 * 14336 // 4   # its quarter of u
+    # the residual add reads x and y and writes x, all replicated: every chip all of it
+    assert plan.rows["mlp/residual"].act_bytes == 32 * 2 * 3 * 16 * 4096
 
 
-def test_every_listed_exception_is_one():
-    # the list stays honest: each row in it is off in at least one family or layout
-    off = set()
-    for m, _layout, lay, sizes in _plans():
-        ops = m.ops(B, 1, S - 1, last_only=True, attention="fused")
-        off |= {k for k, c in ops.items()
-                if m.act_bytes * lay.rule(k).repeats * _declared(lay, k, sizes) != c.act_bytes}
-    assert set(NOT_DECLARED) | NOT_DECLARED_2D <= off
+def test_a_convention_that_counts_no_activation_traffic_leaves_none_per_chip():
+    # the rows' own count under the profile is split by the same shares: none stays none
+    mesh = sr.mesh("tpu-v5e", "2x2")
+    plan = sr.serve("llama-3.1-8b", mesh, batch=8, context=512,
+                    conventions=sr.profile("symroof").replace(activation_traffic="none"))
+    assert all(c.act_bytes == 0 for k, c in plan.rows.items() if not k.startswith("comm/"))
+
+
+def test_declarations_that_do_not_add_up_split_the_rows_count_in_proportion():
+    from symroof.parallel.partition import operands
+
+    up = operands("h[B, D]", "u[B, F_X]", "W[D, F_X]")
+    mesh = sr.mesh(sr.symbolic_chip(), {"X": 4})
+    sizes = {"B": 2, "D": 4, "F": 8}
+    # declared: 2 (B D + B F) = 48 bytes, 2 (8 + 16 / 4) = 24 per chip; a row counting
+    # 96 (twice the declarations) is split the same way: 48 per chip
+    assert local_act_bytes(up, 48, mesh, sizes) == 24
+    assert local_act_bytes(up, 96, mesh, sizes) == 48

@@ -56,11 +56,13 @@ import sympy as sp
 from ..cost import Cost, as_exact
 from ..hardware.collectives import Collective, collective
 from ..hardware.mesh import Mesh
+from ..symbols import B as _B
+from ..symbols import T as _T
 from .sharding import ArraySpec, parse_array, subscript
 
 __all__ = ["redistribute", "moves", "Move", "Operands", "operands", "Layout", "shard",
            "layer_collectives", "shard_layers", "local_elements", "as_partition",
-           "array_layout", "ways"]
+           "array_layout", "ways", "local_act_bytes"]
 
 _BOOK = {"all-gather": "AllGather", "reduce-scatter": "ReduceScatter",
          "all-reduce": "AllReduce", "all-to-all": "AllToAll"}
@@ -206,7 +208,11 @@ class Operands:
     ``weight`` and its ``kv`` cache (None: the row has none), ``sums`` (a dimension of its
     first read it sums over inside, as a norm's mean of squares: where that read splits it,
     the sums are all-reduced), and ``repeats``: how many times the row's collectives happen
-    in it (a whole-model row holding L layers: L)."""
+    in it (a whole-model row holding L layers: L); ``more``: arrays it writes besides
+    ``writes`` (a fused qkv_proj's k and v); ``moved``: each activation array it reads or
+    writes (one entry per read or write) with the elements of it the row moves, in the
+    step's symbols (``B``, ``T``; empty: all of each partition, sized by :func:`shard`'s
+    ``sizes``), what :func:`local_act_bytes` splits by each array's partition."""
 
     reads: tuple[ArraySpec, ...] = ()
     writes: ArraySpec | None = None
@@ -216,12 +222,14 @@ class Operands:
     repeats: Any = 1
     block: str = ""  # names the row's collectives: comm/<block>_<kind>
     once: bool = False  # a row outside the layers (embedding, head): no layer's collective
+    more: tuple[ArraySpec, ...] = ()
+    moved: tuple[tuple[ArraySpec, Any], ...] = ()
 
     @property
     def work_axes(self) -> tuple[str, ...]:
         """The mesh axes that split the row's work: every axis one of its operands is split
         over (an axis that splits none replicates the work)."""
-        specs = [*self.reads, self.writes, self.weight, self.kv]
+        specs = [*self.reads, self.writes, *self.more, self.weight, self.kv]
         return tuple(dict.fromkeys(x for s in specs if s is not None for x in s.mesh_axes))
 
 
@@ -279,7 +287,8 @@ class Layout:
 
 def array_layout(name: str, uses: Mapping[str, Any], partitions: Mapping[str, ArraySpec],
                  at: Mapping[tuple[str, str], ArraySpec] | None = None,
-                 blocks: Mapping[str, str] | None = None) -> Layout:
+                 blocks: Mapping[str, str] | None = None,
+                 elements: Mapping[str, Any] | None = None) -> Layout:
     """A layout written per array: ``uses`` (row key -> the arrays it reads, writes,
     multiplies by and caches, by path: :meth:`~symroof.models.blocks.Blocks.uses`),
     ``partitions`` (array path -> its partition), ``at`` ((row, array path) -> the partition
@@ -287,7 +296,10 @@ def array_layout(name: str, uses: Mapping[str, Any], partitions: Mapping[str, Ar
     queries moved to the cache's split) and ``blocks`` (row -> the block its collectives are
     named after; default ``attn`` for ``attn/`` rows, ``mlp`` for ``mlp/`` and ``moe/``
     rows, else none: named after the row). Arrays given one name in ``partitions`` are one
-    array to :func:`shard` (q, k and v reduced together).
+    array to :func:`shard` (q, k and v reduced together). ``elements`` (array path -> its
+    elements in the step's symbols, :meth:`~symroof.models.blocks.Blocks.shape`): what
+    each row moves of the arrays it reads and writes (times the row's share of each,
+    ``Uses.part``), :attr:`Operands.moved`.
 
     >>> from symroof.models.blocks.base import Uses
     >>> lay = array_layout("toy", {"up": Uses(("h",), "u", "W_up")},
@@ -316,11 +328,21 @@ def array_layout(name: str, uses: Mapping[str, Any], partitions: Mapping[str, Ar
         head = key.split("/")[0] if "/" in key else ""
         return blocks.get(key, {"attn": "attn", "mlp": "mlp", "moe": "mlp"}.get(head, ""))
 
+    def moved(key: str, u: Any) -> tuple[tuple[ArraySpec, Any], ...]:
+        if elements is None:
+            return ()
+        if missing := [p for p in u.moved() if p not in elements]:
+            raise ValueError(f"layout {name!r}: no elements for array {missing[0]!r} "
+                             f"(moved by row {key!r})")
+        return tuple((part(key, p, "moved by"), elements[p] * u.share(p)) for p in u.moved())
+
     rules = tuple((key, Operands(tuple(part(key, r, "read by") for r in u.reads),
                                  part(key, u.writes, "written by"),
                                  part(key, u.weight, "the weight of"),
                                  part(key, u.kv, "the cache of"), u.sums, u.repeats,
-                                 block(key), u.once))
+                                 block(key), u.once,
+                                 tuple(part(key, a, "written by") for a in u.also),
+                                 moved(key, u)))
                   for key, u in uses.items())
     return Layout(name, rules)
 
@@ -366,10 +388,9 @@ def _walk(keys: Iterable[str], layout: Layout, mesh: Mesh, sizes: Mapping[str, A
                              tuple(x.axes[i] for i in keep), axes)  # its sums of squares
             sums = moves(part, part.with_unreduced(()), mesh, sizes, act_bytes, _cache=cache)
             steps += [(None, m.collective) for m in sums]  # named after the row itself
-        if rule.writes is not None:
-            name = rule.writes.name
-            written[name] = rule.writes
-            copies = {k: v for k, v in copies.items() if k[0] != name}
+        for w in (() if rule.writes is None else (rule.writes,)) + rule.more:
+            written[w.name] = w
+            copies = {k: v for k, v in copies.items() if k[0] != w.name}
         named = []
         for array, c in steps:
             block = key.replace("/", "_") if array is None or not rule.block else rule.block
@@ -405,17 +426,19 @@ def shard_layers(rows: Mapping[str, Cost], layout: Layout, mesh: Mesh,
                  sizes: Mapping[str, Any] | None = None, *, act_bytes: Any = 2,
                  ) -> tuple[dict[str, Cost], dict[str, tuple[int, Collective]]]:
     """:func:`shard` and :func:`layer_collectives` from one walk of the rows."""
-    walk = _walk(rows, layout, mesh, dict(sizes or {}), act_bytes)
-    return _per_chip(rows, walk, mesh), _layer(walk)
+    sizes = dict(sizes or {})
+    walk = _walk(rows, layout, mesh, sizes, act_bytes)
+    return _per_chip(rows, walk, mesh, sizes, act_bytes), _layer(walk)
 
 
 def shard(rows: Mapping[str, Cost], layout: Layout, mesh: Mesh,
           sizes: Mapping[str, Any] | None = None, *, act_bytes: Any = 2) -> dict[str, Cost]:
     """Per-chip rows of ``rows`` under ``layout`` on ``mesh``, with the collectives it needs.
 
-    Each row's FLOPs (executed and useful) and activation bytes are divided by the devices
-    its work is split over (:attr:`Operands.work_axes`: each chip reads and writes its share
-    of the activations), its weight bytes by its weight's split and its KV bytes by its
+    Each row's FLOPs (executed and useful) are divided by the devices its work is split
+    over (:attr:`Operands.work_axes`), its activation bytes are each chip's share of the
+    arrays it reads and writes (:func:`local_act_bytes`: an array a chip holds whole it moves
+    whole), its weight bytes are divided by its weight's split and its KV bytes by its
     cache's. Before a row come the collectives that bring what it reads to its partition
     (:func:`redistribute`, sized by ``sizes``: every dimension's size by name), each
     ``repeats`` times, summed in rows ``comm/<block>_<kind>``.
@@ -432,20 +455,92 @@ def shard(rows: Mapping[str, Cost], layout: Layout, mesh: Mesh,
     >>> list(per_chip), per_chip["up"].flops, per_chip["comm/mlp_allreduce"].net_bytes
     (['up', 'down', 'comm/mlp_allreduce', 'add'], 4096, 384)
     """
-    return _per_chip(rows, _walk(rows, layout, mesh, dict(sizes or {}), act_bytes), mesh)
+    sizes = dict(sizes or {})
+    walk = _walk(rows, layout, mesh, sizes, act_bytes)
+    return _per_chip(rows, walk, mesh, sizes, act_bytes)
 
 
-def _per_chip(rows: Mapping[str, Cost], walk: list, mesh: Mesh) -> dict[str, Cost]:
+def local_act_bytes(rule: Operands, row_bytes: Any, mesh: Mesh, sizes: Mapping[str, Any],
+                    width: Any = 2, *, stores: bool = False) -> Any:
+    """One chip's activation bytes of a row whose own count (all chips' work) is
+    ``row_bytes``: the sum, over the arrays it reads and writes (:attr:`Operands.moved`,
+    else each whole partition sized by ``sizes``), of the elements it moves of each over
+    the ways the array's partition splits it (:func:`ways`), times ``width`` and the row's
+    ``repeats``; a row that declares no arrays is done whole by every chip. Where the
+    declarations do not add up to ``row_bytes`` (a convention that counts activation
+    traffic otherwise, or none), ``row_bytes`` is split in the same proportion. ``stores``:
+    the arrays it writes only (``row_bytes`` its stores, ``Cost.act_store_bytes``).
+
+    >>> import symroof as sr
+    >>> from symroof.symbols import B, D, F
+    >>> up = operands("h[B, D]", "u[B, F_X]", "W[D, F_X]")   # h read whole, u split 4 ways
+    >>> local_act_bytes(up, 2 * (B * D + B * F), sr.mesh(sr.symbolic_chip(), {"X": 4}),
+    ...           {"B": B, "D": D, "F": F})
+    2*B*D + B*F/2
+    """
+    if rule.moved:
+        whole, local, ratio = _shares(rule, mesh, stores)
+        if ratio is not None:  # every array it moves is per token: one share of them all
+            return row_bytes * ratio
+    else:
+        arrays = tuple((s, _elements(s, sizes)) for s in (
+            *rule.reads, *(() if rule.writes is None else (rule.writes,)), *rule.more))
+        whole, local = _sums(arrays[len(rule.reads):] if stores else arrays, mesh)
+    step = {sym: sizes[sym.name] for sym in (_B, _T) if sym.name in sizes}
+    whole, local = whole.xreplace(step), local.xreplace(step)
+    w = as_exact(width, "act_bytes") * rule.repeats
+    if w * whole == row_bytes:  # the declarations account for the row: exact
+        return w * local
+    return row_bytes if whole == 0 else row_bytes * local / whole
+
+
+def _sums(arrays: tuple[tuple[ArraySpec, Any], ...], mesh: Mesh) -> tuple[Any, Any]:
+    """All the elements of ``arrays`` and one chip's share of them."""
+    return (sp.Add(*(e for _, e in arrays)),
+            sp.Add(*(e / ways(s, mesh) for s, e in arrays)))
+
+
+def _shares(rule: Operands, mesh: Mesh, stores: bool) -> tuple[Any, Any, Any]:
+    """:func:`_sums` of the arrays ``rule`` moves (``stores``: those it writes) on ``mesh``,
+    and their ratio where it is a number (None: it depends on the step), kept on the rule
+    (a layout's rules are built once per model and split: a plan's batch only sizes them)."""
+    cache = rule.__dict__.get("_shares")
+    if cache is None:
+        cache = {}
+        object.__setattr__(rule, "_shares", cache)
+    key = (tuple((a, mesh.size((a,))) for a in mesh.names), stores)
+    if key not in cache:
+        arrays = rule.moved[len(rule.reads):] if stores else rule.moved  # reads, then writes
+        whole, local = _sums(arrays, mesh)
+        ratio = sp.Integer(1) if whole == 0 else local / whole
+        cache[key] = (whole, local, ratio if ratio.is_number else None)
+    return cache[key]
+
+
+def _elements(spec: ArraySpec, sizes: Mapping[str, Any]) -> Any:
+    """Elements of the whole array ``spec`` partitions (its dimensions' ``sizes``)."""
+    missing = [d for d in spec.dims if d not in sizes]
+    if missing:
+        raise ValueError(f"{spec}: no size for dimension {missing[0]!r}; sizes given for "
+                         f"{', '.join(sorted(sizes)) or 'none'}")
+    return sp.Mul(*(sp.sympify(sizes[d]) for d in spec.dims))
+
+
+def _per_chip(rows: Mapping[str, Cost], walk: list, mesh: Mesh, sizes: Mapping[str, Any],
+              width: Any) -> dict[str, Cost]:
     out: dict[str, Cost] = {}
     for key, rule, steps in walk:
         for name, c in steps:
             out[name] = out.get(name, Cost()) + rule.repeats * c
         c = rows[key]
         work = mesh.size(rule.work_axes) if rule.work_axes else 1
+        act = local_act_bytes(rule, c.act_bytes, mesh, sizes, width) if c.act_bytes != 0 else 0
+        store = (local_act_bytes(rule, c.act_store_bytes, mesh, sizes, width, stores=True)
+                 if c.act_store_bytes != 0 else 0)
         out[key] = Cost(flops=c.flops / work, useful_flops=c.useful_flops / work,
                         weight_bytes=c.weight_bytes / ways(rule.weight, mesh),
-                        act_bytes=c.act_bytes / work, kv_bytes=c.kv_bytes / ways(rule.kv, mesh),
+                        act_bytes=act, kv_bytes=c.kv_bytes / ways(rule.kv, mesh),
                         net_bytes=c.net_bytes, net_time=c.net_time, host_bytes=c.host_bytes,
-                        act_store_bytes=c.act_store_bytes / work,  # the writes, split alike
+                        act_store_bytes=store,  # the writes: each chip's share of them
                         kv_store_bytes=c.kv_store_bytes / ways(rule.kv, mesh))
     return out

@@ -26,9 +26,9 @@ mechanism of :mod:`symroof.parallel.partition`.
 >>> print(plan)    # doctest: +NORMALIZE_WHITESPACE
 llama-3.1-8b on tpu-v5e 2x2 (4 chips), batch 32, context 4096, weights bf16, KV bf16:
   memory per chip 8.31 GB of 16 GB (weights 4.02 GB, KV 4.29 GB); largest batch 89
-  step t_math 698 us, t_mem 10 ms, t_net 256 us: 10 ms .. 11 ms (memory-bound),
+  step t_math 698 us, t_mem 10.1 ms, t_net 256 us: 10.1 ms .. 11 ms (memory-bound),
   per chip of tpu-v5e 2x2
-  799 tokens/s per chip
+  795 tokens/s per chip
 """
 
 from __future__ import annotations

@@ -20,8 +20,11 @@ G d_h, ``E`` (H + 2G) d_h. By array (its partition's name):
 - ``mlp/u`` the MLP's up (and gate) ``u[B, F2]`` (F2 = 2F when gated), ``mlp/h`` its
   activation ``a[B, F]``; a mixture of experts' router logits ``moe/r`` ``r[B, R]``, its
   experts' up and gate ``moe/m`` (and the shared expert's ``moe/m_s``) ``m[B, M]`` (M = k 2F
-  + 2 F_shared, plus 1 for a shared expert's gate), their activations ``a[B, F]``;
-  ``head/logits`` ``logits[B, V]``; each weight ``W[...]``.
+  + 2 F_shared, plus 1 for a shared expert's gate), their activations ``a[B, F]``, the
+  routing's weights ``moe/w`` ``w[B, k]`` (whole), the experts' outputs before the combine
+  ``moe/Y`` ``Y[B, kD]`` and the shared expert's ``moe/y_s`` ``ys[B, D]`` (partial sums,
+  as W_down leaves them; the combine writes them into ``y``); RoPE's tables ``attn/cs``
+  ``cs[T, d_rot]`` (whole); ``head/logits`` ``logits[B, V]``; each weight ``W[...]``.
 
 **1-D** (``"1d"``): every weight split over every axis A (MLP over F, attention over heads,
 the lm_head over V), activations replicated; o_proj and W_down leave ``y[B, D]{U_A}``,
@@ -42,8 +45,10 @@ into ``x[B, D_df]``. The lm_head gathers the final norm's output over every axis
 
 Arrays read whole by every chip (norms' gains, the embedding tables, a router, MLA's latent
 down-projections and latents) leave their rows replicated: every chip does them in full, as
-it does a row that declares no arrays (a mixture's combine). A row the blocks do not
-declare, or an array a layout does not partition, is refused with its name.
+it does a row that declares no arrays. A row's activation bytes per chip are its share of
+each array it reads and writes (:func:`~symroof.parallel.partition.local_act_bytes`: one
+held whole is moved whole). A row the blocks do not declare, or an array a layout does not
+partition, is refused with its name.
 
 >>> import symroof as sr
 >>> lay, sizes = serving_layout(sr.model("llama-3.1-8b"), sr.mesh("tpu-v5e", "4x4"), 16)
@@ -161,7 +166,7 @@ def d_outputs(m: Any) -> dict[str, sp.Expr]:
 
 
 def _sizes(m: Any, B: Any, S: Any) -> dict[str, Any]:
-    return {"B": B, "S": S, "D": m.D, "V": m.V, **widths(m)}
+    return {"B": B, "T": 1, "S": S, "D": m.D, "V": m.V, **widths(m)}  # T: one new token
 
 
 def serving_layout(m: Any, mesh: Mesh, B: Any, S: Any = None, layout: str = "1d",
@@ -189,7 +194,10 @@ def _layout(blocks: Any, layout: str, axes: tuple) -> Layout:
     A, h, b, r under 1-D): built once per model and split (a plan's batch and context only
     size its arrays)."""
     part, at = (_tables_2d if layout == "2d" else _tables_1d)(*axes)
-    return array_layout(f"serve {layout}", blocks.uses(), part, at, _NAMES)
+    arrays = blocks.arrays()
+    elements = {p: sp.Mul(*blocks.shape(p)) for p, a in arrays.items() if a.kind == "act"}
+    return array_layout(f"serve {layout}", blocks.uses(last_only=True), part, at, _NAMES,
+                        elements)
 
 
 #: collectives named apart from their block's: the router's logits, reduced before the
@@ -214,7 +222,9 @@ def _tables_1d(A: Axes, h: Axes, b: Axes, r: Axes) -> tuple[dict, dict]:
             "attn/q_a": _p("c_q", ("B", ()), ("Q", ())), "attn/c": latent,
             "mlp/u": up, "mlp/h": act,
             "moe/r": _p("r", ("B", ()), ("R", ())), "moe/m": experts, "moe/m_s": experts,
-            "moe/a": act, "moe/a_s": act, "head/logits": logits,
+            "moe/a": act, "moe/a_s": act, "head/logits": logits, **_unsplit(),
+            "moe/Y": _p("Y", ("B", ()), ("kD", ()), unreduced=A),  # down's partial sums
+            "moe/y_s": _p("ys", ("B", ()), ("D", ()), unreduced=A),
             "attn/W_q": W(("D", ()), ("H", A)), "attn/W_qkv": W(("D", ()), ("E", A)),
             "attn/W_k": W(("D", ()), ("G", h)), "attn/W_v": W(("D", ()), ("G", h)),
             "attn/W_o": W(("H", A), ("D", ())), "attn/W_q_b": W(("P", ()), ("H", A)),
@@ -249,7 +259,9 @@ def _tables_2d(d: Axes, f: Axes, h: Axes, b: Axes, r: Axes) -> tuple[dict, dict]
             "attn/Q": qkv, "attn/k": qkv, "attn/v": qkv, "attn/K": cache, "attn/V": cache,
             "attn/O": _p("o", ("B", ()), ("H", f)), "mlp/u": up, "mlp/h": act,
             "moe/r": router, "moe/m": experts, "moe/m_s": experts, "moe/a": act,
-            "moe/a_s": act, "head/logits": _p("logits", ("B", ()), ("V", A)),
+            "moe/a_s": act, "head/logits": _p("logits", ("B", ()), ("V", A)), **_unsplit(),
+            "moe/Y": _p("Y", ("B", ()), ("kD", d), unreduced=f),  # down's partial sums
+            "moe/y_s": _p("ys", ("B", ()), ("D", d), unreduced=f),
             "attn/W_o": W(("H", f), ("D", d)), "moe/W_router": W(("D", d), ("R", ())),
             "moe/w_shared_gate": W(("D", d)), "head/W_lm": W(("D", ()), ("V", A))}
     for name in ("attn/W_q", "attn/W_k", "attn/W_v", "attn/W_qkv"):
@@ -268,7 +280,8 @@ def _tables_2d(d: Axes, f: Axes, h: Axes, b: Axes, r: Axes) -> tuple[dict, dict]
            for row in ("attn_norm", "mlp_norm", "final_norm")}  # a norm's output, as x is
     at |= {(row, array): qkv.with_unreduced(d) for row, array in (
         ("attn/q_proj", "attn/Q"), ("attn/k_proj", "attn/k"), ("attn/v_proj", "attn/v"),
-        ("attn/qkv_proj", "attn/Q"))}  # the projections' partial sums over d
+        ("attn/qkv_proj", "attn/Q"), ("attn/qkv_proj", "attn/k"),
+        ("attn/qkv_proj", "attn/v"))}  # the projections' partial sums over d
     at |= {(row, "mlp/u"): up.with_unreduced(d) for row in ("mlp/gate", "mlp/up",
                                                            "mlp/gate_up")}
     # the routed experts' gate and up leave m's partial sums; the shared expert's are
@@ -284,8 +297,16 @@ def _tables_2d(d: Axes, f: Axes, h: Axes, b: Axes, r: Axes) -> tuple[dict, dict]
     return part, at
 
 
-#: rows whose matmul contracts a split dimension into the block's output y (partial sums)
-_DOWN = ("attn/o_proj", "mlp/down", "moe/down", "moe/shared/down")
+#: rows that write the block's output y as partial sums: o_proj and W_down contract a split
+#: dimension, a mixture's combine adds its experts' partial sums (``moe/Y``, ``moe/y_s``)
+_DOWN = ("attn/o_proj", "mlp/down", "moe/combine")
+
+
+def _unsplit() -> dict[str, ArraySpec]:
+    """Arrays every chip holds whole under both layouts: RoPE's tables, the routing's
+    weights (every chip routes every token)."""
+    return {"attn/cs": _p("cs", ("T", ()), ("d_rot", ())),
+            "moe/w": _p("w", ("B", ()), ("k", ()))}
 #: arrays every chip reads whole under both layouts: norms' gains, the embedding tables,
 #: the router, MLA's latent down-projections
 _WHOLE = ("embed/W_embed", "embed/W_pos", "norms/attn_norm", "norms/mlp_norm",

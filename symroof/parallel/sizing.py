@@ -72,7 +72,7 @@ def latency_throughput(model: Any, mesh: Any, *, context: Any, batches: Any = No
     >>> c = latency_throughput("llama-3.1-8b", sr.mesh("tpu-v5e", "2x2"), context=4096,
     ...                        batches=[1, 8, 64])
     >>> [round(float(x) * 1e3, 2) for x in c["latency"]], int(c["max_batch"])
-    ([4.75, 5.94, 15.45], 89)
+    ([4.75, 5.95, 15.56], 89)
     """
     if form not in ("plan", "book"):
         raise ValueError(f"form must be 'plan' or 'book', got {form!r}")
@@ -142,7 +142,7 @@ def cost_per_million_tokens(plan: ServePlan, usd_per_chip_hour: Any, source: str
     >>> import symroof as sr
     >>> plan = sr.serve("llama-3.1-8b", sr.mesh("tpu-v5e", "2x2"), batch=64, context=2048)
     >>> round(float(cost_per_million_tokens(plan, 1.2, "book ch. 8, GCP Feb 2025")), 3)
-    0.213
+    0.215
     """
     if not isinstance(source, str) or not source.strip():
         raise ValueError("a price needs its source (where and when it was quoted)")

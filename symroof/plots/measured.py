@@ -34,12 +34,14 @@ def _clusters(points: list[tuple[float, float, str, str]]) -> list[list]:
     return clusters
 
 
-def _place(fig: Any, ax: Any, cluster: list, boxes: list, labels: list) -> None:
+def _place(fig: Any, ax: Any, cluster: list, boxes: list, labels: list,
+           roofs: list) -> None:
     """Label a cluster of ops (names stacked) right of its rightmost point or left of its
     leftmost, at its middle, or a few lines up or down with a leader line: the first place
     inside the axes that overlaps no marker or roof and no other label (``boxes``), else the
-    first that overlaps no other label (``labels``), else right beside the points; a leader
-    line crosses no label, and later labels keep off it."""
+    first that overlaps no roof and no other label (``roofs``: a label may cover a marker,
+    never cross a line), else the first that overlaps no other label (``labels``), else
+    right beside the points; a leader line crosses no label, and later labels keep off it."""
     renderer = fig.canvas.get_renderer()
     frame = ax.get_window_extent(renderer)
     middle = float(np.exp(np.mean([np.log(p[1]) for p in cluster])))
@@ -50,23 +52,29 @@ def _place(fig: Any, ax: Any, cluster: list, boxes: list, labels: list) -> None:
     w, h, pt = size.width, size.height, fig.dpi / 72
     probe.remove()
     anchors = {ha: ax.transData.transform((ends[ha], middle)) for ha in ends}
-    places = [(ha, dy) for k in range(16) for dy in ((0,) if k == 0 else (4 * k, -4 * k))
-              for ha in ("left", "right")]
+    # (side, points out, points up): beside the points first, then up or down, then
+    # further out (a label moved off its points has a leader line)
+    places = [(ha, dx, dy) for dx in (5, 25, 50) for k in range(16)
+              for dy in ((0,) if k == 0 else (4 * k, -4 * k)) for ha in ("left", "right")]
 
-    def box(ha: str, dy: int) -> tuple[float, float, float, float]:
+    def box(ha: str, dx: int, dy: int) -> tuple[float, float, float, float]:
         x, y = anchors[ha]
-        x0 = x + 5 * pt if ha == "left" else x - 5 * pt - w
+        x0 = x + dx * pt if ha == "left" else x - dx * pt - w
         y0 = y + dy * pt - h / 2
         return x0, y0, x0 + w, y0 + h
 
-    def leader(ha: str, dy: int) -> list[tuple[float, float, float, float]]:
-        """Small boxes along the leader line of a label moved ``dy`` points (none at 0),
-        from a little off the points to the label's near edge."""
-        if dy == 0:
+    def leader(ha: str, dx: int, dy: int) -> list[tuple[float, float, float, float]]:
+        """Small boxes every pixel or two along the leader line of a label moved off its
+        points (none beside them), from the points to the middle of the label's near edge."""
+        if (dx, dy) == (5, 0):
             return []
-        (x, y), (x0, y0, x1, _) = anchors[ha], box(ha, dy)
+        (x, y), (x0, y0, x1, _) = anchors[ha], box(ha, dx, dy)
         ends = np.array([(x, y), (x0 if ha == "left" else x1, y0 + h / 2)])
-        at = [ends[0] + t * (ends[1] - ends[0]) for t in np.linspace(0.15, 0.95, 12)]
+        length = float(np.hypot(*(ends[1] - ends[0])))
+        start = min(0.5, 4 / max(length, 1e-9))  # 4 pixels off the points (a label may
+        # sit over its neighbours' markers, and a leader out of them must stay possible)
+        at = [ends[0] + t * (ends[1] - ends[0])
+              for t in np.linspace(start, 1.0, int(length // 1.5) + 2)]
         return [(px - 1, py - 1, px + 1, py + 1) for px, py in at]
 
     def clear(rect: tuple, avoid: list, pad_x: float = 0.0, pad_y: float = 0.0) -> bool:
@@ -75,23 +83,26 @@ def _place(fig: Any, ax: Any, cluster: list, boxes: list, labels: list) -> None:
         return not np.any((b[:, 0] < x1 + pad_x) & (b[:, 2] > x0 - pad_x)
                           & (b[:, 1] < y1 + pad_y) & (b[:, 3] > y0 - pad_y))
 
-    def free(ha: str, dy: int, avoid: list) -> bool:
-        x0, y0, x1, y1 = box(ha, dy)
+    def free(ha: str, dx: int, dy: int, avoid: list) -> bool:
+        x0, y0, x1, y1 = box(ha, dx, dy)
         if not (frame.x0 <= x0 and x1 <= frame.x1 and frame.y0 <= y0 and y1 <= frame.y1):
             return False  # inside the axes, off ``avoid``, and its leader through no label
         return clear((x0, y0, x1, y1), avoid, 0.02 * w, 0.05 * h) and all(
-            clear(seg, labels) for seg in leader(ha, dy))
+            clear(seg, labels) for seg in leader(ha, dx, dy))
 
-    # off every marker, roof and label; else off every label; else right beside the points
-    ha, dy = next((p for p in places if free(*p, boxes)), None) or next(
-        (p for p in places if free(*p, labels)), ("left", 0))
-    ax.annotate(names, (ends[ha], middle), xytext=(5 if ha == "left" else -5, dy),
+    # off every marker, roof and label; else off every roof and label; else off every
+    # label; else right beside the points
+    ha, dx, dy = next((p for p in places if free(*p, boxes)), None) or next(
+        (p for p in places if free(*p, roofs)), None) or next(
+        (p for p in places if free(*p, labels)), ("left", 5, 0))
+    ax.annotate(names, (ends[ha], middle), xytext=(dx if ha == "left" else -dx, dy),
                 textcoords="offset points", fontsize=6, ha=ha, va="center", color=color,
-                arrowprops=None if dy == 0 else {"arrowstyle": "-", "lw": 0.4,
-                                                 "color": color, "shrinkA": 0, "shrinkB": 3})
-    boxes.append(box(ha, dy))
-    labels.append(boxes[-1])
-    labels += leader(ha, dy)  # later labels keep off this one's leader line too
+                arrowprops=None if (dx, dy) == (5, 0) else {
+                    "arrowstyle": "-", "lw": 0.4, "color": color, "shrinkA": 0, "shrinkB": 3,
+                    # from the middle of the label's near edge, as ``leader`` checked it
+                    "relpos": (0, 0.5) if ha == "left" else (1, 0.5)})
+    for avoid in (boxes, labels, roofs):  # later labels keep off this one and its leader
+        avoid += [box(ha, dx, dy), *leader(ha, dx, dy)]
 
 
 def plot_measured(result: MeasureResult, path: str) -> str:
@@ -144,16 +155,18 @@ def measured_figure(result: MeasureResult):
     # labels keep off every marker (x0, y0, x1, y1 in pixels) and off the roofs (a small
     # box every pixel or two along each)
     boxes: list = [(px - 5, py - 5, px + 5, py + 5) for px, py in ax.transData.transform(marks)]
+    roofs: list = []
     for line in ax.get_lines():
         xy = ax.transData.transform(line.get_xydata())
         n = int(np.hypot(*np.diff(xy, axis=0).T).sum() // 1.5) + 2
         t = np.linspace(0, len(xy) - 1, n)
         px, py = np.interp(t, np.arange(len(xy)), xy[:, 0]), np.interp(t, np.arange(len(xy)),
                                                                       xy[:, 1])
-        boxes += list(zip(px - 1.5, py - 1.5, px + 1.5, py + 1.5))
+        roofs += list(zip(px - 1.5, py - 1.5, px + 1.5, py + 1.5))
+    boxes += roofs
     placed: list = []  # the labels' boxes
     for c in _clusters(labelled):
-        _place(fig, ax, c, boxes, placed)
+        _place(fig, ax, c, boxes, placed, roofs)
     handles, labels = ax.get_legend_handles_labels()
     unique = dict(zip(labels, handles))  # one entry per label
     ax.legend(unique.values(), unique.keys(), loc="upper left", bbox_to_anchor=(1.01, 1),

@@ -178,6 +178,7 @@ class Attention:
                 out |= {"q_lat": Array(("B", "T", "H", "kv_rank+d_rope"), "act"),
                         "o_lat": Array(("B", "T", "H", "kv_rank"), "act")}
             out["k"] = Array(("B", "T", "H", "d_nope+d_v"), "act")  # W_kv_b's k_nope and v
+            out["cs"] = Array(("T", "d_rot"), "act")  # RoPE's cos and sin tables
             # (the unabsorbed form's, as training runs it)
             return out | ({"b_o": Array(("D",))} if self.o_bias else {})
         if self.fused_qkv:
@@ -192,7 +193,8 @@ class Attention:
         out["W_o"] = Array(("H", "d_h", "D"))
         if self.o_bias:
             out["b_o"] = Array(("D",))
-        return out | {"K": Array(("B", "S", "G", "d_h"), "kv"),
+        return out | {"cs": Array(("T", "d_rot"), "act"),  # RoPE's cos, sin: T x d_rot/2 each
+                      "K": Array(("B", "S", "G", "d_h"), "kv"),
                       "V": Array(("B", "S", "G", "d_h"), "kv"),
                       "Q": Array(("B", "T", "H", "d_h"), "act"),
                       "k": Array(("B", "T", "G", "d_h"), "act"),
@@ -329,33 +331,47 @@ class Attention:
             dict.fromkeys(("k0", "kn", "k", "v"), n * G * d_h) | \
             dict.fromkeys(("s", "p"), B * H * S**2) | {"o": o}
 
-    def uses(self) -> dict[str, Uses]:
+    def uses(self, rotated: Any = None) -> dict[str, Uses]:
         """Per row it makes, the arrays the row reads and writes (``norms/h`` the norm's
         output in, ``norms/y`` the block's output out; ``Q``, ``k``, ``v`` the new tokens'
         heads, ``O`` the core's output; MLA's ``q_a`` and ``c`` its latents, and absorbed,
         the core's query and output in the latent, ``q_lat`` and ``o_lat``). A fused
-        qkv_proj writes ``Q`` (its k and v reach the cache through kv_write).
+        qkv_proj writes ``Q``, ``k`` and ``v``. RoPE reads its tables ``cs`` and rotates,
+        in place, the first ``rotated`` dims of each head of q and k (None: all of d_h;
+        MLA: the d_rope of each query head and of the latent's shared key).
 
-        >>> Attention(fused_qkv=True).uses()["attn/qkv_proj"].weight
-        'attn/W_qkv'
+        >>> Attention(fused_qkv=True).uses()["attn/qkv_proj"].also
+        ('attn/k', 'attn/v')
+        >>> Attention(d_h=64).uses(16)["attn/rope"].share("attn/Q")   # GPT-NeoX-style 1/4
+        1/4
         """
         h, y, Q, k, v, O = "norms/h", "norms/y", "attn/Q", "attn/k", "attn/v", "attn/O"
         core = {"attn/core": Uses((Q,), O, kv="attn/K"), "attn/scores": Uses((Q,), kv="attn/K"),
                 "attn/softmax": Uses(), "attn/av": Uses(writes=O, kv="attn/V")}
-        out = {"attn/rope": Uses((Q, k), Q), "attn/o_proj": Uses((O,), y, "attn/W_o")}
+        r = 1 if rotated is None else sp.sympify(rotated) / self.d_h
+        rope = Uses((Q, k, "attn/cs"), Q, also=(k,),
+                    part=() if r == 1 else ((Q, r), (k, r)))
+        out = {"attn/rope": rope, "attn/o_proj": Uses((O,), y, "attn/W_o")}
         if self.latent is not None:
-            c, q_a, kv = "attn/c", "attn/q_a", "attn/C_kv"
+            c, q_a, kv, m = "attn/c", "attn/q_a", "attn/C_kv", self.latent
+            latent = m.kv_rank + m.d_rope
+            rot = ((Q, sp.sympify(m.d_rope) / m.d_qk), (c, sp.sympify(m.d_rope) / latent))
             out |= {"attn/q_a_proj": Uses((h,), q_a, "attn/W_q_a"),
                     "attn/q_a_norm": Uses((q_a,), q_a, "attn/q_a_norm", sums="q_rank"),
                     "attn/q_b_proj": Uses((q_a,), Q, "attn/W_q_b"),
                     "attn/q_proj": Uses((h,), Q, "attn/W_q"),
                     "attn/kv_a_proj": Uses((h,), c, "attn/W_kv_a"),
-                    "attn/kv_a_norm": Uses((c,), c, "attn/kv_a_norm", sums="kv_rank"),
-                    "attn/rope": Uses((Q, c), Q), "attn/kv_write": Uses((c,), kv=kv),
+                    "attn/kv_a_norm": Uses((c,), c, "attn/kv_a_norm", sums="kv_rank",
+                                           part=((c, sp.sympify(m.kv_rank) / latent),)),
+                    "attn/rope": Uses((Q, c, "attn/cs"), Q, also=(c,), part=rot),
+                    "attn/kv_write": Uses((c,), kv=kv),
                     "attn/kv_b_proj": Uses((c,), k, "attn/W_kv_b")}
             if self.latent.absorb:  # the core attends in the latent: q_lat in, o_lat out
                 q_lat, o_lat = "attn/q_lat", "attn/o_lat"
-                return out | {"attn/q_absorb": Uses((Q,), q_lat, "attn/W_kv_b"),
+                # q_absorb turns q's d_nope into kv_rank (its d_rope part is q_lat's as is)
+                absorb = ((Q, sp.sympify(m.d_nope) / m.d_qk),
+                          (q_lat, sp.sympify(m.kv_rank) / latent))
+                return out | {"attn/q_absorb": Uses((Q,), q_lat, "attn/W_kv_b", part=absorb),
                               "attn/core": Uses((q_lat,), o_lat, kv=kv),
                               "attn/scores": Uses((q_lat,), kv=kv), "attn/softmax": Uses(),
                               "attn/av": Uses(writes=o_lat, kv=kv),
@@ -363,7 +379,8 @@ class Attention:
             return out | {key: u._replace(kv=kv) if u.kv else u for key, u in core.items()}
         return out | core | {
             "attn/q_proj": Uses((h,), Q, "attn/W_q"), "attn/k_proj": Uses((h,), k, "attn/W_k"),
-            "attn/v_proj": Uses((h,), v, "attn/W_v"), "attn/qkv_proj": Uses((h,), Q, "attn/W_qkv"),
+            "attn/v_proj": Uses((h,), v, "attn/W_v"),
+            "attn/qkv_proj": Uses((h,), Q, "attn/W_qkv", also=(k, v)),
             "attn/q_norm": Uses((Q,), Q, "attn/q_norm", sums="d_h"),
             "attn/k_norm": Uses((k,), k, "attn/k_norm", sums="d_h"),
             "attn/kv_write": Uses((k, v), kv="attn/K")}

@@ -124,10 +124,18 @@ class Uses(NamedTuple):
     reads, writes, multiplies by (``weight``) and caches (``kv``); ``sums``: a dimension of
     its first read it sums over inside (a norm's mean of squares); ``repeats``: the layers
     the row holds (L, the dense or the MoE layers), ``once``: a row outside the layers (the
-    embedding, the head). A layout partitions the arrays; a row's partitions follow.
+    embedding, the head). ``also``: more arrays it writes (a fused qkv_proj's k and v);
+    ``part``: (path, share) for an array the row moves only a share of, in each read and
+    write of it (gate and up each write half of u; RoPE rotates r of each head's d_h).
+    Its activation bytes are what it moves of each: the sum over its reads and writes of
+    the array's elements (:meth:`~symroof.models.blocks.Blocks.shape`) times its share.
+    A layout partitions the arrays; a row's partitions follow.
 
     >>> Uses(("norms/h",), "attn/Q", weight="attn/W_q").writes
     'attn/Q'
+    >>> from sympy import Rational
+    >>> Uses(("norms/h",), "mlp/u", "mlp/W_gate", part=(("mlp/u", Rational(1, 2)),)).share("mlp/u")
+    1/2
     """
 
     reads: tuple[str, ...] = ()
@@ -137,3 +145,13 @@ class Uses(NamedTuple):
     sums: str | None = None
     repeats: Any = 1
     once: bool = False
+    also: tuple[str, ...] = ()
+    part: tuple[tuple[str, Any], ...] = ()
+
+    def share(self, path: str) -> Any:
+        """The share of array ``path`` the row moves in each read and write of it (1: all)."""
+        return next((s for p, s in self.part if p == path), 1)
+
+    def moved(self) -> tuple[str, ...]:
+        """The activation arrays it reads and writes, in order (one path per read or write)."""
+        return (*self.reads, *(() if self.writes is None else (self.writes,)), *self.also)

@@ -203,7 +203,8 @@ class Blocks(Stages):
         """
         a, s = self.attention, self.stream
         out = {"D": s.D, "F": self.mlp.F, "H": a.H, "G": a.G, "d_h": a.d_h,
-               "V": self.embedding.V}
+               "V": self.embedding.V,  # d_rot: the dims of a head RoPE rotates
+               "d_rot": self.positions.rotated(a.d_h) if a.latent is None else a.latent.d_rope}
         if isinstance(self.positions, Learned):
             out["P"] = self.positions.max_position
         if a.latent is not None:
@@ -257,10 +258,12 @@ class Blocks(Stages):
         return {"embed": sp.Integer(1), "head": sp.Integer(1), "mlp": self.dense_layers,
                 "moe": self.moe_layers}.get(part, sp.sympify(self.L))
 
-    def uses(self) -> dict[str, Uses]:
+    def uses(self, last_only: bool = False) -> dict[str, Uses]:
         """Per forward row, the arrays it reads and writes (by :meth:`arrays` path), each
         block's, with the layers the row holds (``repeats``) and ``once`` for the rows
-        outside the layers: what a layout's partitions of the arrays are read through.
+        outside the layers: what a layout's partitions of the arrays are read through (and
+        what each row moves of each, ``Uses.part``). ``last_only``: the head runs on each sequence's
+        last position (as ``ops(..., last_only=True)``).
 
         >>> from symroof.models import model
         >>> u = model("llama-3.1-8b").blocks.uses()["attn/o_proj"]
@@ -270,10 +273,11 @@ class Blocks(Stages):
         def layers(uses: dict[str, Uses], n: Any) -> dict[str, Uses]:
             return {k: u._replace(repeats=n) for k, u in uses.items()}
 
+        rotated = self.positions.rotated(self.attention.d_h)
         out = {k: u._replace(once=True) for k, u in
                (self.embedding.uses() | self.positions.uses()
-                | self.head.uses(self.embedding.tied)).items()}
-        out |= layers(self.residual.uses() | self.attention.uses(), self.L)
+                | self.head.uses(self.embedding.tied, last_only)).items()}
+        out |= layers(self.residual.uses() | self.attention.uses(rotated), self.L)
         if self.dense_layers != 0:
             out |= layers(self.mlp.uses(), self.dense_layers)
         if self.experts is not None:

@@ -18,6 +18,7 @@ import sympy as sp
 
 from ...cost import Cost, as_dimension
 from ...numeric.spec import EmbeddingSpec, HeadSpec, PositionsSpec
+from ...symbols import T as _T
 from ...symbols import V as _V
 from .. import backward as bw
 from .. import backward_dense as bd
@@ -184,8 +185,8 @@ class Learned:
                                                    grad_bytes=w.gb)}
 
     def uses(self) -> dict[str, Uses]:
-        """Its row's arrays: the table's rows added to the stream ``x``."""
-        return {"pos_embed": Uses(writes="embed/x", weight="embed/W_pos")}
+        """Its row's arrays: the table's rows added to the stream ``x`` (read and written)."""
+        return {"pos_embed": Uses(("embed/x",), "embed/x", weight="embed/W_pos")}
 
 
 @dataclass(frozen=True)
@@ -261,16 +262,22 @@ class Head:
         logits = "lm_head" if self.softcap is None else "logit_softcap"
         return {"final_input": n * D, "final_norm": n * D, logits: n * V, "loss": n}
 
-    def uses(self, tied: bool) -> dict[str, Uses]:
+    def uses(self, tied: bool, last_only: bool = False) -> dict[str, Uses]:
         """Per row, its arrays: the final norm reads the stream into ``norms/h``, the
-        lm_head multiplies it by W_lm (the embedding's matrix when ``tied``) into the logits.
+        lm_head multiplies it by W_lm (the embedding's matrix when ``tied``) into the logits;
+        ``last_only``: they run on each sequence's last position (1/T of each array).
 
         >>> Head().uses(True)["lm_head"].weight
         'embed/W_embed'
+        >>> Head().uses(False, last_only=True)["lm_head"].part
+        (('norms/h', 1/T), ('head/logits', 1/T))
         """
-        out = {"final_norm": Uses(("embed/x",), "norms/h", "head/final_norm", sums="D"),
-               "lm_head": Uses(("norms/h",), "head/logits",
-                               "embed/W_embed" if tied else "head/W_lm")}
+        x, h, logits = "embed/x", "norms/h", "head/logits"
+        last = (lambda *paths: tuple((p, 1 / _T) for p in paths)) if last_only else \
+            (lambda *paths: ())
+        out = {"final_norm": Uses((x,), h, "head/final_norm", sums="D", part=last(x, h)),
+               "lm_head": Uses((h,), logits, "embed/W_embed" if tied else "head/W_lm",
+                               part=last(h, logits))}
         if self.softcap is not None:
-            out["logit_softcap"] = Uses(("head/logits",), "head/logits")
+            out["logit_softcap"] = Uses((logits,), logits, part=last(logits))
         return out

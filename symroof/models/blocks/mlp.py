@@ -148,15 +148,19 @@ class DenseMLP:
         return dict.fromkeys("gua", n * self.F)
 
     def uses(self) -> dict[str, Uses]:
-        """Per row, its arrays: gate and up read the norm's output ``norms/h`` into ``u``,
-        the activation ``u`` into ``h``, down ``h`` into the block's output ``norms/y``.
+        """Per row, its arrays: gate and up read the norm's output ``norms/h`` into ``u``
+        (each its half, when not fused), the activation ``u`` into ``h``, down ``h`` into the
+        block's output ``norms/y``.
 
         >>> u = DenseMLP(fused=True).uses()["mlp/gate_up"]
         >>> u.reads, u.writes, u.weight
         (('norms/h',), 'mlp/u', 'mlp/W_gate_up')
+        >>> DenseMLP().uses()["mlp/gate"].share("mlp/u")
+        1/2
         """
         ups = ("up",) if not self.gated else ("gate_up",) if self.fused else ("gate", "up")
-        out = {f"mlp/{n}": Uses(("norms/h",), "mlp/u", f"mlp/W_{n}") for n in ups}
+        half = (("mlp/u", sp.Rational(1, 2)),) if len(ups) == 2 else ()
+        out = {f"mlp/{n}": Uses(("norms/h",), "mlp/u", f"mlp/W_{n}", part=half) for n in ups}
         return out | {f"mlp/{rw.act_key(self.act, self.gated)}": Uses(("mlp/u",), "mlp/h"),
                       "mlp/down": Uses(("mlp/h",), "norms/y", "mlp/W_down")}
 
@@ -231,11 +235,14 @@ class Experts:
                     "W_down_s": Array(("F_s", "D"))}
         if self.moe.shared_gate:
             out["w_shared_gate"] = Array(("D",))
-        out |= {"r": Array(("B", "T", "E"), "act"), "m": Array(("B", "T", "k", "2*F_e"), "act"),
-                "a": Array(("B", "T", "k", "F_e"), "act")}
+        out |= {"r": Array(("B", "T", "E"), "act"), "w": Array(("B", "T", "k"), "act"),
+                "m": Array(("B", "T", "k", "2*F_e"), "act"),
+                "a": Array(("B", "T", "k", "F_e"), "act"),
+                "Y": Array(("B", "T", "k", "D"), "act")}  # the k experts' outputs
         if self.moe.shared_F != 0:
             out |= {"m_s": Array(("B", "T", "2*F_s"), "act"),
-                    "a_s": Array(("B", "T", "F_s"), "act")}
+                    "a_s": Array(("B", "T", "F_s"), "act"),
+                    "y_s": Array(("B", "T", "D"), "act")}  # the shared expert's output
         return out
 
     def twin(self) -> MoESpec:
@@ -334,29 +341,39 @@ class Experts:
 
     def uses(self) -> dict[str, Uses]:
         """Per row, its arrays: the router reads the norm's output ``norms/h`` into the
-        logits ``r``, the routing reads them; the routed experts (and the shared one) as a
-        dense MLP into the block's output ``norms/y``; the combine's inputs (each token's
-        copies, as the routing sent them) are not declared.
+        logits ``r``, the routing reads them into each token's k weights ``w``; the routed
+        experts (gate and up each reading h once per copy, k times, and writing half of
+        ``m``) into their k outputs ``Y``, the
+        shared one as a dense MLP into ``y_s`` (scaled in place by its gate); the combine
+        reads ``Y``, ``w`` and ``y_s`` into the block's output ``norms/y``.
 
         >>> from symroof.models import MoE
-        >>> Experts(MoE(E=8, k=2, F=14336)).uses()["moe/down"].reads
-        ('moe/a',)
+        >>> u = Experts(MoE(E=8, k=2, F=14336)).uses()
+        >>> u["moe/down"].reads, u["moe/down"].writes, u["moe/combine"].reads
+        (('moe/a',), 'moe/Y', ('moe/Y', 'moe/w'))
         """
         moe, act = self.moe, rw.act_key(self.act, True)
-        h, y = "norms/h", "norms/y"
+        h, y, half = "norms/h", "norms/y", sp.Rational(1, 2)
+        routed = ((h, moe.k), ("moe/m", half))  # each token's k copies of h in, half of m out
         out = {"moe/router": Uses((h,), "moe/r", "moe/W_router"),
-               "moe/route": Uses(("moe/r",), weight="moe/b_router" if moe.router_bias else None),
-               "moe/gate": Uses((h,), "moe/m", "moe/W_gate_e"),
-               "moe/up": Uses((h,), "moe/m", "moe/W_up_e"),
+               "moe/route": Uses(("moe/r",), "moe/w",
+                                 weight="moe/b_router" if moe.router_bias else None),
+               "moe/gate": Uses((h,), "moe/m", "moe/W_gate_e", part=routed),
+               "moe/up": Uses((h,), "moe/m", "moe/W_up_e", part=routed),
                f"moe/{act}": Uses(("moe/m",), "moe/a"),
-               "moe/down": Uses(("moe/a",), y, "moe/W_down_e"), "moe/combine": Uses()}
+               "moe/down": Uses(("moe/a",), "moe/Y", "moe/W_down_e"),
+               "moe/combine": Uses(("moe/Y", "moe/w", *(("moe/y_s",) if moe.shared_F else ())),
+                                   y)}
         if moe.shared_F != 0:
-            out |= {"moe/shared/gate": Uses((h,), "moe/m_s", "moe/W_gate_s"),
-                    "moe/shared/up": Uses((h,), "moe/m_s", "moe/W_up_s"),
+            out |= {"moe/shared/gate": Uses((h,), "moe/m_s", "moe/W_gate_s",
+                                            part=(("moe/m_s", half),)),
+                    "moe/shared/up": Uses((h,), "moe/m_s", "moe/W_up_s",
+                                          part=(("moe/m_s", half),)),
                     f"moe/shared/{act}": Uses(("moe/m_s",), "moe/a_s"),
-                    "moe/shared/down": Uses(("moe/a_s",), y, "moe/W_down_s")}
+                    "moe/shared/down": Uses(("moe/a_s",), "moe/y_s", "moe/W_down_s")}
         if moe.shared_gate:
-            out["moe/shared/scale"] = Uses((h,), weight="moe/w_shared_gate")
+            out["moe/shared/scale"] = Uses((h, "moe/y_s"), "moe/y_s",
+                                           weight="moe/w_shared_gate")
         return out
 
 
