@@ -20,8 +20,12 @@ printed beside it, and so is the ratio of CPU seconds (user + system, from the c
 resource usage), which a busy machine disturbs less than the wall clock. symroof keeps its
 compiled table and solved crossovers on disk after its first run (:mod:`symroof.cache`), so
 that run is timed apart and the others are warm, as a user's second question is; the cache
-folder is a temporary one, empty at the start. Without llm-analysis the peer is skipped
-with that message and the ratios are None.
+folder is a temporary one, empty at the start. The same command is also timed with
+symroof's modules compiled to bytecode first (a copy of the package, ``compileall``-ed), as
+an installed package has them and the peer's and SymPy's are: a
+checkout run with ``PYTHONDONTWRITEBYTECODE`` compiles each of its modules from source in
+every process. Without llm-analysis the peer is skipped with that message and the ratios
+are None.
 
     python benchmarks/cli_vs_peer.py [small|full]
 """
@@ -32,6 +36,7 @@ import importlib.util
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -67,10 +72,12 @@ def _cpu() -> float:
     return used.ru_utime + used.ru_stime
 
 
-def _wall(args: list[str], env: dict[str, str], cpu: list[float] | None = None) -> float:
-    """Wall seconds of one whole process; its CPU seconds (user + system) go to ``cpu``."""
+def _wall(args: list[str], env: dict[str, str], cpu: list[float] | None = None,
+          cwd: Path = ROOT) -> float:
+    """Wall seconds of one whole process (run in ``cwd``: ``python -m`` imports from there
+    first); its CPU seconds (user + system) go to ``cpu``."""
     start, before = time.perf_counter(), _cpu()
-    done = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True,
+    done = subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=300)
     wall = time.perf_counter() - start
     if done.returncode != 0:
@@ -89,18 +96,32 @@ def main(size: str = "full") -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
         env = {**os.environ, "PYTHONPATH": path, "SYMROOF_CACHE": str(Path(tmp) / "cache")}
-        commands = {"symroof": REPORT, **({"llm-analysis": _peer_command(Path(tmp))}
-                                          if peer else {})}
+        # a copy of symroof with its modules compiled to bytecode, as an install has them
+        # (the peer's and SymPy's are; a checkout run with PYTHONDONTWRITEBYTECODE compiles
+        # every module from source in every process)
+        shutil.copytree(ROOT / "symroof", Path(tmp) / "tree" / "symroof",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(tmp) / "tree")],
+                       check=True, capture_output=True, timeout=300)
+        compiled = {**env, "PYTHONPATH": os.pathsep.join(
+            p for p in (str(Path(tmp) / "tree"), os.environ.get("PYTHONPATH")) if p)}
+        commands = {"symroof": (REPORT, env),
+                    "symroof, bytecode": (REPORT, compiled, Path(tmp) / "tree"),
+                    **({"llm-analysis": (_peer_command(Path(tmp)), env)} if peer else {})}
         cold = _wall(REPORT, env)  # fills the cache
         times: dict[str, list[float]] = {k: [] for k in commands}
         cpu: dict[str, list[float]] = {k: [] for k in commands}
         for i in range(runs):
             for name in (list(commands) if i % 2 == 0 else list(commands)[::-1]):
-                times[name].append(_wall(commands[name], env, cpu[name]))
+                args, environ, *cwd = commands[name]
+                times[name].append(_wall(args, environ, cpu[name], *cwd))
     ours = statistics.median(times["symroof"])
+    installed = statistics.median(times["symroof, bytecode"])
     result = {"size": size, "runs": runs, "symroof_s": ours, "symroof_cold_s": cold,
               "symroof_best_s": min(times["symroof"]), "peer_s": None, "ratio": None,
               "symroof_cpu_s": statistics.median(cpu["symroof"]), "cpu_ratio": None,
+              "symroof_bytecode_s": installed, "bytecode_ratio": None,
+              "symroof_bytecode_cpu_s": statistics.median(cpu["symroof, bytecode"]),
               "skipped": None if peer else "llm-analysis is not installed "
                                            "(pip install llm-analysis==0.2.2)"}
     line = (f"symroof report, whole process ({runs} runs, median): {ours:.2f} s (best "
@@ -110,10 +131,14 @@ def main(size: str = "full") -> dict:
         result.update(peer_s=theirs, peer_best_s=min(times["llm-analysis"]),
                       ratio=ours / theirs, peer_cpu_s=statistics.median(cpu["llm-analysis"]))
         result["cpu_ratio"] = result["symroof_cpu_s"] / result["peer_cpu_s"]
+        result["bytecode_ratio"] = installed / theirs
         line += (f"; llm-analysis infer {theirs:.2f} s (best {result['peer_best_s']:.2f} s); "
                  f"ratio symroof / llm-analysis {result['ratio']:.2f} (target <= 1); CPU "
                  f"seconds (user + system, median) {result['symroof_cpu_s']:.2f} against "
-                 f"{result['peer_cpu_s']:.2f}, ratio {result['cpu_ratio']:.2f}")
+                 f"{result['peer_cpu_s']:.2f}, ratio {result['cpu_ratio']:.2f}; with "
+                 f"symroof's bytecode compiled, as installed: {installed:.2f} s, ratio "
+                 f"{result['bytecode_ratio']:.2f}, CPU "
+                 f"{result['symroof_bytecode_cpu_s']:.2f} s")
     else:
         line += f"; peer skipped: {result['skipped']}"
     print(line)

@@ -33,7 +33,7 @@ import per_config  # noqa: E402
 
 import symroof as sr  # noqa: E402
 
-SIZES = {"small": (8, 1), "full": (400, 5)}  # configurations, rounds (best of)
+SIZES = {"small": (8, 1), "full": (400, 9)}  # configurations, rounds (best of)
 
 
 def _whole_loop(m: dict, C: float, W: float, configs: list) -> float:

@@ -188,5 +188,47 @@ def vectorised(exprs: tuple[Any, ...], symbols: tuple[sp.Symbol, ...]) -> Callab
 
     # elementwise, never amax; NumPy as the module itself, not "numpy": lambdify's
     # "from numpy import *" for the name costs about 0.1 s a process, the same functions
-    modules = [{"Max": np.maximum, "Min": np.minimum}, np]
+    modules = [{"Max": np.maximum, "Min": np.minimum, _MAX.__name__: _elementwise(np.maximum),
+                _MIN.__name__: _elementwise(np.minimum)}, np]
+    exprs = tuple(_plain(_nested(sp.sympify(e), symbols)) for e in exprs)
     return sp.lambdify(symbols, list(exprs), modules=modules, cse=len(exprs) > 1)
+
+
+#: Max and Min as plain functions for the NumPy backend: cse rebuilds every expression it
+#: shares a subterm of, and a rebuilt Max searches again for an order of its arguments
+#: (most of a sweep's compile time); these are printed as the same elementwise reduction
+_MAX, _MIN = sp.Function("_elementwise_max"), sp.Function("_elementwise_min")
+
+
+def _elementwise(ufunc: Any) -> Callable[..., Any]:
+    return lambda *args: functools.reduce(ufunc, args)
+
+
+def _plain(expr: sp.Expr) -> sp.Expr:
+    """``expr`` with each Max and Min as :data:`_MAX` and :data:`_MIN` (the same arguments,
+    nothing evaluated again)."""
+    if not expr.args or not expr.has(sp.Max, sp.Min):
+        return expr
+    args = tuple(_plain(a) for a in expr.args)
+    if isinstance(expr, (sp.Max, sp.Min)):
+        return (_MAX if isinstance(expr, sp.Max) else _MIN)(*args)
+    return expr if args == expr.args else expr.func(*args)
+
+
+def _nested(expr: sp.Expr, symbols: Sequence[sp.Symbol]) -> sp.Expr:
+    """A polynomial in one or two symbols in Horner form over ``symbols`` (in their order),
+    anything else as is.
+
+    Over a grid (``B[:, None]``, ``S[None, :]``) the nested form does the small products
+    first and touches the full grid once per level: ``B*(c*S + d)`` is one pass over the
+    grid where ``c*B*S + d*B`` (or a shared ``x0 = B*S``, as cse would find it) is three.
+    The sweeps' grids have two axes; expressions in more symbols (the strategy search's
+    template) are left to cse as they are.
+
+    >>> from symroof.symbols import B, S
+    >>> _nested(3 * B * S + 5 * B, (B, S))
+    B*(3*S + 5)
+    """
+    if expr.is_number or len(expr.free_symbols) > 2 or not expr.is_polynomial(*symbols):
+        return expr
+    return sp.horner(expr, *symbols)

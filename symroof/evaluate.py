@@ -209,4 +209,8 @@ def _finish(tree: Any, shape: tuple[int, ...]) -> Any:
     arr = np.asarray(tree, dtype=np.float64)
     if not shape:
         return arr[()]
-    return arr if arr.shape == shape else np.array(np.broadcast_to(arr, shape))
+    if arr.shape == shape:
+        return arr
+    if arr.ndim == 0:  # a constant leaf (no network term: 0): filled, zeros left to calloc
+        return np.zeros(shape) if arr == 0 else np.full(shape, arr)
+    return np.array(np.broadcast_to(arr, shape))

@@ -34,6 +34,9 @@ from typing import Any, NamedTuple
 
 import sympy as sp
 
+from .symbols import B as _B
+from .symbols import C as _C
+
 __all__ = ["TERMS", "Ops", "EXACT", "SYMPY", "SOURCE", "source", "combine", "terms",
            "present"]
 
@@ -56,8 +59,92 @@ def _pick(c: Any, a: Any, b: Any) -> Any:
 
 
 EXACT = Ops(max, operator.add, operator.gt, _pick)
+
+#: the assumptions of the symbol table's symbols: a dimension's, and a chip figure's
+_POSITIVE_INTEGER, _POSITIVE = _B.assumptions0, _C.assumptions0
+
+
+def _samples(symbols: Sequence[sp.Symbol]) -> list[dict[sp.Symbol, sp.Rational]]:
+    """Points of the symbols' domain: every symbol at 1, every one large (2^40), then each
+    in turn large and, where it is no integer, small (2^-40); none at all where a symbol's
+    assumptions are not those of symbols.py (positive, or a positive integer): its domain
+    is not known here."""
+    if any(s.assumptions0 not in (_POSITIVE, _POSITIVE_INTEGER) for s in symbols):
+        return []
+    one = dict.fromkeys(symbols, sp.Integer(1))
+    points = [one, dict.fromkeys(symbols, sp.Integer(2**40))]
+    for s in symbols:
+        points.append({**one, s: sp.Integer(2**40)})
+        if not s.is_integer:
+            points.append({**one, s: sp.Rational(1, 2**40)})
+    return points
+
+
+def _unordered(a: sp.Expr, b: sp.Expr) -> bool:
+    """Whether two points of the symbols' domain order ``a`` and ``b`` both ways: then no
+    assumption orders them, and ``sp.Max`` keeps both (False: not shown, ask SymPy)."""
+    signs = set()
+    for point in _samples(sorted((a - b).free_symbols, key=str)):
+        d = (a - b).xreplace(point)
+        if not (d.is_Rational or d.is_Float) or d.is_finite is not True:
+            return False
+        signs.add(1 if d > 0 else -1 if d < 0 else 0)
+        if {1, -1} <= signs:
+            return True
+    return False
+
+
+def _sign(d: sp.Expr) -> int:
+    """1 (or -1) where every term of ``d``, expanded, is a positive (negative) number times
+    powers of positive symbols, so that ``d`` is positive (negative) wherever the symbols
+    are; 0 where that does not show."""
+    signs = set()
+    for term in sp.Add.make_args(sp.expand(d)):
+        c, rest = term.as_coeff_Mul()
+        if not (c.is_Rational and c != 0) or (rest != 1 and not all(
+                base.is_Symbol and base.is_positive and p.is_Rational
+                for base, p in rest.as_powers_dict().items())):
+            return 0
+        signs.add(1 if c > 0 else -1)
+    return signs.pop() if len(signs) == 1 else 0
+
+
+def _max(a: Any, b: Any) -> sp.Expr:
+    """``sp.Max(a, b)`` without SymPy's search for an order where the order is known or
+    cannot exist. The arguments (a Max's own flattened, numbers included) lose each one
+    that another exceeds wherever the symbols are (the difference expands to positive
+    terms, :func:`_sign`); the rest must be pairwise unordered (two points of the domain
+    order each pair both ways, :func:`_unordered`), and are kept unevaluated, as SymPy
+    keeps them. Anything else (a Min, a pair neither shown ordered nor unordered) goes to
+    ``sp.Max``. The value is always SymPy's; so is the expression, except where SymPy cannot
+    see an order that expanding shows (it keeps both terms; this keeps the larger).
+
+    >>> from symroof.symbols import B, C, W
+    >>> _max(2 * B / C, 3 * B / W) == sp.Max(2 * B / C, 3 * B / W)
+    True
+    >>> _max(2 * B / C, 3 * B / C + 1 / W)             # ordered: the larger alone
+    3*B/C + 1/W
+    >>> _max(sp.Max(2 * B / C, 3 * B / W), 0)          # a zero term (no network) drops
+    Max(2*B/C, 3*B/W)
+    """
+    a, b = sp.sympify(a), sp.sympify(b)
+    if a.is_Rational and b.is_Rational:
+        return max(a, b)
+    args = list(dict.fromkeys([*(a.args if isinstance(a, sp.Max) else (a,)),
+                               *(b.args if isinstance(b, sp.Max) else (b,))]))
+    if any(not isinstance(x, sp.Expr) or isinstance(x, (sp.Min, sp.Max)) for x in args):
+        return sp.Max(a, b)
+    keep = [x for x in args if not any(y is not x and _sign(y - x) > 0 for y in args)]
+    if len(keep) == 1:
+        return keep[0]
+    if all(not x.is_number for x in keep) and all(
+            _unordered(x, y) for i, x in enumerate(keep) for y in keep[i + 1:]):
+        return sp.Max(*keep, evaluate=False)
+    return sp.Max(a, b)
+
+
 #: symbolic terms: Max and Add; which term is largest is left undecided (None)
-SYMPY = Ops(sp.Max, operator.add, lambda a, b: None, lambda c, a, b: None)
+SYMPY = Ops(_max, operator.add, lambda a, b: None, lambda c, a, b: None)
 
 
 def _where_source(c: str, a: Any, b: Any) -> str:

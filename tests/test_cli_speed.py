@@ -25,7 +25,7 @@ def test_report_loads_only_what_it_needs(tmp_path):
     probe = ("import sys; from symroof.surfaces.cli import main; rc = main(sys.argv[1:]); "
              "heavy = [m for m in ('numpy', 'matplotlib', 'symroof.numeric.model', "
              "'symroof.parallel.search', 'symroof.parallel.strategies', 'symroof.plots', "
-             "'symroof.surfaces.cli_train') if m in sys.modules]; "
+             "'symroof.surfaces.cli_train', 'symroof.surfaces.notes') if m in sys.modules]; "
              "print(rc, heavy, file=sys.stderr)")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SYMROOF_CACHE": str(tmp_path)}
     done = subprocess.run([sys.executable, "-c", probe, *REPORT], capture_output=True,
@@ -102,3 +102,17 @@ def test_a_broken_or_unwritable_cache_only_means_building_again(monkeypatch, tmp
     assert build(tiny, h100).source == good.source
     monkeypatch.setenv("SYMROOF_CACHE", "off")
     assert cache.cache_dir() is None and build(tiny, h100).source == good.source
+
+
+def test_a_latex_failure_still_exits_1_with_one_line(monkeypatch, capsys, tmp_path):
+    """The notes module loads with the commands that compile LaTeX, not with every command;
+    pdflatex failing in one of them is still one line and exit status 1 (a ValueError 2)."""
+    from symroof.surfaces import notes
+    from symroof.surfaces.cli import main
+
+    def fail(*_: object, **__: object) -> None:
+        raise notes.LatexError("notes.tex:12: Undefined control sequence")
+
+    monkeypatch.setattr(notes, "build_notes", fail)
+    assert main(["notes", "--out", str(tmp_path), "--no-pdf"]) == 1
+    assert capsys.readouterr().err == "symroof: error: notes.tex:12: Undefined control sequence\n"

@@ -126,3 +126,25 @@ def test_compiled_totals_are_the_rows_summed(name):
             del vars(table)["_total"], vars(table)["_totals"]  # now summed the slow way
             slow = table._total
             assert fast == slow and list(map(type, fast)) == list(map(type, slow))
+
+
+def test_vectorised_grid_values_are_the_exact_ones():
+    """The NumPy backend nests a polynomial in the grid's two symbols (Horner form): its
+    values are still the exact ones, to float64 rounding, and a constant field fills the
+    grid (zeros for a term that is absent)."""
+    from symroof.evaluate import evaluate
+
+    model, chip = sr.model("llama-3.1-8b"), sr.chip("h100")
+    t = sr.step_time(model, chip, B, 1, S - 1).whole  # polynomials in B and S
+    b, s = np.array([1.0, 7.0, 512.0])[:, None], np.array([1.0, 2048.0, 131072.0])[None, :]
+    got = evaluate(t, B=b, S=s)
+    for i, bi in enumerate((1, 7, 512)):
+        for j, sj in enumerate((1, 2048, 131072)):
+            exact_t = t.subs({B: bi, S: sj})
+            for name in ("t_math", "t_mem", "lower", "upper"):
+                want = float(getattr(exact_t, name))
+                assert got[name][i, j] == pytest.approx(want, rel=1e-15), (name, bi, sj)
+    assert got["t_net"].shape == (3, 3) and not got["t_net"].any()
+    got["t_net"][0, 0] = 1.0  # a grid of its own, not a read-only broadcast
+    f = vectorised((3 * B * S + 5 * B, B + S), (B, S))
+    assert f(np.array([[2.0]]), np.array([[3.0]]))[0].tolist() == [[28.0]]

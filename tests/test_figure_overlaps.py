@@ -138,3 +138,15 @@ def test_an_arrow_through_a_label_is_found():
     crossing = _labelled(0.2, arrow_to=(0.9, 0.15))  # from the top left through the label
     assert text_overlaps(crossing) == [("arrow of 'a note'", "a label")]
     assert text_overlaps(_labelled(0.2, arrow_to=(0.9, 0.9))) == []  # along the top
+
+
+def test_a_line_collection_through_a_label_is_found_and_one_beside_it_is_not():
+    """vlines and hlines draw LineCollections, not Line2Ds: each of their lines is checked
+    (each one apart: no stroke joins one line's end to the next one's start)."""
+    crossing = _labelled(0.2)
+    crossing.axes[0].vlines([0.45, 0.95], 0, 1, label="ridges")  # the first through the label
+    assert text_overlaps(crossing) == [("line 'ridges'", "a label")]
+    beside = _labelled(0.2)
+    beside.axes[0].vlines([0.05, 0.95], 0, 1, label="ridges")
+    beside.axes[0].hlines(0.5, 0.7, 0.9)  # at the label's height, right of it
+    assert text_overlaps(beside) == []

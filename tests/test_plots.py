@@ -53,7 +53,7 @@ def test_ops_roofline_places_both_phases_on_the_roof(ops_fig):
 def test_ops_roofline_labels_do_not_overlap(ops_fig):
     ax = ops_fig.axes[0]
     renderer = ops_fig.canvas.get_renderer()
-    names = "MLP", "norms", "attention core", "lm_head"
+    names = "MLP", "norms", "attention core", "LM head"
     boxes = [t.get_window_extent(renderer) for t in ax.texts if any(n in t.get_text()
                                                                     for n in names)]
     assert len(boxes) >= 4
@@ -290,3 +290,19 @@ def test_measured_plot_labels_sit_next_to_their_points():
         assert t.xy[1] == pytest.approx(float(np.exp(np.mean(np.log(ys)))))
         assert t.xyann[0] == (5 if right else -5) and abs(t.xyann[1]) <= 60  # points
         assert (t.arrow_patch is not None) == (t.xyann[1] != 0)
+
+
+def test_op_groups_are_named_in_words_on_the_figures():
+    """Every op group a figure labels reads as words (no code name such as lm_head): the
+    conventions plot's ticks and the ops roofline's point labels."""
+    from symroof.models.table_render import in_words
+    from symroof.models.transformer import OP_GROUPS
+    from symroof.plots import conventions_plot
+
+    assert [g for g in OP_GROUPS if "_" in in_words(g)] == []
+    fig = conventions_plot("tiny", "h100", batch=1, context=64, profiles=("symroof",))
+    ticks = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert "LM head" in ticks and not any("_" in t for t in ticks)
+    ops = ops_roofline_plot("tiny", H100, context=64)
+    names = [n for t in ops.axes[0].texts for n in t.get_text().split("\n")]
+    assert "LM head" in names and not any("lm_head" in n for n in names)

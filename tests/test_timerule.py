@@ -13,7 +13,7 @@ import sympy as sp
 
 import symroof as sr
 from symroof.evaluate import NUMPY, evaluate
-from symroof.symbols import B
+from symroof.symbols import B, S
 from symroof.timerule import EXACT, SOURCE, SYMPY, combine, source
 
 H100_C, H100_W = 989 * 10**12, 335 * 10**10  # NVIDIA H100 SXM sheet: dense bf16, HBM3 B/s
@@ -68,3 +68,37 @@ def test_grep_finds_one_time_rule():
     hits = [f"{p.relative_to(root)}:{i}" for p in root.rglob("*.py")
             for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
     assert hits == []
+
+
+def _max_cases() -> list:
+    from symroof.symbols import C, D, F, W, W_net
+    mm = sr.matmul(B, D, F)
+    t_math, t_mem, t_net = mm.flops / C, mm.bytes / W, 2 * B * F / W_net
+    s = sp.Symbol("s")  # no assumptions: its domain is not known, SymPy decides
+    return [
+        (t_math, t_mem),                        # unordered: kept as two terms
+        (sp.Max(t_math, t_mem), t_net),         # three terms, flattened
+        (t_math, 3 * t_math),                   # ordered: the larger alone
+        (sp.Integer(0), t_mem),                 # a zero term
+        (sp.Rational(1, 3), sp.Integer(2)),     # numbers
+        (sp.Rational(1, 10**6), B / 10**9),     # a latency floor against a symbolic size
+        (t_math, t_math + t_net),               # ordered by a positive summand
+        (t_math, sp.Min(t_mem, t_net)),         # a Min of its own
+        (s, t_mem),
+        (t_mem, t_mem),
+        # numbers for the chip (an H100's norms, decode): memory-bound at every batch
+        (sp.Rational(106509, 98900000000000) * B, (208 * B + 104) / sp.Integer(654296875)),
+        (B * S, B - 1),                         # ordered, but not term by term
+        (B * S - B, 2 * B),                     # unordered, with a negative term
+        (sp.Max(t_math, t_mem), sp.Integer(0)),  # a step's zero network term
+        (sp.Max(t_math, t_mem), t_mem + t_net),  # exceeds one of the two, not the other
+        (sp.Max(t_math, t_mem), 2 * t_math + t_mem),  # exceeds both
+    ]
+
+
+@pytest.mark.parametrize("a, b", _max_cases())
+def test_symbolic_max_is_sympys_max(a, b):
+    # the rule's symbolic max skips SymPy's search for an order only where none exists: the
+    # same expression, args and all, as SymPy's own Max builds (sp.Max is the oracle)
+    got, want = SYMPY.max(a, b), sp.Max(a, b)
+    assert got == want and type(got) is type(want) and got.args == want.args

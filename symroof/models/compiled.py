@@ -31,6 +31,7 @@ by the model's fields, the chip's peak and bandwidth, the options and symroof's 
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any, NamedTuple
@@ -47,7 +48,7 @@ from ..timerule import TERMS, combine, present, source, terms
 from .transformer import Transformer, group
 
 __all__ = ["OpValues", "CompiledTable", "compiled_table", "row_values", "exact_number",
-           "exact_terms", "rates"]
+           "exact_terms", "rates", "JSON_ROW", "json_rows", "intensity_pair"]
 
 _FIELDS = ("flops", "useful_flops", "weight_bytes", "act_bytes", "kv_bytes", "act_store_bytes",
            "kv_store_bytes")
@@ -146,12 +147,14 @@ def row_values(cost: Cost | dict[str, Any], chip: Any, dtype: str, useful: bool)
 class CompiledTable(NamedTuple):
     """``fn(B, T, S) -> (rows, whole)``: ``{name: OpValues}`` in ``names`` order, and the
     whole's ``OpValues``; ``total(tuple of the rows' OpValues)``: the totals' (summed
-    counts, their roofline)."""
+    counts, their roofline); ``json(the same tuple)``: the rows' JSON (:data:`JSON_ROW`),
+    the totals' JSON and ``OpValues``, and the rows' lower bounds in order."""
 
     names: tuple[str, ...]
     fn: Callable[[int, int, int], tuple[dict[str, OpValues], OpValues]]
     source: str
     total: Callable[[tuple[OpValues, ...]], OpValues]
+    json: Callable[[tuple[OpValues, ...]], tuple[dict, dict, OpValues, list[float]]]
 
     def __call__(self, batch: int, new_tokens: int, context: int) -> Any:
         return self.fn(batch, new_tokens, context)
@@ -178,6 +181,71 @@ def _row_source(i: str, fields: list[str], dens: list[int], peak: sp.Expr,
             f"    m{i} = {to}({_over(f'{counted}{i}', peak)}); "
             f"t{i} = {to}({_over(f'(w{i} + a{i} + k{i})', hbm_bw)})",
             f"    r{i} = _new(_V, {rule})"]
+
+
+#: a row's JSON form (``RooflineTable.as_dict``), in print order: key -> its value, as source
+#: over the row's values as the generated source names them, ``{k}`` the row's suffix
+#: (counts f, u, w, a, k; the bytes written s (activations) and q (KV cache); terms m, t;
+#: bounds lo, up; bound b; intensity i and its exact text x). The one place a row's JSON
+#: is made: the compiled tables and the tables built from rows both print it.
+JSON_ROW = (("flops", "f{k}"), ("useful_flops", "u{k}"), ("weight_bytes", "w{k}"),
+            ("kv_bytes", "k{k}"), ("act_bytes", "a{k}"), ("act_load_bytes", "a{k} - s{k}"),
+            ("act_store_bytes", "s{k}"), ("kv_load_bytes", "k{k} - q{k}"),
+            ("kv_store_bytes", "q{k}"), ("intensity", "i{k}"), ("intensity_exact", "x{k}"),
+            ("bound", "b{k}"), ("t_math_s", "m{k}"), ("t_mem_s", "t{k}"),
+            ("t_lower_s", "lo{k}"), ("t_upper_s", "up{k}"))
+
+
+def intensity_pair(counted: Any, nbytes: Any) -> tuple[float, str]:
+    """(float, exact text) of counted FLOPs over bytes: inf or nan where there are no bytes.
+
+    >>> intensity_pair(6, 4), intensity_pair(Fraction(3, 2), 3), intensity_pair(0, 0)
+    ((1.5, '3/2'), (0.5, '1/2'), (nan, 'nan'))
+    """
+    if nbytes == 0:
+        return (math.inf, "oo") if counted != 0 else (math.nan, "nan")
+    if type(counted) is int and type(nbytes) is int:
+        g = math.gcd(counted, nbytes)
+        p, q = counted // g, nbytes // g
+        return counted / nbytes, str(p) if q == 1 else f"{p}/{q}"
+    x = Fraction(counted) / nbytes
+    return float(x), str(x)
+
+
+def _json_lines(k: str, row: str, counted: str, pad: str = "    ", ints: bool = False
+                ) -> list[str]:
+    """Lines that make row ``k``'s JSON dict ``j{k}`` (:data:`JSON_ROW`) from its OpValues
+    ``row``; ``counted`` is the source of the FLOPs its intensity counts; ``ints``: its
+    counts are known to be ints (a compiled row with no denominator)."""
+    n = f"n{k}"
+    test = f"{n}" if ints else f"type(c{k}) is int and type({n}) is int and {n}"
+    lines = [f"{pad}f{k}, u{k}, w{k}, a{k}, k{k}, _, m{k}, t{k}, _, lo{k}, up{k}, b{k}, s{k}, "
+             f"q{k} = {row}",
+             f"{pad}c{k} = {counted}; {n} = w{k} + a{k} + k{k}",
+             f"{pad}if {test}:  # ints: the common case",
+             f"{pad}    g = _gcd(c{k}, {n}); i{k} = c{k} / {n}",
+             f"{pad}    x{k} = str(c{k} // g) if g == {n} else f'{{c{k} // g}}/{{{n} // g}}'",
+             f"{pad}else:",
+             f"{pad}    i{k}, x{k} = _pair(c{k}, {n})",
+             f"{pad}    f{k}, u{k}, w{k}, a{k}, k{k} = int(f{k}), int(u{k}), int(w{k}), "
+             f"int(a{k}), int(k{k})"]
+    if not ints:  # exact counts print as integers, as the others
+        lines += [f"{pad}if type(s{k}) is not int or type(q{k}) is not int:",
+                  f"{pad}    s{k}, q{k} = int(s{k}), int(q{k})"]
+    return lines + [f"{pad}j{k} = {{" + ", ".join(f"{key!r}: {value.format(k=k)}"
+                                                  for key, value in JSON_ROW) + "}"]
+
+
+#: the names the JSON source reads
+_JSON_NAMES = {"_gcd": math.gcd, "_pair": intensity_pair}
+
+#: ``json_rows(items, useful) -> {name: row's JSON}`` of (name, OpValues) pairs: a table
+#: built from rows prints its rows with it (a compiled table runs the same lines unrolled)
+json_rows = load("\n".join(["def json_rows(items, useful):", "    out = {}",
+                             "    for name, row in items:",
+                             *_json_lines("", "row", "u if useful else f", " " * 8),
+                             "        out[name] = j", "    return out"]),
+                 "json_rows", "<symroof table rows as JSON>", _JSON_NAMES)
 
 
 @functools.lru_cache(maxsize=64)
@@ -225,10 +293,10 @@ def compiled_table(model: Transformer, chip: Chip, dtype: str = "bf16",
                                    groups, conventions),
                          lambda: _source(model, peak, hbm_bw, attention, last_only, groups,
                                          conventions))
-    fn, total = load(source, ("_table", "_total"),
-                     f"<symroof table: {model.name} on {chip.name}>",
-                     {"_V": OpValues, "_new": tuple.__new__})
-    return CompiledTable(tuple(names), fn, source, total)
+    fn, total, json = load(source, ("_table", "_total", "_json"),
+                           f"<symroof table: {model.name} on {chip.name}>",
+                           {"_V": OpValues, "_new": tuple.__new__, **_JSON_NAMES})
+    return CompiledTable(tuple(names), fn, source, total, json)
 
 
 def _source(model: Transformer, peak: sp.Expr, hbm_bw: sp.Expr, attention: str,
@@ -255,4 +323,13 @@ def _source(model: Transformer, peak: sp.Expr, hbm_bw: sp.Expr, attention: str,
     exact = all(d == 1 for k in range(last) for d in dens[k])
     lines += _row_source("z", sums, [1 if exact else 0] * len(_FIELDS), peak, hbm_bw, counted)
     lines.append("    return rz")
+    # the JSON form (as_dict): every row's dict, the totals' (and their values), the lower
+    # bounds in order; the rows unrolled, each made by the lines json_rows loops over
+    lines += ["def _json(rows):"]
+    for k in range(last):
+        lines += _json_lines(str(k), f"rows[{k}]", f"{counted}{k}",
+                             ints=all(d == 1 for d in dens[k]))
+    lines += ["    rz = _total(rows)", *_json_lines("z", "rz", f"{counted}z", ints=exact)]
+    lines.append(f"    return {{{', '.join(f'{n!r}: j{k}' for k, n in enumerate(names[:-1]))}}}, "
+                 f"jz, rz, [{', '.join(f'lo{k}' for k in range(last))}]")
     return list(names[:-1]), "\n".join(lines)

@@ -34,7 +34,7 @@ from ..render import fmt_num, fmt_si
 from ..timerule import combine, present
 from ..workload import Step
 from . import table_render as _render
-from .compiled import OpValues, compiled_table, exact_terms
+from .compiled import OpValues, compiled_table, exact_terms, intensity_pair, json_rows
 from .compiled import exact_number as _exact
 from .compiled import row_values as _values
 from .sanity import step_warnings
@@ -184,16 +184,8 @@ class RooflineTable:
         return Fraction(counted) / v.bytes
 
     def _intensity_pair(self, v: OpValues) -> tuple[float, str]:
-        """(float, exact text) of a row's intensity; integers stay off Fraction's slow path."""
-        counted, nbytes = (v.useful_flops if self.useful else v.flops), v.bytes
-        if nbytes == 0:
-            return (math.inf, "oo") if counted != 0 else (math.nan, "nan")
-        if type(counted) is int and type(nbytes) is int:
-            g = math.gcd(counted, nbytes)
-            p, q = counted // g, nbytes // g
-            return counted / nbytes, str(p) if q == 1 else f"{p}/{q}"
-        x = Fraction(counted) / nbytes
-        return float(x), str(x)
+        """(float, exact text) of a row's intensity (:func:`compiled.intensity_pair`)."""
+        return intensity_pair(v.useful_flops if self.useful else v.flops, v.bytes)
 
     @cached_property
     def _lowers(self) -> tuple[list[float], float]:
@@ -239,43 +231,23 @@ class RooflineTable:
 
     def as_dict(self) -> dict[str, Any]:
         """Stable JSON-ready form: numbers as numbers, exact values as strings."""
-
-        useful, gcd, pair = self.useful, math.gcd, self._intensity_pair
-
-        def rows(items: Any) -> dict[str, dict[str, Any]]:
-            out = {}
-            for name, v in items:  # one loop, no call per row: most of as_dict's time
-                f, u, w, a, k, _, t_math, t_mem, _, lower, upper, bound, sa, sk = v
-                nbytes = w + a + k  # an int only where w, a and k all are
-                if type(f) is int and type(u) is int and type(nbytes) is int and nbytes:
-                    counted = u if useful else f  # the common case: Python ints throughout
-                    g = gcd(counted, nbytes)
-                    intensity = counted / nbytes
-                    exact = str(counted // g) if g == nbytes else \
-                        f"{counted // g}/{nbytes // g}"
-                else:
-                    intensity, exact = pair(v)
-                    f, u, w, a, k = int(f), int(u), int(w), int(a), int(k)
-                if type(sa) is not int or type(sk) is not int:
-                    sa, sk = int(sa), int(sk)  # (exact counts: integers, as the others)
-                out[name] = {"flops": f, "useful_flops": u, "weight_bytes": w, "kv_bytes": k,
-                             "act_bytes": a, "act_load_bytes": a - sa, "act_store_bytes": sa,
-                             "kv_load_bytes": k - sk, "kv_store_bytes": sk,
-                             "intensity": intensity, "intensity_exact": exact,
-                             "bound": bound, "t_math_s": t_math, "t_mem_s": t_mem,
-                             "t_lower_s": lower, "t_upper_s": upper}
-            return out
-
-        total, numbers = self._total, self.numbers
+        numbers = self.numbers
+        compiled = vars(self).get("_json")
+        if compiled is not None:  # the compiled table prints its rows and totals itself
+            rows, total_row, total, lowers = compiled(tuple(numbers.values()))
+            vars(self).setdefault("_total", total)
+            vars(self).setdefault("_lowers", (lowers, math.fsum(lowers)))
+        else:
+            rows = json_rows(numbers.items(), self.useful)
+            total = self._total
+            total_row = json_rows([("", total)], self.useful)[""]
         out = {"title": self.title, "conventions": _conventions_dict(self.conventions),
                "chip": self.chip.name, "dtype": self.dtype,
-               "flops": "useful" if useful else "executed",
-               "ridge": _ridge(self.chip, self.dtype)[0],
-               "rows": rows(numbers.items()),
-               "total": rows([("", total)])[""], "per_op_sum_s": self._per_op_float(),
-               "lower_s": total.lower, "upper_s": total.upper,
-               "bottleneck": self.bottleneck(), "notes": list(self.notes),
-               "warnings": list(self.warnings)}
+               "flops": "useful" if self.useful else "executed",
+               "ridge": _ridge(self.chip, self.dtype)[0], "rows": rows, "total": total_row,
+               "per_op_sum_s": self._per_op_float(), "lower_s": total.lower,
+               "upper_s": total.upper, "bottleneck": self.bottleneck(),
+               "notes": list(self.notes), "warnings": list(self.warnings)}
         if self._whole_values is not None:
             out["whole_model_lower_s"] = self._whole_values.lower
         return out
@@ -299,18 +271,23 @@ def _ridge(chip: Any, dtype: str) -> tuple[float, str]:
     return hit[1]
 
 
-_RECORDS: dict[int, tuple[Conventions, dict]] = {}  # id(conventions) -> (it, as_dict())
+_RECORDS: dict[int, tuple] = {}  # id(conventions) -> (it, as_dict(), its keys with lists)
 
 
 def _conventions_dict(conventions: Conventions) -> dict[str, Any]:
     """The conventions' JSON form (built once per record, a fresh copy each call: its
-    values are strings, numbers and lists of them)."""
+    values are strings, numbers and lists of them; the lists copied too)."""
     hit = _RECORDS.get(id(conventions))
     if hit is None or hit[0] is not conventions:
         if len(_RECORDS) >= 64:
             _RECORDS.clear()
-        hit = _RECORDS[id(conventions)] = (conventions, conventions.as_dict())
-    return {k: list(v) if type(v) is list else v for k, v in hit[1].items()}
+        record = conventions.as_dict()
+        hit = _RECORDS[id(conventions)] = (conventions, record, tuple(
+            k for k, v in record.items() if type(v) is list))
+    out = dict(hit[1])
+    for k in hit[2]:
+        out[k] = list(out[k])
+    return out
 
 
 @functools.cache
@@ -405,4 +382,5 @@ def roofline_table(model: Transformer, chip: Any, step: Step | None = None, *,
     rows, whole = fn.fn(batch, new_tokens, cached + new_tokens)
     table = RooflineTable._from_numbers(rows, whole, chip, dtype, title, notes, key, cv, useful)
     vars(table)["_totals"] = fn.total  # the totals summed by compiled code, when asked
+    vars(table)["_json"] = fn.json  # and the JSON form printed by it
     return table

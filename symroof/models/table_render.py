@@ -11,9 +11,23 @@ from typing import Any
 from ..prose import tex_escape, tex_text
 from ..render import fmt_num, fmt_si
 
-__all__ = ["COLUMNS", "cells", "body", "summary", "text", "markdown", "latex"]
+__all__ = ["COLUMNS", "GROUP_WORDS", "in_words", "cells", "body", "summary", "text",
+           "markdown", "latex"]
 
 COLUMNS = ("op", "FLOPs", "weight B", "KV B", "act B", "intensity", "bound", "time")
+
+#: the op groups (``models.transformer.OP_GROUPS``) whose names are code, in words: what a
+#: figure's ticks and labels print (every other group is named in words already)
+GROUP_WORDS = {"lm_head": "LM head"}
+
+
+def in_words(name: str) -> str:
+    """An op group's name as a figure prints it (:data:`GROUP_WORDS`; any other name as is).
+
+    >>> in_words("lm_head"), in_words("attention core"), in_words("attn/q_proj")
+    ('LM head', 'attention core', 'attn/q_proj')
+    """
+    return GROUP_WORDS.get(name, name)
 
 
 def cells(t: Any, name: str, v: Any) -> list[str]:

@@ -46,6 +46,7 @@ from ..cost import Cost, as_dimension
 from ..hardware.chip import STORAGE_BYTES
 from ..hardware.mesh import Mesh
 from ..render import fmt_si
+from ..timerule import SYMPY
 from ..workload import Step
 from .partition import shard_layers, ways
 from .serving_2d import LAYOUTS, ici_condition, layout_conditions, split_axes
@@ -205,8 +206,8 @@ class ServePlan:
         m, chip = self.model, self.mesh.chip
         C, W = self.n * chip.peak(self.compute_dtype), self.n * chip.hbm_bw
         kv = self.batch * self.context * m.kv_bytes_per_token
-        return kv / W + sp.Max(2 * self.batch * m.matmul_params / C,
-                               m.params * m.w_bytes / W)
+        return kv / W + SYMPY.max(2 * self.batch * m.matmul_params / C,  # the time rule's
+                                  m.params * m.w_bytes / W)  # Max: no order search
 
     def crossover(self, lhs: str, rhs: str, var: Any) -> sp.Expr:
         """Solve ``t_<lhs> = t_<rhs>`` ("math", "mem", "net") for ``var`` (e.g. B)."""

@@ -9,18 +9,26 @@
 - ``serving``: step latency against tokens/s per chip as the batch grows, HBM cap marked.
 - ``conventions``: one step's per-op time under several conventions, side by side.
 
+Each name loads its module when first read (PEP 562), so drawing one plot imports only
+what that plot needs (a roofline does not load the models, the serving plans or the
+training code).
+
 >>> import symroof as sr
 >>> callable(sr.plot.roofline_plot)
 True
 """
 
-from .compare import compare_plot
-from .conventions import conventions_plot
-from .model import attention_share_plot, ops_roofline_plot, throughput_plot
-from .network import collective_plot, sharded_matmul_plot
-from .roofline import batch_plot, roofline_plot
-from .serving import latency_throughput_plot
+from ..lazy import attach
 
-__all__ = ["roofline_plot", "batch_plot", "ops_roofline_plot", "throughput_plot",
-           "attention_share_plot", "collective_plot", "sharded_matmul_plot",
-           "latency_throughput_plot", "compare_plot", "conventions_plot"]
+#: every public name -> the module that defines it, loaded when the name is first read
+_NAMES = {
+    **dict.fromkeys(("roofline_plot", "batch_plot"), ".roofline"),
+    **dict.fromkeys(("ops_roofline_plot", "throughput_plot", "attention_share_plot"),
+                    ".model"),
+    **dict.fromkeys(("collective_plot", "sharded_matmul_plot"), ".network"),
+    "latency_throughput_plot": ".serving", "compare_plot": ".compare",
+    "conventions_plot": ".conventions",
+}
+
+__getattr__, __dir__ = attach(__name__, _NAMES)
+__all__ = list(_NAMES)

@@ -16,6 +16,7 @@ from ..conventions import PROFILES, profile
 from ..hardware import as_chip
 from ..models import model as _model
 from ..models.table import RooflineTable
+from ..models.table_render import in_words
 from ..models.transformer import group
 from .roofline import _pyplot
 
@@ -44,7 +45,7 @@ def conventions_plot(model: Any, chip: Any, *, batch: int, context: int,
         ys = [t.numbers[n].lower * 1e3 if n in t.numbers else 0.0 for n in names]
         ax.bar([k + (i - (len(tables) - 1) / 2) * width for k in range(len(names))], ys,
                width, label=f"{p} ({float(t._per_op_sum) * 1e3:.3g} ms)")
-    ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
+    ax.set_xticks(range(len(names)), [in_words(n) for n in names], rotation=30, ha="right")
     ax.set_yscale("log")
     ax.set_ylabel("time (ms, per-op lower bound)")
     ax.set_title(f"{m.name} {phase}, batch {batch}, context {context} on {chip.name}")

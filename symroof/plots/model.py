@@ -22,6 +22,7 @@ from ..evaluate import evaluate
 from ..hardware import as_chip
 from ..models import model as _model
 from ..models.inference import ctx_star, step_time
+from ..models.table_render import in_words
 from ..models.transformer import Transformer, group
 from ..symbols import B as _B
 from ..symbols import S as _S
@@ -90,7 +91,7 @@ def ops_roofline_plot(model: Any, chip: Any, *, context: int = 2048, prefill_bat
     for phase, batch in (("prefill", prefill_batch), ("decode", decode_batch)):
         rows = _phase_rows(m, phase, batch, S, attention, groups)
         times = {k: float(time(c, chip, dtype, useful=True).lower) for k, c in rows.items()}
-        pts = [(k, float(c.useful_intensity), times[k] / sum(times.values()))
+        pts = [(in_words(k), float(c.useful_intensity), times[k] / sum(times.values()))
                for k, c in rows.items()]
         hidden += [f"{k} ({phase})" for k, i, _ in pts if not 0 < i < np.inf]
         phases[phase, batch] = [p for p in pts if 0 < p[1] < np.inf]

@@ -1,10 +1,11 @@
 """Which texts of a figure overlap: every title, axis and tick label, annotation and legend
 entry that a draw really renders, as rectangles on the canvas (matplotlib's renderer gives
 each text's window extent; a slanted text's rectangle is turned with it), every legend's
-frame against the other texts and the bars, and every plotted line and annotation arrow
-that runs through a text (its segments on the canvas, clipped as drawn, against the text's
-rectangle shrunk by a tolerance); the tests run it on every figure the notes and the tour
-make, and on the measured roofline.
+frame against the other texts and the bars, and every plotted line (a Line2D, or a line of
+a LineCollection: ``vlines``, ``hlines``) and annotation arrow that runs through a text (its
+segments on the canvas, clipped as drawn, against the text's rectangle shrunk by a
+tolerance); the tests run it on every figure the notes and the tour make, and on the
+measured roofline.
 
 >>> from matplotlib.figure import Figure
 >>> fig = Figure(figsize=(3, 2))
@@ -31,9 +32,10 @@ def text_overlaps(fig: Any, margin: float = 1.0,
     """The pairs of drawn texts of ``fig`` whose outlines overlap by more than ``margin``
     pixels, ``("legend", text)`` or ``("legend", "a bar")`` where a legend's frame
     covers another text or a bar, and ``("line 'label'", text)`` or ``("arrow of 'text'",
-    text)`` where a plotted line (a Line2D, its label named unless private) or an
-    annotation's arrow runs through a text's rectangle shrunk by ``line_margin`` pixels (an
-    arrow is not checked against its own text); a tick label outside the view (never drawn)
+    text)`` where a plotted line (a Line2D, or a line of a LineCollection such as ``vlines``
+    draws; its label named unless private) or an annotation's arrow runs through a text's
+    rectangle shrunk by ``line_margin`` pixels (an arrow is not checked against its own
+    text); a tick label outside the view (never drawn)
     is not counted. A slanted text is its own rotated rectangle, not the upright box around
     it (30 degree tick labels' boxes overlap where their letters do not). The figure is laid
     out without rendering (Agg, the figure's own dpi).
@@ -92,8 +94,13 @@ def text_overlaps(fig: Any, margin: float = 1.0,
 
 def _strokes(fig: Any) -> list[tuple[str, Any, np.ndarray, np.ndarray | None]]:
     """(name, the Text it belongs to or None, segments ``(n, 2, 2)`` on the canvas, clip rectangle's
-    corners or None) of every drawn line of the axes and every annotation's arrow."""
+    corners or None) of every drawn line of the axes (a Line2D, or each line of a
+    LineCollection: ``vlines``, ``hlines``) and every annotation's arrow."""
+    from matplotlib.collections import LineCollection
     from matplotlib.path import Path
+
+    def named(label: str) -> str:
+        return "a line" if label.startswith("_") else f"line {label!r}"
 
     out = []
     for ax in fig.axes:
@@ -101,10 +108,15 @@ def _strokes(fig: Any) -> list[tuple[str, Any, np.ndarray, np.ndarray | None]]:
             if not line.get_visible() or line.get_linestyle() in ("None", "none", "", " ") \
                     or line.get_linewidth() <= 0:
                 continue
-            label = line.get_label()
-            name = "a line" if label.startswith("_") else f"line {label!r}"
-            out.append((name, None, line.get_transform().transform_path(line.get_path()),
-                        line))
+            out.append((named(line.get_label()), None,
+                        line.get_transform().transform_path(line.get_path()), line))
+        for lines in ax.collections:  # vlines, hlines, a LineCollection added by hand
+            if not isinstance(lines, LineCollection) or not lines.get_visible() \
+                    or not (np.asarray(lines.get_linewidths()) > 0).any():
+                continue
+            transform = lines.get_transform()
+            out += [(named(lines.get_label()), None, transform.transform_path(path), lines)
+                    for path in lines.get_paths()]
     for text in [t for ax in fig.axes for t in ax.texts] + list(fig.texts):
         arrow = getattr(text, "arrow_patch", None)
         if arrow is not None and arrow.get_visible() and text.get_visible():

@@ -52,7 +52,6 @@ from .cli_format import (
     table,
 )
 from .cli_problems import add_handout_options
-from .notes import LatexError, build_notes
 
 __all__ = ["main", "build_parser"]
 
@@ -182,6 +181,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_notes(args: argparse.Namespace) -> int:
+    from .notes import build_notes  # lazy: only `symroof notes` pays for it
+
     notes = build_notes(args.out, scripts=args.scripts, pdf=not args.no_pdf,
                         audience=args.audience, title=args.title, author=args.author,
                         date=args.date, chapters=args.chapters)
@@ -320,8 +321,12 @@ def _main(argv: list[str]) -> int:
     except BrokenPipeError:  # e.g. `symroof chips | head`: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except (ValueError, TypeError, OSError, LatexError) as err:
+    except (ValueError, TypeError, OSError, RuntimeError) as err:
+        notes = sys.modules.get(f"{__package__}.notes")  # loaded by the commands that compile
+        latex = notes is not None and isinstance(err, notes.LatexError)  # pdflatex failed
+        if isinstance(err, RuntimeError) and not latex:
+            raise
         print(f"symroof: error: {err}", file=sys.stderr)
-        return 1 if isinstance(err, LatexError) else 2
+        return 1 if latex else 2
     except KeyboardInterrupt:
         return 130
