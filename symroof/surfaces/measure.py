@@ -143,7 +143,8 @@ def measure(size: str = "tiny", repeats: int | None = None,
     spec = SIZES[size]
     reps = spec["repeats"] if repeats is None else repeats
     width = {"fp32": 4, "fp64": 8}  # bytes per element
-    matmuls = [_timing(f"matmul {dt} n={n}", Cost(flops=2 * n**3, act_bytes=3 * n * n * width[dt]),
+    matmuls = [_timing(f"matmul {dt} n={n}", Cost(flops=2 * n**3, act_bytes=3 * n * n * width[dt],
+                                                  act_store_bytes=n * n * width[dt]),  # C written
                        statistics.median(ts), chip, t_call, dt) for (dt, n), ts in raw.items()]
     cfg, B, T = spec["cfg"], spec["batch"], spec["tokens"]
     params = init_params(cfg)
@@ -155,7 +156,8 @@ def measure(size: str = "tiny", repeats: int | None = None,
     overhead, whole_overhead = _time_forward(mini, init_params(mini), np.zeros((1, 1), int),
                                              max(reps, 5), min)
     ops = [_timing(key, Cost(flops=row["flops"], weight_bytes=row["weight_bytes"],
-                             act_bytes=row["act_bytes"], kv_bytes=row["kv_bytes"]),
+                             act_bytes=row["act_bytes"], kv_bytes=row["kv_bytes"],
+                             **counter.stored[key]),
                    seconds[key], chip, overhead[key], "fp64") for key, row in counter.rows.items()]
     result = MeasureResult(size, chip, t_call, matmuls, ops, whole, whole_overhead, plot)
     if plot is not None:

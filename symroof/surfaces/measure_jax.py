@@ -270,7 +270,8 @@ def _counted(cfg: Config, B: int, T: int, width: int) -> dict[str, Cost]:
     tokens = np.random.default_rng(0).integers(0, cfg.V, size=(B, T))
     forward(init_params(cfg, dtype=np.float32), cfg, tokens, counter=counter)  # float32: faster
     return {key: Cost(flops=row["flops"], weight_bytes=row["weight_bytes"],
-                      act_bytes=row["act_bytes"], kv_bytes=row["kv_bytes"])
+                      act_bytes=row["act_bytes"], kv_bytes=row["kv_bytes"],
+                      **counter.stored[key])  # and the act and KV bytes it wrote
             for key, row in counter.rows.items()}
 
 
