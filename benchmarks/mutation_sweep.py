@@ -345,6 +345,10 @@ MUTANTS: list[tuple[str, str, str, str, list[str]]] = [
      'remat="full" if remat is None else remat,',
      ["tests/test_mutation_survivors.py",
       "tests/test_trust.py", "tests/test_json_fields.py", "-k", "kept or fix"]),
+    ("chips JSON: NCCL's base latencies swapped", "symroof/surfaces/cli_format.py",
+     '"ring_base_latency": num(net.ring_base_latency),',
+     '"ring_base_latency": num(net.tree_base_latency),',
+     ["tests/test_json_fields.py", "-k", "chips"]),
     # -- train's fixes -----------------------------------------------------------------------
     ("train fix: nearest batch forgets microbatches", "symroof/surfaces/cli_train_fixes.py",
      'c.degrees["ep"] * c.microbatches', 'c.degrees["ep"]',

@@ -129,6 +129,34 @@ def test_chips_json():
             assert close(value, c.critical_intensity(dtype))
             assert row["ridge_exact"][dtype] == str(c.critical_intensity(dtype))
         assert row["sources"] == dict(c.sources)
+        net, got = c.network, row["network"]
+        if net is None:
+            assert got is None
+        elif net.kind == "torus":
+            assert set(got) == {"kind", "rank", "pod", "pod_chips", "host", "wrap_rule",
+                                "hop_latency", "pcie_bw", "dcn_bw", "slices"}
+            assert (tuple(got["pod"]), tuple(got["host"]), got["rank"]) == (
+                tuple(net.pod), tuple(net.host), net.rank)
+            assert got["pod_chips"] == net.pod_chips and got["wrap_rule"] == net.wrap_rule
+            assert got["slices"] == [list(s) for s in net.offered()]
+            for key in ("hop_latency", "pcie_bw", "dcn_bw"):  # seconds, bytes/s
+                assert close(got[key], getattr(net, key)), (name, key)
+        else:
+            scalars = ("node_bisection", "hop_latency", "net_latency", "tree_latency",
+                       "net_overhead", "ring_base_latency", "tree_base_latency", "pcie_bw")
+            assert set(got) == {"kind", "nvlink_ports", "levels", "node_size", "max_gpus",
+                                "node_egress", "sharp", *scalars}
+            assert (got["nvlink_ports"], got["node_size"], got["max_gpus"], got["sharp"]) == (
+                net.nvlink_ports, net.node_size, net.max_gpus, net.sharp)
+            assert [(lv["name"], lv["degree"], lv["gpus_per_child"], lv["bw_per_gpu"])
+                    for lv in got["levels"]] == [(lv.name, lv.degree, lv.gpus_per_child,
+                                                  lv.bw_per_gpu) for lv in net.levels]
+            assert [lv["sharp"] for lv in got["levels"]] == [
+                net.sharp_at(i) for i in range(len(net.levels))]
+            egress = net.node_egress if len(net.levels) > 1 else None
+            assert got["node_egress"] == egress
+            for key in scalars:  # seconds (latencies), bytes/s
+                assert close(got[key], getattr(net, key)), (name, key)
 
 
 def test_models_json():
@@ -139,6 +167,14 @@ def test_models_json():
         assert {k: row[k] for k in ("D", "F", "L", "H", "G", "d_h", "V")} == {
             k: int(getattr(m, k)) for k in ("D", "F", "L", "H", "G", "d_h", "V")}
         assert row["params"] == m.params and row["tied"] is m.tied
+        assert set(row) == {"D", "F", "L", "H", "G", "d_h", "V", "tied", "qkv_bias", "params",
+                            "active_params", "family", "attention", "mlp", "max_position",
+                            "w_bytes", "act_bytes", "kv_bytes", "notes", "source"}
+        assert row["active_params"] == m.active_params and row["qkv_bias"] is m.qkv_bias
+        assert row["max_position"] == (m.max_position or None)
+        assert (row["w_bytes"], row["act_bytes"], row["kv_bytes"]) == (  # bytes an element
+            m.w_bytes, m.act_bytes, m.kv_bytes)
+        assert row["notes"] == list(m.notes) and row["source"] == m.source
 
 
 def test_report_json_rows_are_the_exact_costs():
@@ -209,3 +245,15 @@ def test_serve_json_with_a_price_and_generated_tokens(price, usd, source):
     # requests a second per chip: the 32 sequences' tokens a second per chip, 256 a request
     assert close(d["requests_per_s_per_chip"], 32 / (plan.time.lower * 16) / 256)
     assert close(d["requests_per_s_per_chip"], plan.requests_per_s_per_chip(256))
+
+
+def test_critical_batch_json_at_a_shape_is_the_exact_root():
+    # b200 (HGX B200 sheet: FP8 9 PFLOPS sparse, 4.5e15 dense; DGX B200: 8e12 B/s a GPU),
+    # X[B, 8192] @ W[8192, 28672] with bf16 activations and output, fp8 weights: 2BDF FLOPs
+    # over 2BD + DF + 2BF bytes equal to C/W = 4.5e15/8e12 at B = rDF / (2DF - 2r(D + F))
+    d = cli_json("critical-batch --chip b200 --dtype fp8 --x-bytes 2 --d 8192 --f 28672")
+    r, D, F = sp.Rational(4500 * 10**12, 8000 * 10**9), 8192, 28672
+    root = r * D * F / (2 * D * F - 2 * r * (D + F))
+    assert (d["D"], d["F"], d["roof"]) == (D, F, "hbm")
+    assert d["critical_batch_exact"] == str(root) and close(d["critical_batch"], root)
+    assert d["ridge_exact"] == str(r)

@@ -108,7 +108,9 @@ def network_data(net: Any) -> dict[str, Any] | None:
             "node_egress": num(net.node_egress) if len(net.levels) > 1 else None,
             "sharp": net.sharp, "node_bisection": num(net.node_bisection),
             "hop_latency": num(net.hop_latency), "net_latency": num(net.net_latency),
-            "tree_latency": num(net.tree_latency), "pcie_bw": num(net.pcie_bw)}
+            "tree_latency": num(net.tree_latency), "net_overhead": num(net.net_overhead),
+            "ring_base_latency": num(net.ring_base_latency),
+            "tree_base_latency": num(net.tree_base_latency), "pcie_bw": num(net.pcie_bw)}
 
 
 def _mlp(m: Any) -> str:
