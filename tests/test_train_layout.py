@@ -194,3 +194,9 @@ def test_the_last_stage_holds_its_layers_and_the_head():
     plan = sr.train_plan(m, sr.mesh("tpu-v5p", {"Y": 8}, custom=True), "pp",
                          step=sr.TrainStep(64, 4096))
     assert plan.memory["params"] == 2 * sum(last.values())  # bf16 weights
+    # ZeRO-1 gathers the stage's updated weights once a step (over a 2-way fsdp group each
+    # chip receives the other half of the stage's bf16 weights), and scatters its grads
+    plan = sr.train_plan(m, sr.mesh("tpu-v5p", {"X": 2, "Y": 8}, custom=True), "zero1+pp",
+                         fsdp="X", pp="Y", step=sr.TrainStep(64, 4096))
+    for row in ("backward/fsdp/all-gather weights", "backward/fsdp/reduce-scatter grads"):
+        assert plan.step[row].net_bytes == 2 * sum(last.values()) / 2, row

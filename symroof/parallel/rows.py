@@ -18,8 +18,8 @@ Counting conventions of training plans (stated once, here):
   share of each row (:func:`stage_shares`: the last stage's ceil(L/Z) layers, the head
   and the loss); EP holds 1/Z_e of the routed experts' weights (:func:`ep_splits`).
   Weights are read once per microbatch; Adam runs once on the chip's shard of the
-  optimizer state (over Y Z, and the fsdp axes from ZeRO-1 on: the average stage's, as
-  the collectives' weights and the plan's memory are). The forward pass is the
+  optimizer state (the last stage's, :func:`stage_state`; over Y, and the fsdp axes from
+  ZeRO-1 on; the collectives' weights are the average stage's). The forward pass is the
   ``fwd/`` rows; the backward pass the ``bwd/``, ``recompute/`` and ``optimizer/`` rows.
 - **Activation bytes** on a TP rank are its share of each array a row reads and writes
   (:func:`tp_act_bytes`, through :func:`~symroof.parallel.partition.local_act_bytes`, as
@@ -73,7 +73,7 @@ from ..conventions import current
 from ..cost import Cost
 from ..symbols import B as SYM_B
 from ..symbols import T as SYM_T
-from .book_block import Make, mlp_block_rows, routed_params
+from .book_block import Make, mlp_block_rows
 from .layout import SYM
 from .partition import array_layout, local_act_bytes
 from .train_layout import ROLE_AXES, activation_moves, at_degrees, label, weight_moves
@@ -84,6 +84,7 @@ from .train_rows import (
     ep_splits,
     forward_key,
     stage_shares,
+    stage_state,
     tp_splits,
     train_rows,
 )
@@ -96,7 +97,8 @@ def _compute(rows: dict, n: dict, b: Any, m: Any, z1: Any, own: Any, share: Any,
     """Per pass, every row's share on one chip (module docstring), summed: ``fwd/`` rows
     forward, the rest (backward, recompute, optimizer) backward. Rows that shard alike are
     added first and scaled once (a few terms, not one per row: the search compiles them);
-    ``own``: the share of the parameters whose optimizer state the chip's EP shard holds;
+    ``own``: the share of the parameters whose optimizer state the chip's pipeline stage
+    and EP shard hold (:func:`stage_state`);
     ``share``: a row's share on the pipeline's slowest stage (:func:`stage_shares`);
     ``acts``: a row's activation bytes (and stores) on one TP rank where its declared
     arrays account for them (:func:`tp_act_bytes`); the other rows' are split as their
@@ -120,7 +122,7 @@ def _compute(rows: dict, n: dict, b: Any, m: Any, z1: Any, own: Any, share: Any,
         c = sum(costs, Cost())
         if kind == "optimizer":  # once a step, on the chip's shard of the optimizer state
             # (1 + z1 (f - 1)) is f^z1 for a flag z1 in {0, 1}, without a power to evaluate
-            out[p] += _at(c, b, own / (Y * Z * (1 + z1 * (n["fsdp"] - 1))), 1)
+            out[p] += _at(c, b, own / (Y * (1 + z1 * (n["fsdp"] - 1))), 1)
         else:  # every microbatch; TP splits or repeats it; EP holds 1/Z_e of the experts
             split, experts, stage = kind
             out[p] += _at(c, b, m * stage / (Y if split else 1), 1 / Ze if experts else 1)
@@ -261,13 +263,13 @@ def _layer_keys(model: Any, rows: dict) -> list[str]:
 
 def _weight_moves(model: Any, rows: dict, n: dict, change: str, keys: Any = None,
                   ) -> dict[tuple[str, str], Any]:
-    """(kind, role) -> bytes of one layer's weights' ``change`` of partition (the rest of
-    the parameters spread over the L layers, split by TP), each weight its own partitions
+    """(kind, role) -> bytes of one layer's weights' ``change`` of partition, a layer of
+    the pipeline's last stage (:func:`_whole_weights`), each weight its own partitions
     (:func:`~symroof.parallel.train_layout.weight_moves`); ``keys``: only those weights."""
     at = {SYM[f"n_{r}"]: n[r] for r in ROLE_AXES}
     experts = model.moe is not None
     terms: dict[tuple[str, str], list[tuple[Any, Any]]] = {}
-    for k, (w, tp, ep) in _whole_weights(model, rows).items():
+    for k, (w, tp, ep) in _whole_weights(model, rows, n["pp"]).items():
         if keys is None or k in keys:
             for kind, role, share in weight_moves(change, tp, ep, experts):
                 terms.setdefault((kind, label(role, n)), []).append((share.xreplace(at), w))
@@ -279,30 +281,29 @@ def _weight_moves(model: Any, rows: dict, n: dict, change: str, keys: Any = None
     return out
 
 
-def _whole_weights(model: Any, rows: dict) -> dict[str, tuple[Any, bool, bool]]:
-    """One layer's weight bytes, unsharded, per forward-row key of the layers, with whether
-    TP and EP split them; ``"rest"``: the embedding, final norm and lm_head over L (TP
-    splits them)."""
+def _whole_weights(model: Any, rows: dict, Z: Any = 1) -> dict[str, tuple[Any, bool, bool]]:
+    """A layer's weight bytes, unsharded, per forward-row key of the layers, with whether
+    TP and EP split them, on the last of ``Z`` pipeline stages: its weights
+    (:func:`stage_shares` of each row's, the rest of its parameters from
+    :meth:`~symroof.models.blocks.Blocks.stage_params`) over its layers; ``"rest"``: the
+    final norm and lm_head (and, with one stage, the embedding), spread over those layers
+    (TP splits them). One stage: the model's weights over its L layers."""
     out: dict[str, tuple[Any, bool, bool]] = {}
+    share, layers = stage_shares(model, Z), model.blocks.last_stage(Z)["all"]
     whole = sp.Integer(0)
     for k in _layer_keys(model, rows):
-        w = sp.sympify(rows[f"fwd/{k}"].weight_bytes).xreplace({_b: 0}) / model.L
+        w = sp.sympify(rows[f"fwd/{k}"].weight_bytes).xreplace({_b: 0}) * share(k) / layers
         if w != 0:
             whole += w
             out[k] = (w, tp_splits(k), ep_splits(k))
-    out["rest"] = ((model.params * model.w_bytes - model.L * whole) / model.L, True, False)
+    stage = sum(model.blocks.stage_params(Z).values()) * model.w_bytes
+    out["rest"] = ((stage - layers * whole) / layers, True, False)
     return out
 
 
 def _blocks(keys: list[str]) -> int:
     """Blocks a layer's input is gathered for under TP: attention and the MLP (or MoE)."""
     return len({"mlp" if k.startswith("moe/") else k.split("/")[0] for k in keys if "/" in k})
-
-
-def _own(model: Any, Ze: Any) -> Any:
-    """The share of the parameters one chip's EP shard holds: the routed experts / Z_e."""
-    P_e = routed_params(model)
-    return 1 if P_e == 0 else (model.params - P_e + P_e / Ze) / model.params
 
 
 def _reruns_matmuls(model: Any, rows: dict) -> bool:
@@ -326,7 +327,7 @@ def step_rows(model: Any, B: Any, seq: Any, remat: Any, n: dict, m: Any, z: tupl
     n, m = {r: sp.sympify(v) for r, v in n.items()}, sp.sympify(m)
     X, Z, Ze = n["dp"] * n["fsdp"], n["pp"], n["ep"]
     z1, _, z3 = z
-    out = _compute(rows, n, B / (seq * X * Ze * m), m, z1, _own(model, Ze),
+    out = _compute(rows, n, B / (seq * X * Ze * m), m, z1, stage_state(model, Z, Ze),
                    stage_shares(model, Z), _tp_acts(model, seq, remat, n["tp"], current()))
     lz = model.blocks.last_stage(Z)["all"]  # the slowest stage's layers, ceil(L/Z)
     mb = model.act_bytes * B / m  # bytes of one value per token of a (global) microbatch

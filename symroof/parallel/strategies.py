@@ -57,7 +57,7 @@ from .layout import (
     role_links,
 )
 from .rows import condition_rows, pass_times, step_rows
-from .train_rows import train_rows
+from .train_rows import stage_state, train_rows
 
 __all__ = ["TrainPlan", "train_plan", "plan_memory", "STRATEGIES", "EP_STRATEGIES",
            "BatchSplitError"]
@@ -85,9 +85,7 @@ def plan_memory(model: Any, B: Any, seq: Any, remat: Any, n: dict, z: tuple,
         mem["activations"] = model.act_bytes * model.D * B * remat * model.L
     X, Y, Z, Ze, f = n["dp"] * n["fsdp"], n["tp"], n["pp"], n["ep"], n["fsdp"]
     z1, z2, z3 = z
-    stage = model.blocks.stage_params(Z)  # the last stage's parameters (all of them: Z = 1)
-    P_e = sp.sympify(stage.get("experts", 0))  # its routed experts, 1/Z_e of them a chip
-    s = (sum(stage.values()) - P_e + P_e / Ze) / model.params
+    s = stage_state(model, Z, Ze)  # the last stage's parameters, its experts over Z_e
     return {"params": s * mem["params"] / (Y * f**z3),
             "grads": s * mem["grads"] / (Y * f**z2),
             "master": s * mem["master"] / (Y * f**z1),

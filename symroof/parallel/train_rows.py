@@ -20,7 +20,8 @@ import sympy as sp
 from ..conventions import current
 from ..cost import FIELDS, Cost
 
-__all__ = ["train_rows", "rows_at", "forward_key", "tp_splits", "ep_splits", "stage_shares"]
+__all__ = ["train_rows", "rows_at", "forward_key", "tp_splits", "ep_splits", "stage_shares",
+           "stage_state"]
 
 #: the sequences of one microbatch on one chip, while the rows are built (local, replaced)
 _b = sp.Dummy("b", positive=True, integer=True)
@@ -95,6 +96,23 @@ def stage_shares(model: Any, Z: Any) -> Any:
         return stage[kind] / total[kind]
 
     return share
+
+
+def stage_state(model: Any, Z: Any, Ze: Any) -> sp.Expr:
+    """The share of the model's parameters (and so of its optimizer state) one chip of the
+    pipeline's last stage holds before TP and ZeRO split them: the stage's parameters
+    (:meth:`~symroof.models.blocks.Blocks.stage_params`), its routed experts over the
+    ``Ze`` EP ranks; the plan's memory and its Adam step read it.
+
+    >>> import symroof as sr
+    >>> m = sr.model("llama-3.1-70b")
+    >>> last = sum(m.blocks.stage_params(8).values())     # 10 of 80 layers and the head
+    >>> stage_state(m, 1, 1), stage_state(m, 8, 1) == last / m.params
+    (1, True)
+    """
+    stage = model.blocks.stage_params(Z)  # every parameter where Z = 1
+    P_e = sp.sympify(stage.get("experts", 0))  # its routed experts, 1/Z_e of them a chip
+    return (sum(stage.values()) - P_e + P_e / Ze) / model.params
 
 
 @functools.lru_cache(maxsize=64)

@@ -3,8 +3,10 @@
 :class:`Blocks` is what a :class:`~symroof.models.Transformer` is made of: the stream, the
 embedding, the positions, L layers of (residual pattern, attention, MLP: dense on the first
 layers and a mixture of experts on the rest when there is one) and the head. Its forward
-rows, parameters, operand arrays and twin fields are those of its blocks, composed here
-and nowhere else. A :class:`Family` is the blocks' switches without a release's sizes.
+rows, parameters, operand arrays, weight matmuls and twin specs are those of its blocks,
+composed here and nowhere else (what a pipeline stage of them runs and holds:
+:mod:`~symroof.models.blocks.stages`). A :class:`Family` is the blocks' switches without a
+release's sizes.
 
 >>> from symroof.models import model
 >>> b = model("qwen3-8b").blocks
@@ -32,12 +34,13 @@ from .embedding import Embedding, Head, Learned, Rope
 from .mlp import DenseMLP, Experts
 from .norm import Norm
 from .residual import Residual
+from .stages import Stages
 
 __all__ = ["Blocks", "Family"]
 
 
 @dataclass(frozen=True)
-class Blocks:
+class Blocks(Stages):
     """The blocks of one model: L layers, each attention and an MLP (``experts`` on the
     layers past ``experts.moe.dense_layers``), between the embedding and the head.
 
@@ -139,31 +142,6 @@ class Blocks:
         out["norms"] = (self.residual.norms * L + 1) * self.residual.norm.params(s.D)
         return out | {"lm_head": sp.sympify(head["lm_head"])}
 
-    def stage_params(self, Z: Any) -> dict[str, sp.Expr]:
-        """The parameters the last of Z pipeline stages holds, by part (:meth:`params`'
-        keys): its layers' share of each layer part (:meth:`last_stage`: ceil(L/Z)
-        layers), their norms and the final one, the lm_head (a tied one's matrix too, from
-        two stages on: the last stage multiplies by it), the embedding and positions with
-        one stage only (they are the first stage's). One stage holds :meth:`params`.
-
-        >>> from symroof.models import model
-        >>> b = model("llama-3.1-70b").blocks
-        >>> last = b.stage_params(8)                 # 10 of the 80 layers, and the head
-        >>> last["attention"] * 8 == b.params()["attention"], last["embedding"], last["lm_head"]
-        (True, 0, 1050673152)
-        """
-        s, stage, first = self.stream, self.last_stage(Z), sp.Max(0, 2 - sp.sympify(Z))
-        per = self.attention.params(s)
-        per |= self.mlp.params(s) if self.dense_layers != 0 else {}
-        per |= self.experts.params(s) if self.experts is not None else {}
-        whole = self.params()
-        out = {k: first * v for k, v in whole.items() if k in ("embedding", "positions")}
-        for k, v in per.items():
-            out[k] = stage["dense" if k == "mlp" else "all" if k == "attention" else "moe"] * v
-        out["norms"] = (self.residual.norms * stage["all"] + 1) * self.residual.norm.params(s.D)
-        tied = self.embedding.V * s.D if self.embedding.tied else 0
-        return out | {"lm_head": whole["lm_head"] + (1 - first) * tied}
-
     def matmul_params(self) -> sp.Expr:
         """What a token multiplies by: every layer's matrices and the lm_head."""
         s, lm_head = self.stream, self.embedding.V * self.stream.D
@@ -196,45 +174,6 @@ class Blocks:
         """
         first, last = self.ends()
         return first + last
-
-    def ends(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """The forward rows before the layers (the embedding's and the positions') and
-        after them (the head's): a pipeline's first stage and its last run them.
-
-        >>> from symroof.models import model
-        >>> model("gemma-2-9b").blocks.ends()
-        (('embed',), ('final_norm', 'lm_head', 'logit_softcap'))
-        """
-        first = self.embedding.uses() | self.positions.uses()
-        return tuple(first), tuple(self.head.uses(self.embedding.tied))
-
-    def layers_of(self, key: str) -> str:
-        """Which layers the forward or backward row ``key`` (no pass prefix) runs in:
-        ``"moe"`` (the experts' rows), ``"dense"`` (the dense MLP's, on the layers before
-        the experts') or ``"all"`` (attention, norms, residual sums: every layer).
-
-        >>> from symroof.models import model
-        >>> b = model("deepseek-v3").blocks
-        >>> [b.layers_of(k) for k in ("moe/gate", "mlp/gate_up_sum", "mlp/residual")]
-        ['moe', 'dense', 'all']
-        """
-        if key.startswith("moe/"):
-            return "moe"
-        return "dense" if key.startswith("mlp/") and key not in self.residual.uses() else "all"
-
-    def last_stage(self, Z: Any) -> dict[str, Any]:
-        """The layers of the slowest of Z pipeline stages, the last: the layers split in
-        order as evenly as whole layers allow, it holds ceil(L/Z) of them (the most a
-        stage holds) and the head; ``all`` its layers, ``moe`` those with experts (the
-        model's last ones, after dense first layers: the heaviest), ``dense`` the rest.
-
-        >>> from symroof.models import model
-        >>> model("deepseek-v3").blocks.last_stage(1), model("deepseek-v3").blocks.last_stage(4)
-        ({'all': 61, 'moe': 58, 'dense': 3}, {'all': 16, 'moe': 16, 'dense': 0})
-        """
-        per = sp.ceiling(sp.sympify(self.L) / Z)
-        moe = sp.Min(per, self.moe_layers)
-        return {"all": per, "moe": moe, "dense": per - moe}
 
     def arrays(self) -> dict[str, Array]:
         """Every operand by path (``embed/W_embed``, ``attn/W_q``, ``mlp/W_down``,
