@@ -21,6 +21,13 @@ Counting conventions of training plans (stated once, here):
   optimizer state (the last stage's, :func:`stage_state`; over Y, and the fsdp axes from
   ZeRO-1 on; the collectives' weights are the average stage's). The forward pass is the
   ``fwd/`` rows; the backward pass the ``bwd/``, ``recompute/`` and ``optimizer/`` rows.
+- **Activation bytes** on a TP rank are its share of each array a row reads and writes
+  (:func:`tp_act_bytes`, through :func:`~symroof.parallel.partition.local_act_bytes`, as
+  serving's): a projection reads its input h[B, D] whole on every rank and writes 1/Y of
+  its heads or F; a weight matmul's dX reads dY and writes dX, its dW reads X and dY. A row
+  whose declared arrays do not account for its bytes (:func:`undeclared`: attention's
+  score matrix, the loss, the backward of ops that are not weight matmuls) keeps its work's
+  split.
 - **Weights** of one layer are its forward rows' weight reads (every matrix and norm gain;
   with experts, every expert, taken as read: B k >= E), per chip as TP and EP split them;
   the embedding, final norm and lm_head (the rest of the parameters, over TP) are spread
@@ -55,6 +62,7 @@ Counting conventions of training plans (stated once, here):
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any
 
@@ -63,8 +71,11 @@ import sympy as sp
 from ..analysis import TimeBound, time
 from ..conventions import current
 from ..cost import Cost
+from ..symbols import B as SYM_B
+from ..symbols import T as SYM_T
 from .book_block import Make, mlp_block_rows
 from .layout import SYM
+from .partition import array_layout, local_act_bytes
 from .train_layout import ROLE_AXES, activation_moves, at_degrees, label, weight_moves
 from .train_rows import (
     _at,
@@ -78,21 +89,31 @@ from .train_rows import (
     train_rows,
 )
 
-__all__ = ["step_rows", "layer_rows", "condition_rows", "pass_times", "template_make"]
+__all__ = ["step_rows", "layer_rows", "condition_rows", "pass_times", "template_make",
+           "tp_act_bytes", "train_act_layout", "undeclared"]
 
-def _compute(rows: dict, n: dict, b: Any, m: Any, z1: Any, own: Any, share: Any
-             ) -> dict[str, Cost]:
+def _compute(rows: dict, n: dict, b: Any, m: Any, z1: Any, own: Any, share: Any,
+             acts: dict | None = None) -> dict[str, Cost]:
     """Per pass, every row's share on one chip (module docstring), summed: ``fwd/`` rows
     forward, the rest (backward, recompute, optimizer) backward. Rows that shard alike are
     added first and scaled once (a few terms, not one per row: the search compiles them);
     ``own``: the share of the parameters whose optimizer state the chip's pipeline stage
     and EP shard hold (:func:`stage_state`);
-    ``share``: a row's share on the pipeline's slowest stage (:func:`stage_shares`)."""
+    ``share``: a row's share on the pipeline's slowest stage (:func:`stage_shares`);
+    ``acts``: a row's activation bytes (and stores) on one TP rank where its declared
+    arrays account for them (:func:`tp_act_bytes`); the other rows' are split as their
+    work is."""
     Y, Z, Ze, m = (sp.sympify(v) for v in (n["tp"], n["pp"], n["ep"], m))  # exact, no floats
     groups: dict[tuple, list[Cost]] = {}
+    local: dict[Any, list[Cost]] = {}
     for key, c in rows.items():
         p = "forward" if key.startswith("fwd/") else "backward"
         fk = forward_key(key)
+        if acts and key in acts:  # its arrays' shares, every microbatch, on the stage
+            act, store = acts[key]
+            local.setdefault((p, share(fk)), []).append(
+                Cost(act_bytes=act, act_store_bytes=store))
+            c = dataclasses.replace(c, act_bytes=0, act_store_bytes=0)
         kind = "optimizer" if key.startswith("optimizer/") else (tp_splits(fk), ep_splits(fk),
                                                                  share(fk))
         groups.setdefault((p, kind), []).append(c)
@@ -105,7 +126,132 @@ def _compute(rows: dict, n: dict, b: Any, m: Any, z1: Any, own: Any, share: Any
         else:  # every microbatch; TP splits or repeats it; EP holds 1/Z_e of the experts
             split, experts, stage = kind
             out[p] += _at(c, b, m * stage / (Y if split else 1), 1 / Ze if experts else 1)
+    for (p, stage), costs in local.items():
+        out[p] += _at(sum(costs, Cost()), b, m * stage, 1)
     return out
+
+
+def tp_act_bytes(model: Any, rows: dict, seq: Any, Y: Any) -> dict[str, tuple[Any, Any]]:
+    """Row key -> (activation bytes, of them stored) of the step's ``rows`` on one of Y
+    tensor-parallel ranks, for each row whose declared arrays account for its activation
+    bytes exactly (:func:`train_act_layout`): each array's elements over the ways TP splits
+    it (:func:`~symroof.parallel.partition.local_act_bytes`: the replicated input h[B, D]
+    of a projection is read whole on every rank). The rows left out (:func:`undeclared`)
+    keep the work's split. Y = 1: none (one rank moves all of every row).
+
+    >>> import symroof as sr
+    >>> from symroof.parallel.train_rows import _b, train_rows
+    >>> m = sr.model("llama-3.1-8b")
+    >>> act, _ = tp_act_bytes(m, train_rows(m, 4096, "none"), 4096, 4)["fwd/attn/q_proj"]
+    >>> act == _b * 32 * 2 * 4096 * (4096 + 4096 // 4)   # b L ab T (D + H d_h / 4)
+    True
+    """
+    if sp.sympify(Y) == 1:
+        return {}
+    lay, sizes = train_act_layout(model, seq)
+    mesh = _tp_mesh(Y)
+    out = {}
+    for key, c in rows.items():
+        if key in lay.keys and c.act_bytes != 0 and _accounts(lay.rules[key], c, sizes,
+                                                              model.act_bytes):
+            rule = lay.rules[key]
+            act = local_act_bytes(rule, c.act_bytes, mesh, sizes, model.act_bytes)
+            store = (local_act_bytes(rule, c.act_store_bytes, mesh, sizes, model.act_bytes,
+                                     stores=True) if c.act_store_bytes != 0 else 0)
+            out[key] = (act, store)
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _tp_acts(model: Any, seq: Any, remat: Any, Y: Any, conventions: Any,
+             ) -> dict[str, tuple[Any, Any]]:
+    """:func:`tp_act_bytes` of the step's rows (:func:`train_rows`) under ``conventions``
+    (the ones in force: part of the key), built once per plan shape."""
+    return tp_act_bytes(model, train_rows(model, seq, remat), seq, Y)
+
+
+def undeclared(model: Any, rows: dict, seq: Any) -> list[str]:
+    """The keys of the step's ``rows`` with activation bytes that their declared arrays do
+    not account for exactly (or that declare none): their bytes are split as their work.
+
+    >>> import symroof as sr
+    >>> from symroof.parallel.train_rows import train_rows
+    >>> m = sr.model("llama-3.1-8b")
+    >>> "fwd/attn/softmax" in undeclared(m, train_rows(m, 4096, "none"), 4096)
+    True
+    """
+    lay, sizes = train_act_layout(model, seq)
+    return [k for k, c in rows.items() if c.act_bytes != 0 and not (
+        k in lay.keys and _accounts(lay.rules[k], c, sizes, model.act_bytes))]
+
+
+def _accounts(rule: Any, c: Cost, sizes: dict, width: Any) -> bool:
+    """Whether ``rule``'s declared arrays account for row ``c``'s activation bytes exactly
+    at ``sizes`` (and its stores, where the row counts them apart: training's forward
+    rows do not)."""
+    def moved(arrays: Any) -> Any:
+        return width * rule.repeats * sp.Add(*(e for _, e in arrays)).xreplace(
+            {SYM_B: sizes["B"], SYM_T: sizes["T"]})
+
+    if not rule.moved:
+        return False
+    return (sp.expand(moved(rule.moved) - c.act_bytes) == 0
+            and (c.act_store_bytes == 0
+                 or sp.expand(moved(rule.moved[len(rule.reads):]) - c.act_store_bytes) == 0))
+
+
+class _ActLayout:
+    """A training step's activation layout: ``rules`` row key -> Operands, ``keys``."""
+
+    def __init__(self, rules: dict) -> None:
+        self.rules, self.keys = rules, frozenset(rules)
+
+
+def train_act_layout(model: Any, seq: Any) -> tuple[_ActLayout, dict[str, Any]]:
+    """The arrays each of a training step's rows reads and writes, as the blocks declare
+    them, partitioned as tensor parallelism splits them over the axis ``tp`` (serving's 1-D
+    tables: heads, F and the vocabulary split, the residual stream and the norms' outputs
+    whole on every rank, o_proj's and W_down's outputs partial sums), and the sizes of the
+    step (B the sequences of a microbatch, T = ``seq``). Forward and recompute rows are
+    the forward's declarations (:meth:`~symroof.models.blocks.Blocks.uses`); a weight
+    matmul's gradient rows ``/dx`` and ``/dw`` the arrays the block's declaration implies
+    (:func:`~symroof.models.blocks.backprop.gradient_uses`).
+
+    >>> import symroof as sr
+    >>> lay, _ = train_act_layout(sr.model("llama-3.1-8b"), 4096)
+    >>> print(*lay.rules["bwd/mlp/down/dx"].reads, lay.rules["bwd/mlp/down/dx"].writes)
+    y[B, D]{U_{tp}} a[B, F_{tp}]
+    """
+    return _train_act_layout(model.blocks, sp.sympify(seq))
+
+
+@functools.lru_cache(maxsize=64)
+def _train_act_layout(blocks: Any, seq: Any) -> tuple[_ActLayout, dict[str, Any]]:
+    from ..models.blocks.backprop import gradient_uses
+    from .serving_layouts import _tables_1d  # TP's partitions: serving's 1-D over one axis
+
+    part, at = _tables_1d(("tp",), ("tp",), (), ())
+    fwd = blocks.uses()
+    uses: dict[str, Any] = {}
+    for k, u in fwd.items():
+        uses[f"fwd/{k}"] = uses[f"recompute/{k}"] = u
+        for d in ("dx", "dw"):
+            if (g := gradient_uses(u, d)) is not None:
+                uses[f"bwd/{k}/{d}"] = g
+    at = {(key, array): spec for (row, array), spec in at.items()
+          for key in uses if forward_key(key) == row}
+    arrays = blocks.arrays()
+    elements = {p: sp.Mul(*blocks.shape(p)) for p, a in arrays.items() if a.kind == "act"}
+    lay = array_layout("train tp", uses, part, at, elements=elements)
+    return _ActLayout(dict(lay.rules)), {"B": _b, "T": seq}
+
+
+@functools.lru_cache(maxsize=64)
+def _tp_mesh(Y: Any) -> Any:
+    from ..hardware.chip import symbolic_chip
+    from ..hardware.mesh import mesh
+
+    return mesh(symbolic_chip(), {"tp": Y}, custom=True)
 
 
 def _layer_keys(model: Any, rows: dict) -> list[str]:
@@ -182,7 +328,7 @@ def step_rows(model: Any, B: Any, seq: Any, remat: Any, n: dict, m: Any, z: tupl
     X, Z, Ze = n["dp"] * n["fsdp"], n["pp"], n["ep"]
     z1, _, z3 = z
     out = _compute(rows, n, B / (seq * X * Ze * m), m, z1, stage_state(model, Z, Ze),
-                   stage_shares(model, Z))
+                   stage_shares(model, Z), _tp_acts(model, seq, remat, n["tp"], current()))
     lz = model.blocks.last_stage(Z)["all"]  # the slowest stage's layers, ceil(L/Z)
     mb = model.act_bytes * B / m  # bytes of one value per token of a (global) microbatch
     # a pipeline hop: the stage's output x[B_data, D_tp], one chip's shard of the microbatch
@@ -255,7 +401,10 @@ def layer_rows(model: Any, B: Any, seq: Any, n: dict, z: tuple,
     keys = _layer_keys(model, rows)
     per_layer = {k: c * (1 / model.L) for k, c in rows.items()
                  if k.startswith(("fwd/", "bwd/")) and forward_key(k) in keys}
-    out = _compute(per_layer, n1, B / (seq * X * Ze), 1, z1, 1, stage_shares(model, 1))
+    acts = {k: (a / model.L, st / model.L)  # (the rows' layers' average, as per_layer)
+            for k, (a, st) in _tp_acts(model, seq, "none", n["tp"], current()).items()
+            if k in per_layer}
+    out = _compute(per_layer, n1, B / (seq * X * Ze), 1, z1, 1, stage_shares(model, 1), acts)
     tok = model.act_bytes * B  # bytes of one value per token of the (global) batch
     layer: dict[str, Cost] = {"forward/compute": out["forward"]}
     experts = model.moe is not None

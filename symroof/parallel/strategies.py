@@ -21,7 +21,7 @@ strategies: :mod:`symroof.parallel.layout`; counting conventions: :mod:`symroof.
 llama-3.1-70b on tpu-v5p 16x16x16 (4096 chips): fsdp+tp (fsdp: Y,Z; tp: X)
   batch 4.19 M tokens, seq 4096, remat full
   memory per chip 1.85 GB of 96 GB (weights and optimizer 207 MB, activations 1.64 GB)
-  step 1.44 s .. 3.41 s (compute-bound); forward network-bound, backward compute-bound
+  step 1.44 s .. 3.61 s (compute-bound); forward network-bound, backward compute-bound
 >>> print(plan.conditions["tp"])                  # 16-way TP on one axis: comms-bound
 tp: Y < 11.06 (plan: 16): does not hold
 """

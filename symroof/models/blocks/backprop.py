@@ -25,9 +25,9 @@ from ...cost import Cost
 from .. import backward as bw
 from .. import backward_dense as bd
 from .. import rows as rw
-from .base import Stream
+from .base import Stream, Uses
 
-__all__ = ["Widths", "Graph", "LayerGraph"]
+__all__ = ["Widths", "Graph", "LayerGraph", "gradient_uses"]
 
 
 class Widths(NamedTuple):
@@ -104,3 +104,29 @@ class LayerGraph(NamedTuple):
                                          for t in outs}
         reads = tuple(t for t in dict.fromkeys(g.reads) if t in writer)
         return cls(g.ops, writer, reads, tuple(t for t in writer if t in g.matmuls))
+
+
+def gradient_uses(forward: Uses, part: str) -> Uses | None:
+    """The arrays a weight matmul's gradient row reads and writes, by the forward row's
+    declaration (``forward``: X in its first read, Y what it writes, W its weight; each
+    gradient partitioned as its array is): ``part`` ``"dx"``, dX = dY W^T, reads dY and
+    writes dX; ``"dw"``, dW = X^T dY, reads X and dY (dW is a weight's bytes, not an
+    activation's). None: not a weight matmul of one input (no weight, or more reads).
+
+    >>> up = Uses(("norms/h",), "mlp/u", "mlp/W_up")
+    >>> gradient_uses(up, "dx").reads, gradient_uses(up, "dx").writes
+    (('mlp/u',), 'norms/h')
+    >>> gradient_uses(up, "dw").reads, gradient_uses(up, "dw").writes
+    (('norms/h', 'mlp/u'), None)
+    >>> gradient_uses(Uses(("mlp/u",), "mlp/h"), "dx") is None    # no weight: no matmul
+    True
+    """
+    if forward.weight is None or forward.writes is None or len(forward.reads) != 1:
+        return None
+    (x,), dy = forward.reads, (forward.writes, *forward.also)
+    keep = dict(forward._asdict(), also=(), sums=None)
+    if part == "dx":
+        return Uses(**{**keep, "reads": dy, "writes": x})
+    if part == "dw":
+        return Uses(**{**keep, "reads": (x, *dy), "writes": None})
+    raise ValueError(f"a gradient row's part is 'dx' or 'dw', not {part!r}")
