@@ -112,21 +112,11 @@ def test_a_tables_stores_are_its_rows_stores():
 def _twin_stores(model, B: int, T: int, cached: int, attention: str):
     """The NumPy twin's own ledger of the bytes each op writes (it never sees a formula),
     and its routing (tokens per expert per MoE layer) for the symbolic side."""
-    import numpy as np
+    from symroof.models.check import _numeric_config, twin_step
 
-    from symroof.models.check import _numeric_config, _widths
-    from symroof.numeric import Counter, KVCache, forward, init_params
-
-    cfg = _numeric_config(model)
-    params, rng = init_params(cfg, seed=0), np.random.default_rng(0)
-    cache = KVCache(cfg, B)
-    if cached:
-        forward(params, cfg, rng.integers(0, cfg.V, size=(B, cached)), cache=cache,
-                attention=attention)
-    counter, trace = Counter(**_widths(model)), []
-    forward(params, cfg, rng.integers(0, cfg.V, size=(B, T)), cache=cache, counter=counter,
-            last_only=T == 1, attention=attention, trace=trace)
-    return counter.stored, [[int(t) for t in layer] for layer in trace]
+    counter, trace = twin_step(model, _numeric_config(model), B, T, cached, T == 1,
+                               attention, seed=0)
+    return counter.stored, trace
 
 
 @pytest.mark.parametrize("attention", ["naive", "flash"])

@@ -211,6 +211,15 @@ def _run(model: Transformer, cfg: Any, B: int, T: int, cached: int, last_only: b
          attention: str, seed: int) -> tuple[dict, list]:
     """The twin's counted rows for one step (after ``cached`` uncounted tokens) and its
     routing trace (tokens per expert, per MoE layer, of the counted step)."""
+    counter, trace = twin_step(model, cfg, B, T, cached, last_only, attention, seed)
+    counted = {op: {q: int(r[q]) for q in QUANTITIES} for op, r in counter.rows.items()}
+    return counted, trace
+
+
+def twin_step(model: Transformer, cfg: Any, B: int, T: int, cached: int, last_only: bool,
+              attention: str, seed: int) -> tuple[Any, list]:
+    """Run the twin's step: its ``Counter`` (rows counted, bytes written) after ``cached``
+    uncounted tokens, and its routing trace (tokens per expert, per MoE layer)."""
     import numpy as np  # the twin's inputs: NumPy loads when a check runs, not with the module
 
     from ..numeric import Counter, KVCache, forward, init_params
@@ -224,5 +233,4 @@ def _run(model: Transformer, cfg: Any, B: int, T: int, cached: int, last_only: b
     counter, trace = Counter(**_widths(model)), []
     forward(params, cfg, rng.integers(0, cfg.V, size=(B, T)), cache=cache, counter=counter,
             last_only=last_only, attention=attention, trace=trace)
-    counted = {op: {q: int(r[q]) for q in QUANTITIES} for op, r in counter.rows.items()}
-    return counted, [[int(t) for t in layer] for layer in trace]
+    return counter, [[int(t) for t in layer] for layer in trace]
